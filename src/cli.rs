@@ -22,6 +22,15 @@ pub enum Command {
         /// Input files, one envelope per line; stdin when none.
         files: Vec<PathBuf>,
     },
+    /// The daemon: consume the stream through a durable consumer into the audit log.
+    Run(crate::config::RunArgs),
+    /// Load generator: publish N catalogue events of a realistic mix to a subject.
+    Publish(crate::publish::PublishArgs),
+    /// Walk the audit log's hash chain; name the first row that does not match (exit 1).
+    Verify {
+        #[command(flatten)]
+        conn: crate::config::ConnArgs,
+    },
     /// Inspect the event catalogue generated from catalogue/.
     Catalogue {
         #[command(subcommand)]
@@ -54,8 +63,40 @@ pub fn init_tracing(cli: &Cli) {
     }
 }
 
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread().enable_all().build()?)
+}
+
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
+        Command::Run(args) => {
+            let cfg = args.resolve()?;
+            runtime()?.block_on(async {
+                let shutdown = crate::daemon::shutdown_signal();
+                crate::daemon::run(cfg, shutdown).await
+            })?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Publish(args) => {
+            let (n, secs) = runtime()?.block_on(crate::publish::run(&args))?;
+            eprintln!("published {n} messages to {} in {secs:.2}s ({:.0}/s)", args.subject, n as f64 / secs.max(1e-9));
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Verify { conn } => {
+            let conn = conn.resolve()?;
+            runtime()?.block_on(async {
+                let store = crate::store::Store::open(&conn.database_url, 2).await?;
+                let report = store.verify().await?;
+                println!("{}", serde_json::to_string(&report)?);
+                if report.ok {
+                    eprintln!("chain intact: {} links, {} rows", report.links, report.rows);
+                    Ok(ExitCode::SUCCESS)
+                } else {
+                    eprintln!("chain BROKEN: {}", report.first_break.as_deref().unwrap_or("?"));
+                    Ok(ExitCode::from(1))
+                }
+            })
+        }
         Command::Decode { files } => crate::cmd::decode::run(&files),
         Command::Catalogue { action } => match action {
             CatalogueAction::List => crate::cmd::catalogue::list(&mut std::io::stdout().lock()),

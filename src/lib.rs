@@ -3,8 +3,18 @@
 //! Data flow: `bus` (JetStream) → `envelope` + `catalogue` → `verdict` → `store` (Postgres audit
 //! log) → `reconcile` → `report` / `metrics`. See ARCHITECTURE.md.
 
+pub mod bus;
 pub mod catalogue;
 pub mod cli;
 pub mod cmd;
+pub mod config;
+pub mod daemon;
 pub mod envelope;
+pub mod http;
+pub mod ingest;
+pub mod metrics;
+pub mod publish;
+pub mod record;
+pub mod sample;
+pub mod store;
 pub mod verdict;

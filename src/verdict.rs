@@ -139,9 +139,14 @@ pub fn decode<'a>(bytes: &'a [u8], fallback_name: Option<&'a str>) -> Verdict<'a
             match catalogue::decode_payload(idx, env.payload, &mut cx) {
                 Ok(Decoded::Ok(event)) => v.event = Some(event),
                 Ok(_) => v.status = Status::Invalid,
-                // The envelope parser already checked the payload is JSON; keep the reason anyway.
+                // The envelope parser only skims the payload: serde_json still rejects a number
+                // out of f64 range (`1e400`) or a lone surrogate escape (`"\ud800"`) when it
+                // reads the value. The decode stopped there, so field errors and unknown fields
+                // found before that point are partial: drop them, `malformed` has one reason.
                 Err(e) => {
                     v.status = Status::Malformed;
+                    cx.errors.clear();
+                    cx.unknown_fields.clear();
                     cx.errors.push(FieldError {
                         path: String::new(),
                         code: ErrorCode::NotJson,
@@ -204,14 +209,11 @@ mod tests {
 
     #[test]
     fn invalid_keeps_account_number_and_unknown_fields() {
-        let v = decode(
-            ce(
-                "account.created-v1",
-                r#"{"account_number":"A-9","account_user_emails":[1],"new_field":true}"#,
-            )
-            .as_bytes(),
-            None,
+        let msg = ce(
+            "account.created-v1",
+            r#"{"account_number":"A-9","account_user_emails":[1],"new_field":true}"#,
         );
+        let v = decode(msg.as_bytes(), None);
         assert_eq!(v.status, Status::Invalid);
         assert_eq!(v.account_number.as_deref(), Some("A-9"));
         assert_eq!(v.unknown_fields, vec!["new_field".to_string()]);
@@ -220,8 +222,24 @@ mod tests {
     }
 
     #[test]
+    fn payload_serde_rejects_is_malformed_with_one_reason() {
+        for data in [
+            r#"{"account_number":5,"key":"\ud800x","extra":1}"#,
+            r#"{"account_number":5,"extra":1,"value":1e400}"#,
+        ] {
+            let msg = ce("account_metadata.created-v1", data);
+            let v = decode(msg.as_bytes(), None);
+            assert_eq!(v.status, Status::Malformed, "{data}");
+            assert_eq!(v.errors.len(), 1, "{:?}", v.errors);
+            assert_eq!(v.errors[0].code, ErrorCode::NotJson);
+            assert!(v.unknown_fields.is_empty());
+        }
+    }
+
+    #[test]
     fn unknown_type_keeps_account_number() {
-        let v = decode(ce("x.y-v1", r#"{"account_number":"A-1"}"#).as_bytes(), None);
+        let msg = ce("x.y-v1", r#"{"account_number":"A-1"}"#);
+        let v = decode(msg.as_bytes(), None);
         assert_eq!(v.status, Status::UnknownType);
         assert_eq!(v.account_number.as_deref(), Some("A-1"));
         assert_eq!(v.type_and_version(), (Some("x.y"), Some("v1")));

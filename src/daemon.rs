@@ -1,0 +1,105 @@
+//! `event-audit run`: wires configuration, store, bus, HTTP and the ingest pipeline together,
+//! and turns SIGTERM/SIGINT into a graceful stop (finish the batch in hand, commit, ack, exit 0).
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use tokio::sync::watch;
+
+use crate::bus::{self, Bus};
+use crate::config::RunConfig;
+use crate::http::{self, AppState};
+use crate::ingest::{Ingest, Totals};
+use crate::metrics::Metrics;
+use crate::store::{redact_url, Store};
+
+/// A watch that turns true on SIGTERM or SIGINT.
+pub fn shutdown_signal() -> watch::Receiver<bool> {
+    let (tx, rx) = watch::channel(false);
+    tokio::spawn(async move {
+        let term = async {
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(mut s) => {
+                    s.recv().await;
+                }
+                Err(_) => std::future::pending::<()>().await,
+            }
+        };
+        tokio::select! {
+            _ = term => {},
+            _ = tokio::signal::ctrl_c() => {},
+        }
+        tracing::info!("shutdown requested: finishing the batch in hand");
+        let _ = tx.send(true);
+    });
+    rx
+}
+
+pub async fn run(cfg: RunConfig, shutdown: watch::Receiver<bool>) -> anyhow::Result<Totals> {
+    let metrics = Arc::new(Metrics::new());
+    let store = Store::open(&cfg.conn.database_url, cfg.db_connections)
+        .await
+        .with_context(|| format!("opening the audit log at {}", redact_url(&cfg.conn.database_url)))?;
+    metrics.up.with_label_values(&["postgres"]).set(1);
+    let (head, _) = store.chain_head().await?;
+    metrics.chain_head.set(head);
+    metrics.verify_ok.set(-1);
+    if let Some((ok, at)) = store.last_verify().await? {
+        metrics.verify_ok.set(i64::from(ok));
+        metrics.verify_time.set(at.timestamp());
+    }
+    let bus = Bus::connect(&cfg.conn.nats_url).await?;
+    metrics.up.with_label_values(&["nats"]).set(1);
+    let consumer = bus.bind(&cfg.binding).await?;
+    tracing::info!(stream = %cfg.binding.stream, consumer = %cfg.binding.consumer, batch_size = cfg.batch_size, "bound to JetStream");
+
+    let bound = Arc::new(AtomicBool::new(false));
+    let state = AppState { metrics: metrics.clone(), store: store.clone(), nats: bus.client.clone(), bound: bound.clone() };
+    let mut http_stop = shutdown.clone();
+    let http = http::serve(cfg.http_addr, http::router(state), async move {
+        let _ = http_stop.wait_for(|s| *s).await;
+    })
+    .await
+    .with_context(|| format!("binding the HTTP listener on {}", cfg.http_addr))?;
+
+    // Poll consumer state and partitions in the background.
+    let poller = {
+        let consumer = consumer.clone();
+        let metrics = metrics.clone();
+        let store = store.clone();
+        let client = bus.client.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_secs(5));
+            let mut n = 0u64;
+            loop {
+                tick.tick().await;
+                if let Some((pending, ack_pending)) = bus::consumer_state(&consumer).await {
+                    metrics.consumer_pending.set(i64::try_from(pending).unwrap_or(i64::MAX));
+                    metrics.consumer_ack_pending.set(i64::try_from(ack_pending).unwrap_or(i64::MAX));
+                }
+                let nats_up = client.connection_state() == async_nats::connection::State::Connected;
+                metrics.up.with_label_values(&["nats"]).set(i64::from(nats_up));
+                n += 1;
+                if n % 720 == 0 {
+                    if let Err(e) = store.ensure_partitions(chrono::Utc::now()).await {
+                        tracing::warn!(error = %e, "could not create partitions ahead");
+                    }
+                }
+            }
+        })
+    };
+
+    let ingest = Ingest { store, metrics, naming: cfg.naming.clone(), batch_size: cfg.batch_size, bound };
+    let totals = ingest.run(consumer, shutdown.clone(), cfg.exit_when_idle).await?;
+    poller.abort();
+    // Acks are published asynchronously: make sure they reach the server before exiting.
+    if let Err(e) = tokio::time::timeout(Duration::from_secs(10), bus.client.flush()).await {
+        tracing::warn!(error = %e, "flushing acks timed out; unflushed messages will be redelivered and skipped");
+    }
+    drop(shutdown);
+    http.abort();
+    tracing::info!(messages = totals.messages, inserted = totals.inserted, batches = totals.batches, "stopped");
+    Ok(totals)
+}

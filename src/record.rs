@@ -1,0 +1,355 @@
+//! Record: one bus message plus its verdict becomes one audit-log row, with the canonical
+//! encoding and SHA-256 that the hash chain covers. Pure: no I/O.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use chrono::{DateTime, Utc};
+use sha2::{Digest, Sha256};
+
+use crate::catalogue::rt::FieldError;
+use crate::verdict::{self, Status};
+
+/// Where a message came from on the bus.
+#[derive(Debug, Clone)]
+pub struct Meta {
+    pub stream: Arc<str>,
+    pub stream_seq: u64,
+    /// JetStream's time for the message (microsecond precision, like the column).
+    pub published_at: DateTime<Utc>,
+    pub subject: String,
+    pub delivery_count: i64,
+    pub headers: Vec<(String, String)>,
+}
+
+/// How a message without an envelope gets its name.
+#[derive(Debug, Clone, Default)]
+pub struct Naming {
+    /// Subject prefix to strip (`events.` makes `events.account.created-v1` name the event).
+    pub subject_prefix: Option<String>,
+}
+
+/// The header that names a message without an envelope.
+pub const EVENT_TYPE_HEADER: &str = "Event-Type";
+
+/// Headers kept with the row: at most this many, each value cut to `MAX_HEADER_VALUE` bytes.
+const MAX_HEADERS: usize = 32;
+const MAX_HEADER_VALUE: usize = 1024;
+
+/// One row of `audit.events`, ready to be written.
+#[derive(Debug, Clone)]
+pub struct Record {
+    pub stream: Arc<str>,
+    pub stream_seq: i64,
+    pub published_at: DateTime<Utc>,
+    pub received_at: DateTime<Utc>,
+    pub subject: String,
+    pub delivery_count: i32,
+    /// Canonical JSON: `{"name": ["value", ...]}`, keys sorted.
+    pub headers: Option<String>,
+    pub envelope: Option<&'static str>,
+    pub event_id: Option<String>,
+    pub event_type: Option<String>,
+    pub event_version: Option<String>,
+    pub status: Status,
+    /// Canonical JSON of `[FieldError]`, `None` when there are none.
+    pub errors: Option<String>,
+    /// Canonical JSON of `[path]`, `None` when there are none.
+    pub unknown_fields: Option<String>,
+    /// The payload object's byte range in `raw`.
+    pub payload: Option<std::ops::Range<usize>>,
+    pub account_number: Option<String>,
+    pub occurred_at: Option<DateTime<Utc>>,
+    pub raw: Bytes,
+    /// SHA-256 of the event name and payload text: tells a duplicate id from a conflict.
+    pub id_digest: Option<[u8; 32]>,
+    pub row_hash: [u8; 32],
+    /// For metrics: index of the known event version.
+    pub catalogue_index: Option<u16>,
+    pub unknown_field_count: usize,
+}
+
+impl Record {
+    pub fn payload_text(&self) -> Option<&str> {
+        let range = self.payload.clone()?;
+        std::str::from_utf8(self.raw.get(range)?).ok()
+    }
+
+    /// The full event name, as `event_log.event` shows it.
+    pub fn event_name(&self) -> Option<String> {
+        match (&self.event_type, &self.event_version) {
+            (Some(t), Some(v)) => Some(format!("{t}-{v}")),
+            (Some(t), None) => Some(t.clone()),
+            _ => None,
+        }
+    }
+
+    pub fn canon(&self) -> Canon<'_> {
+        Canon {
+            stream: &self.stream,
+            stream_seq: self.stream_seq,
+            published_at_us: self.published_at.timestamp_micros(),
+            received_at_us: self.received_at.timestamp_micros(),
+            subject: &self.subject,
+            delivery_count: self.delivery_count,
+            headers: self.headers.as_deref(),
+            envelope: self.envelope,
+            event_id: self.event_id.as_deref(),
+            event_type: self.event_type.as_deref(),
+            event_version: self.event_version.as_deref(),
+            status: self.status.as_str(),
+            errors: self.errors.as_deref(),
+            unknown_fields: self.unknown_fields.as_deref(),
+            account_number: self.account_number.as_deref(),
+            occurred_at_us: self.occurred_at.map(|t| t.timestamp_micros()),
+            raw: &self.raw,
+        }
+    }
+}
+
+/// The columns the hash chain covers, borrowed. Built from a [`Record`] when writing and from
+/// the stored row when verifying, so both sides hash exactly the same bytes. The payload is not
+/// here: it is derived from `raw`, and `verify` checks it against `raw` separately.
+#[derive(Debug)]
+pub struct Canon<'a> {
+    pub stream: &'a str,
+    pub stream_seq: i64,
+    pub published_at_us: i64,
+    pub received_at_us: i64,
+    pub subject: &'a str,
+    pub delivery_count: i32,
+    pub headers: Option<&'a str>,
+    pub envelope: Option<&'a str>,
+    pub event_id: Option<&'a str>,
+    pub event_type: Option<&'a str>,
+    pub event_version: Option<&'a str>,
+    pub status: &'a str,
+    pub errors: Option<&'a str>,
+    pub unknown_fields: Option<&'a str>,
+    pub account_number: Option<&'a str>,
+    pub occurred_at_us: Option<i64>,
+    pub raw: &'a [u8],
+}
+
+impl Canon<'_> {
+    /// SHA-256 over a length-prefixed encoding of every column (NULL is length u32::MAX).
+    pub fn hash(&self) -> [u8; 32] {
+        fn bytes(h: &mut Sha256, v: Option<&[u8]>) {
+            match v {
+                Some(b) => {
+                    h.update((b.len() as u64).to_be_bytes());
+                    h.update(b);
+                }
+                None => h.update(u64::MAX.to_be_bytes()),
+            }
+        }
+        let mut h = Sha256::new();
+        h.update(b"event-audit row v1\0");
+        bytes(&mut h, Some(self.stream.as_bytes()));
+        h.update(self.stream_seq.to_be_bytes());
+        h.update(self.published_at_us.to_be_bytes());
+        h.update(self.received_at_us.to_be_bytes());
+        bytes(&mut h, Some(self.subject.as_bytes()));
+        h.update(self.delivery_count.to_be_bytes());
+        for v in [
+            self.headers,
+            self.envelope,
+            self.event_id,
+            self.event_type,
+            self.event_version,
+            Some(self.status),
+            self.errors,
+            self.unknown_fields,
+            self.account_number,
+        ] {
+            bytes(&mut h, v.map(str::as_bytes));
+        }
+        match self.occurred_at_us {
+            Some(t) => {
+                h.update([1]);
+                h.update(t.to_be_bytes());
+            }
+            None => h.update([0]),
+        }
+        bytes(&mut h, Some(self.raw));
+        h.finalize().into()
+    }
+}
+
+/// Text columns cannot hold NUL; input-derived text is cleaned the same way on both sides.
+pub fn clean(s: &str) -> String {
+    if s.contains('\0') {
+        s.replace('\0', "\u{FFFD}")
+    } else {
+        s.to_owned()
+    }
+}
+
+/// Canonical JSON for the headers column (also used by `verify` on what it reads back).
+pub fn canonical_headers(headers: &BTreeMap<String, Vec<String>>) -> Option<String> {
+    if headers.is_empty() {
+        return None;
+    }
+    serde_json::to_string(headers).ok()
+}
+
+/// Canonical JSON for the errors column.
+pub fn canonical_errors(errors: &[FieldError]) -> Option<String> {
+    if errors.is_empty() {
+        return None;
+    }
+    serde_json::to_string(errors).ok()
+}
+
+/// Canonical JSON for the unknown-fields column.
+pub fn canonical_strings(items: &[String]) -> Option<String> {
+    if items.is_empty() {
+        return None;
+    }
+    serde_json::to_string(items).ok()
+}
+
+/// jsonb refuses `\u0000`; such a payload is kept in `raw` only.
+fn jsonb_safe(payload: &str) -> bool {
+    !(payload.contains("\\u0000") || payload.contains("\\U0000"))
+}
+
+/// Decides the event name for a message that has no envelope.
+fn fallback_name<'a>(meta: &'a Meta, naming: &Naming) -> Option<&'a str> {
+    if let Some((_, v)) = meta
+        .headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case(EVENT_TYPE_HEADER))
+    {
+        return Some(v.as_str());
+    }
+    let prefix = naming.subject_prefix.as_deref()?;
+    meta.subject
+        .strip_prefix(prefix)
+        .filter(|rest| !rest.is_empty())
+}
+
+/// Decodes one message and builds its row.
+pub fn record(meta: Meta, raw: Bytes, naming: &Naming, received_at: DateTime<Utc>) -> Record {
+    let name = fallback_name(&meta, naming).map(str::to_owned);
+    let v = verdict::decode(&raw, name.as_deref());
+    let (event_type, event_version) = v.type_and_version();
+    let payload = v.payload.filter(|p| jsonb_safe(p)).and_then(|p| {
+        // The payload is a slice of `raw`: its range is its offset.
+        let start = (p.as_ptr() as usize).checked_sub(raw.as_ptr() as usize)?;
+        let end = start + p.len();
+        (end <= raw.len()).then_some(start..end)
+    });
+    let id_digest = match (v.id.as_deref(), v.name.as_deref(), v.payload) {
+        (Some(_), Some(name), Some(p)) => {
+            let mut h = Sha256::new();
+            h.update(name.as_bytes());
+            h.update([0]);
+            h.update(p.as_bytes());
+            Some(h.finalize().into())
+        }
+        _ => None,
+    };
+    let mut headers: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (k, val) in meta.headers.iter().take(MAX_HEADERS) {
+        let mut val = val.as_str();
+        if val.len() > MAX_HEADER_VALUE {
+            let mut cut = MAX_HEADER_VALUE;
+            while !val.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            val = &val[..cut];
+        }
+        headers.entry(clean(k)).or_default().push(clean(val));
+    }
+    let occurred_at = v
+        .time
+        .as_deref()
+        .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+        .map(|t| t.with_timezone(&Utc))
+        .and_then(|t| DateTime::from_timestamp_micros(t.timestamp_micros()));
+    let mut rec = Record {
+        stream: meta.stream,
+        stream_seq: i64::try_from(meta.stream_seq).unwrap_or(i64::MAX),
+        published_at: meta.published_at,
+        received_at,
+        subject: clean(&meta.subject),
+        delivery_count: i32::try_from(meta.delivery_count).unwrap_or(i32::MAX),
+        headers: canonical_headers(&headers),
+        envelope: v.envelope.map(|e| e.as_str()),
+        event_id: v.id.as_deref().map(clean),
+        event_type: event_type.map(clean),
+        event_version: event_version.map(clean),
+        status: v.status,
+        errors: canonical_errors(&v.errors),
+        unknown_fields: canonical_strings(&v.unknown_fields),
+        payload,
+        account_number: v.account_number.as_deref().map(clean),
+        occurred_at,
+        id_digest,
+        row_hash: [0; 32],
+        catalogue_index: v.catalogue_index,
+        unknown_field_count: v.unknown_fields.len(),
+        raw: Bytes::new(),
+    };
+    drop(v);
+    rec.raw = raw;
+    rec.row_hash = rec.canon().hash();
+    rec
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta(subject: &str, headers: Vec<(String, String)>) -> Meta {
+        Meta {
+            stream: Arc::from("S"),
+            stream_seq: 7,
+            published_at: DateTime::from_timestamp_micros(1_700_000_000_000_000).unwrap_or_default(),
+            subject: subject.into(),
+            delivery_count: 1,
+            headers,
+        }
+    }
+
+    #[test]
+    fn bare_payload_named_by_header_or_subject() {
+        let naming = Naming {
+            subject_prefix: Some("events.".into()),
+        };
+        let raw = Bytes::from_static(br#"{"account_number":"A-1"}"#);
+        let r = record(meta("events.account.occupied-v1", vec![]), raw.clone(), &naming, Utc::now());
+        assert_eq!(r.status, Status::Decoded);
+        assert_eq!(r.event_name().as_deref(), Some("account.occupied-v1"));
+        assert_eq!(r.payload_text(), Some(r#"{"account_number":"A-1"}"#));
+        let h = vec![("Event-Type".to_string(), "account.occupied-v1".to_string())];
+        let r = record(meta("other", h), raw, &Naming::default(), Utc::now());
+        assert_eq!(r.status, Status::Decoded);
+        assert!(r.headers.as_deref().is_some_and(|h| h.contains("Event-Type")));
+    }
+
+    #[test]
+    fn hash_changes_with_any_column() {
+        let raw = Bytes::from_static(br#"{"specversion":"1.0","type":"account.occupied-v1","id":"i","data":{"account_number":"A"}}"#);
+        let r = record(meta("x", vec![]), raw, &Naming::default(), Utc::now());
+        let base = r.canon().hash();
+        assert_eq!(base, r.row_hash);
+        let mut c = r.canon();
+        c.account_number = Some("B");
+        assert_ne!(c.hash(), base);
+        let mut c = r.canon();
+        c.stream_seq += 1;
+        assert_ne!(c.hash(), base);
+        assert!(r.id_digest.is_some());
+    }
+
+    #[test]
+    fn nul_payloads_stay_out_of_jsonb() {
+        let raw = Bytes::from_static(br#"{"specversion":"1.0","type":"account.occupied-v1","id":"i","data":{"account_number":"A\u0000"}}"#);
+        let r = record(meta("x", vec![]), raw, &Naming::default(), Utc::now());
+        assert!(r.payload.is_none());
+        assert_eq!(r.account_number.as_deref(), Some("A\u{FFFD}"));
+    }
+}
