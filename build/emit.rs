@@ -180,7 +180,12 @@ pub fn emit(cat: &Catalogue) -> String {
     }
     out.push_str("}\n\nimpl Event {\n    /// The full event name, `<type>-<version>`.\n    pub fn name(&self) -> &'static str {\n        match self {\n");
     for e in &cat.events {
-        let _ = writeln!(out, "            Event::{}(_) => {:?},", camel(&e.name), e.name);
+        let _ = writeln!(
+            out,
+            "            Event::{}(_) => {:?},",
+            camel(&e.name),
+            e.name
+        );
     }
     out.push_str("        }\n    }\n}\n\n");
 

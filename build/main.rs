@@ -8,8 +8,9 @@ mod names;
 use std::path::PathBuf;
 
 fn main() {
-    let dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"))
-        .join("catalogue");
+    let dir =
+        PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"))
+            .join("catalogue");
     for f in ["shapes.toml", "field_sets.toml", "events.toml"] {
         println!("cargo:rerun-if-changed={}", dir.join(f).display());
     }
@@ -20,8 +21,12 @@ fn main() {
     };
     let mut names = std::collections::HashSet::new();
     for n in cat.events.iter().map(|e| emit::camel(&e.name)) {
-        assert!(names.insert(n.clone()), "two events map to the Rust name {n}");
+        assert!(
+            names.insert(n.clone()),
+            "two events map to the Rust name {n}"
+        );
     }
-    let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("catalogue.rs");
+    let out =
+        PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("catalogue.rs");
     std::fs::write(&out, emit::emit(&cat)).expect("write generated catalogue");
 }

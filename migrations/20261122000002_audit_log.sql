@@ -49,6 +49,8 @@ BEGIN
                     'CREATE TABLE audit.%I PARTITION OF audit.events FOR VALUES FROM (%L) TO (%L)',
                     name, (m::timestamp AT TIME ZONE 'UTC'), ((m + interval '1 month')::timestamp AT TIME ZONE 'UTC'));
                 EXECUTE format('ALTER TABLE audit.%I OWNER TO event_audit_owner', name);
+                -- Row triggers are inherited from audit.events; TRUNCATE triggers are not.
+                EXECUTE format('CREATE TRIGGER no_truncate BEFORE TRUNCATE ON audit.%I FOR EACH STATEMENT EXECUTE FUNCTION audit.refuse_change()', name);
                 created := created + 1;
             EXCEPTION WHEN duplicate_table THEN
                 NULL;
@@ -59,7 +61,6 @@ BEGIN
     RETURN created;
 END
 $$;
-SELECT audit.ensure_partitions(now() - interval '1 month', 4);
 
 -- Envelope ids seen, first occurrence only: tells a duplicate from a conflict.
 CREATE TABLE audit.event_ids (

@@ -17,6 +17,9 @@ BEGIN
     END LOOP;
 END
 $$;
+CREATE TRIGGER no_truncate BEFORE TRUNCATE ON audit.events_default FOR EACH STATEMENT EXECUTE FUNCTION audit.refuse_change();
+SELECT audit.ensure_partitions(now() - interval '1 month', 4);
+
 -- The chain head moves forward only.
 CREATE FUNCTION audit.head_forward() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN

@@ -90,7 +90,9 @@ impl Bus {
             Ok(s) => s,
             Err(e) if is_not_found(&e.kind()) => {
                 if b.bind_only {
-                    return Err(BusError::StreamMissing { stream: b.stream.clone() });
+                    return Err(BusError::StreamMissing {
+                        stream: b.stream.clone(),
+                    });
                 }
                 self.js
                     .get_or_create_stream(stream::Config {

@@ -6,7 +6,11 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser, Debug)]
-#[command(name = "event-audit", version, about = "Makes a platform's event bus auditable during customer migrations")]
+#[command(
+    name = "event-audit",
+    version,
+    about = "Makes a platform's event bus auditable during customer migrations"
+)]
 pub struct Cli {
     /// Log as JSON lines instead of human-readable text.
     #[arg(long, global = true, env = "EVENT_AUDIT_LOG_JSON")]
@@ -31,10 +35,49 @@ pub enum Command {
         #[command(flatten)]
         conn: crate::config::ConnArgs,
     },
+    /// Throughput ceilings for scripts/bench-ingest.sh.
+    #[command(hide = true)]
+    Bench {
+        #[command(subcommand)]
+        what: BenchWhat,
+    },
     /// Inspect the event catalogue generated from catalogue/.
     Catalogue {
         #[command(subcommand)]
         action: CatalogueAction,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum BenchWhat {
+    /// Drain a stream with an ack-only consumer (the bus ceiling).
+    AckOnly {
+        #[arg(long, env = "NATS_URL", default_value = crate::config::DEFAULT_NATS_URL)]
+        nats_url: String,
+        #[arg(long)]
+        stream: String,
+        #[arg(long)]
+        consumer: String,
+        #[arg(long, default_value_t = 2000)]
+        batch_size: usize,
+    },
+    /// Delete a stream (benchmark clean-up).
+    DeleteStream {
+        #[arg(long, env = "NATS_URL", default_value = crate::config::DEFAULT_NATS_URL)]
+        nats_url: String,
+        #[arg(long)]
+        stream: String,
+    },
+    /// COPY the rows of the same mix into audit.events (the database ceiling).
+    Copy {
+        #[arg(long)]
+        database_url: String,
+        #[arg(long, short = 'n')]
+        count: usize,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        #[arg(long, default_value_t = 2000)]
+        batch_size: usize,
     },
 }
 
@@ -64,7 +107,9 @@ pub fn init_tracing(cli: &Cli) {
 }
 
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    Ok(tokio::runtime::Builder::new_multi_thread().enable_all().build()?)
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?)
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -77,9 +122,47 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             })?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Bench { what } => {
+            let (label, (n, secs)) = runtime()?.block_on(async {
+                anyhow::Ok(match what {
+                    BenchWhat::AckOnly {
+                        nats_url,
+                        stream,
+                        consumer,
+                        batch_size,
+                    } => (
+                        "ack-only",
+                        crate::bench::ack_only(&nats_url, &stream, &consumer, batch_size).await?,
+                    ),
+                    BenchWhat::DeleteStream { nats_url, stream } => {
+                        let bus = crate::bus::Bus::connect(&nats_url).await?;
+                        bus.js
+                            .delete_stream(&stream)
+                            .await
+                            .map_err(|e| anyhow::anyhow!("deleting stream {stream}: {e}"))?;
+                        ("deleted", (0, 0.0))
+                    }
+                    BenchWhat::Copy {
+                        database_url,
+                        count,
+                        seed,
+                        batch_size,
+                    } => (
+                        "copy",
+                        crate::bench::copy_ceiling(&database_url, count, seed, batch_size).await?,
+                    ),
+                })
+            })?;
+            println!("{label} {n} {secs:.3} {:.0}", n as f64 / secs.max(1e-9));
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Publish(args) => {
             let (n, secs) = runtime()?.block_on(crate::publish::run(&args))?;
-            eprintln!("published {n} messages to {} in {secs:.2}s ({:.0}/s)", args.subject, n as f64 / secs.max(1e-9));
+            eprintln!(
+                "published {n} messages to {} in {secs:.2}s ({:.0}/s)",
+                args.subject,
+                n as f64 / secs.max(1e-9)
+            );
             Ok(ExitCode::SUCCESS)
         }
         Command::Verify { conn } => {
@@ -92,7 +175,10 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     eprintln!("chain intact: {} links, {} rows", report.links, report.rows);
                     Ok(ExitCode::SUCCESS)
                 } else {
-                    eprintln!("chain BROKEN: {}", report.first_break.as_deref().unwrap_or("?"));
+                    eprintln!(
+                        "chain BROKEN: {}",
+                        report.first_break.as_deref().unwrap_or("?")
+                    );
                     Ok(ExitCode::from(1))
                 }
             })

@@ -56,6 +56,12 @@ pub struct RunArgs {
     /// Messages per fetch and per database transaction (bounds memory). [default: 2000]
     #[arg(long, env = "EVENT_AUDIT_BATCH_SIZE")]
     pub batch_size: Option<usize>,
+    /// Milliseconds a batch waits to fill up before it is written anyway. [default: 50]
+    #[arg(long, env = "EVENT_AUDIT_LINGER_MS")]
+    pub linger_ms: Option<u64>,
+    /// Batches written concurrently, each in its own transaction. [default: 2]
+    #[arg(long, env = "EVENT_AUDIT_WRITERS")]
+    pub writers: Option<usize>,
     /// Seconds JetStream waits for an ack before redelivering. [default: 30]
     #[arg(long, env = "EVENT_AUDIT_ACK_WAIT_SECS")]
     pub ack_wait_secs: Option<u64>,
@@ -81,13 +87,16 @@ struct FileConfig {
     batch_size: Option<usize>,
     ack_wait_secs: Option<u64>,
     db_connections: Option<u32>,
+    linger_ms: Option<u64>,
+    writers: Option<usize>,
 }
 
 fn read_file(path: &Option<PathBuf>) -> anyhow::Result<FileConfig> {
     match path {
         None => Ok(FileConfig::default()),
         Some(p) => {
-            let text = std::fs::read_to_string(p).with_context(|| format!("reading config file {}", p.display()))?;
+            let text = std::fs::read_to_string(p)
+                .with_context(|| format!("reading config file {}", p.display()))?;
             toml::from_str(&text).with_context(|| format!("parsing config file {}", p.display()))
         }
     }
@@ -104,8 +113,16 @@ impl ConnArgs {
     pub fn resolve(&self) -> anyhow::Result<Conn> {
         let file = read_file(&self.config)?;
         Ok(Conn {
-            database_url: self.database_url.clone().or(file.database_url).unwrap_or_else(|| DEFAULT_DATABASE_URL.into()),
-            nats_url: self.nats_url.clone().or(file.nats_url).unwrap_or_else(|| DEFAULT_NATS_URL.into()),
+            database_url: self
+                .database_url
+                .clone()
+                .or(file.database_url)
+                .unwrap_or_else(|| DEFAULT_DATABASE_URL.into()),
+            nats_url: self
+                .nats_url
+                .clone()
+                .or(file.nats_url)
+                .unwrap_or_else(|| DEFAULT_NATS_URL.into()),
         })
     }
 }
@@ -118,6 +135,8 @@ pub struct RunConfig {
     pub naming: Naming,
     pub http_addr: SocketAddr,
     pub batch_size: usize,
+    pub linger: Duration,
+    pub writers: usize,
     pub db_connections: u32,
     pub exit_when_idle: bool,
 }
@@ -126,24 +145,58 @@ impl RunArgs {
     pub fn resolve(&self) -> anyhow::Result<RunConfig> {
         let conn = self.conn.resolve()?;
         let f = read_file(&self.conn.config)?;
-        let batch_size = self.batch_size.or(f.batch_size).unwrap_or(2000).clamp(1, 100_000);
+        let batch_size = self
+            .batch_size
+            .or(f.batch_size)
+            .unwrap_or(2000)
+            .clamp(1, 100_000);
+        let writers = self.writers.or(f.writers).unwrap_or(2).clamp(1, 16);
         Ok(RunConfig {
             conn,
             binding: Binding {
-                stream: self.stream.clone().or(f.stream).unwrap_or_else(|| "EVENTS".into()),
-                subjects: self.subjects.clone().or(f.subjects).unwrap_or_else(|| vec!["events.>".into()]),
-                consumer: self.consumer.clone().or(f.consumer).unwrap_or_else(|| "event-audit".into()),
+                stream: self
+                    .stream
+                    .clone()
+                    .or(f.stream)
+                    .unwrap_or_else(|| "EVENTS".into()),
+                subjects: self
+                    .subjects
+                    .clone()
+                    .or(f.subjects)
+                    .unwrap_or_else(|| vec!["events.>".into()]),
+                consumer: self
+                    .consumer
+                    .clone()
+                    .or(f.consumer)
+                    .unwrap_or_else(|| "event-audit".into()),
                 bind_only: self.bind_only || f.bind_only.unwrap_or(false),
-                ack_wait: Duration::from_secs(self.ack_wait_secs.or(f.ack_wait_secs).unwrap_or(30).max(1)),
-                max_ack_pending: i64::try_from(batch_size * 4).unwrap_or(i64::MAX),
+                ack_wait: Duration::from_secs(
+                    self.ack_wait_secs.or(f.ack_wait_secs).unwrap_or(30).max(1),
+                ),
+                // Batches being written, queued, and being filled, plus one in the pull pipeline.
+                max_ack_pending: i64::try_from(batch_size * (2 * writers + 2)).unwrap_or(i64::MAX),
             },
             naming: Naming {
-                subject_prefix: Some(self.subject_prefix.clone().or(f.subject_prefix).unwrap_or_else(|| "events.".into()))
-                    .filter(|p| !p.is_empty()),
+                subject_prefix: Some(
+                    self.subject_prefix
+                        .clone()
+                        .or(f.subject_prefix)
+                        .unwrap_or_else(|| "events.".into()),
+                )
+                .filter(|p| !p.is_empty()),
             },
-            http_addr: self.http_addr.or(f.http_addr).unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 9187))),
+            http_addr: self
+                .http_addr
+                .or(f.http_addr)
+                .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 9187))),
             batch_size,
-            db_connections: self.db_connections.or(f.db_connections).unwrap_or(4).max(2),
+            linger: Duration::from_millis(self.linger_ms.or(f.linger_ms).unwrap_or(50)),
+            writers,
+            db_connections: self
+                .db_connections
+                .or(f.db_connections)
+                .unwrap_or(4)
+                .max(writers as u32 + 1),
             exit_when_idle: self.exit_when_idle,
         })
     }
@@ -157,9 +210,16 @@ mod tests {
     fn precedence_flag_then_file_then_default() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("ea.toml");
-        std::fs::write(&path, "stream = \"FROMFILE\"\nconsumer = \"file-consumer\"\nbatch_size = 10\n").expect("write");
+        std::fs::write(
+            &path,
+            "stream = \"FROMFILE\"\nconsumer = \"file-consumer\"\nbatch_size = 10\n",
+        )
+        .expect("write");
         let args = RunArgs {
-            conn: ConnArgs { config: Some(path), ..Default::default() },
+            conn: ConnArgs {
+                config: Some(path),
+                ..Default::default()
+            },
             stream: Some("FROMFLAG".into()),
             ..Default::default()
         };
@@ -175,7 +235,13 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("ea.toml");
         std::fs::write(&path, "strem = \"typo\"\n").expect("write");
-        let args = RunArgs { conn: ConnArgs { config: Some(path), ..Default::default() }, ..Default::default() };
+        let args = RunArgs {
+            conn: ConnArgs {
+                config: Some(path),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
         assert!(args.resolve().is_err());
     }
 }

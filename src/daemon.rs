@@ -41,7 +41,12 @@ pub async fn run(cfg: RunConfig, shutdown: watch::Receiver<bool>) -> anyhow::Res
     let metrics = Arc::new(Metrics::new());
     let store = Store::open(&cfg.conn.database_url, cfg.db_connections)
         .await
-        .with_context(|| format!("opening the audit log at {}", redact_url(&cfg.conn.database_url)))?;
+        .with_context(|| {
+            format!(
+                "opening the audit log at {}",
+                redact_url(&cfg.conn.database_url)
+            )
+        })?;
     metrics.up.with_label_values(&["postgres"]).set(1);
     let (head, _) = store.chain_head().await?;
     metrics.chain_head.set(head);
@@ -56,7 +61,12 @@ pub async fn run(cfg: RunConfig, shutdown: watch::Receiver<bool>) -> anyhow::Res
     tracing::info!(stream = %cfg.binding.stream, consumer = %cfg.binding.consumer, batch_size = cfg.batch_size, "bound to JetStream");
 
     let bound = Arc::new(AtomicBool::new(false));
-    let state = AppState { metrics: metrics.clone(), store: store.clone(), nats: bus.client.clone(), bound: bound.clone() };
+    let state = AppState {
+        metrics: metrics.clone(),
+        store: store.clone(),
+        nats: bus.client.clone(),
+        bound: bound.clone(),
+    };
     let mut http_stop = shutdown.clone();
     let http = http::serve(cfg.http_addr, http::router(state), async move {
         let _ = http_stop.wait_for(|s| *s).await;
@@ -76,11 +86,18 @@ pub async fn run(cfg: RunConfig, shutdown: watch::Receiver<bool>) -> anyhow::Res
             loop {
                 tick.tick().await;
                 if let Some((pending, ack_pending)) = bus::consumer_state(&consumer).await {
-                    metrics.consumer_pending.set(i64::try_from(pending).unwrap_or(i64::MAX));
-                    metrics.consumer_ack_pending.set(i64::try_from(ack_pending).unwrap_or(i64::MAX));
+                    metrics
+                        .consumer_pending
+                        .set(i64::try_from(pending).unwrap_or(i64::MAX));
+                    metrics
+                        .consumer_ack_pending
+                        .set(i64::try_from(ack_pending).unwrap_or(i64::MAX));
                 }
                 let nats_up = client.connection_state() == async_nats::connection::State::Connected;
-                metrics.up.with_label_values(&["nats"]).set(i64::from(nats_up));
+                metrics
+                    .up
+                    .with_label_values(&["nats"])
+                    .set(i64::from(nats_up));
                 n += 1;
                 if n % 720 == 0 {
                     if let Err(e) = store.ensure_partitions(chrono::Utc::now()).await {
@@ -91,8 +108,18 @@ pub async fn run(cfg: RunConfig, shutdown: watch::Receiver<bool>) -> anyhow::Res
         })
     };
 
-    let ingest = Ingest { store, metrics, naming: cfg.naming.clone(), batch_size: cfg.batch_size, bound };
-    let totals = ingest.run(consumer, shutdown.clone(), cfg.exit_when_idle).await?;
+    let ingest = Ingest {
+        store,
+        metrics,
+        naming: cfg.naming.clone(),
+        batch_size: cfg.batch_size,
+        bound,
+        linger: cfg.linger,
+        writers: cfg.writers,
+    };
+    let totals = ingest
+        .run(consumer, shutdown.clone(), cfg.exit_when_idle)
+        .await?;
     poller.abort();
     // Acks are published asynchronously: make sure they reach the server before exiting.
     if let Err(e) = tokio::time::timeout(Duration::from_secs(10), bus.client.flush()).await {
@@ -100,6 +127,14 @@ pub async fn run(cfg: RunConfig, shutdown: watch::Receiver<bool>) -> anyhow::Res
     }
     drop(shutdown);
     http.abort();
-    tracing::info!(messages = totals.messages, inserted = totals.inserted, batches = totals.batches, "stopped");
+    let secs = totals.busy_secs();
+    tracing::info!(
+        messages = totals.messages,
+        inserted = totals.inserted,
+        batches = totals.batches,
+        busy_secs = secs,
+        per_sec = (totals.messages as f64 / secs.max(1e-9)).round(),
+        "stopped"
+    );
     Ok(totals)
 }

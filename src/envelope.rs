@@ -123,6 +123,7 @@ fn kind_of(raw: &RawValue) -> &'static str {
 
 /// Reads the envelope of one message. `fallback_name` (from an `Event-Type` header or the
 /// subject) names a bare payload; an envelope's own name always wins.
+#[allow(clippy::result_large_err)] // built once per bad message; boxing would cost every caller
 pub fn open<'a>(
     bytes: &'a [u8],
     fallback_name: Option<&'a str>,
@@ -308,7 +309,9 @@ mod tests {
 
     #[test]
     fn golden_cloudevents() {
-        let e = ok(r#"{"specversion":"1.0","type":"account.created-v1","source":"/kraken","id":"ce-1","time":"2026-01-02T03:04:05Z","datacontenttype":"application/json","data":{"account_number":"A-1"}}"#);
+        let e = ok(
+            r#"{"specversion":"1.0","type":"account.created-v1","source":"/kraken","id":"ce-1","time":"2026-01-02T03:04:05Z","datacontenttype":"application/json","data":{"account_number":"A-1"}}"#,
+        );
         assert_eq!(e.kind, EnvelopeKind::CloudEvents);
         assert_eq!(e.name, "account.created-v1");
         assert_eq!(e.id.as_deref(), Some("ce-1"));
@@ -318,7 +321,9 @@ mod tests {
 
     #[test]
     fn golden_eventbridge() {
-        let e = ok(r#"{"version":"0","id":"eb-1","detail-type":"account.created-v1","source":"kraken","account":"1","time":"2026-01-02T03:04:05Z","region":"eu-west-1","resources":[],"detail":{"account_number":"A-1"}}"#);
+        let e = ok(
+            r#"{"version":"0","id":"eb-1","detail-type":"account.created-v1","source":"kraken","account":"1","time":"2026-01-02T03:04:05Z","region":"eu-west-1","resources":[],"detail":{"account_number":"A-1"}}"#,
+        );
         assert_eq!(e.kind, EnvelopeKind::EventBridge);
         assert_eq!(e.name, "account.created-v1");
         assert_eq!(e.id.as_deref(), Some("eb-1"));
@@ -327,13 +332,18 @@ mod tests {
 
     #[test]
     fn golden_native_and_bare() {
-        let e = ok(r#"{"event":"account.occupied-v1","id":"n-1","time":"t","payload":{"account_number":"A"}}"#);
+        let e = ok(
+            r#"{"event":"account.occupied-v1","id":"n-1","time":"t","payload":{"account_number":"A"}}"#,
+        );
         assert_eq!(e.kind, EnvelopeKind::Native);
         assert_eq!(e.name, "account.occupied-v1");
         let b = open(br#" {"account_number":"A"} "#, Some("account.occupied-v1")).expect("bare");
         assert_eq!(b.kind, EnvelopeKind::Bare);
         assert_eq!(b.payload, r#"{"account_number":"A"}"#);
-        assert_eq!(bad(r#"{"account_number":"A"}"#).error.code, ErrorCode::NoEventName);
+        assert_eq!(
+            bad(r#"{"account_number":"A"}"#).error.code,
+            ErrorCode::NoEventName
+        );
     }
 
     #[test]
@@ -343,12 +353,21 @@ mod tests {
         assert_eq!(bad("[1,2]").error.code, ErrorCode::NotAnObject);
         assert_eq!(bad("\"x\"").error.code, ErrorCode::NotAnObject);
         let m = bad(r#"{"specversion":"1.0","type":"account.created-v1","id":"x"}"#);
-        assert_eq!((m.error.code, m.error.path.as_str()), (ErrorCode::NoPayload, "data"));
+        assert_eq!(
+            (m.error.code, m.error.path.as_str()),
+            (ErrorCode::NoPayload, "data")
+        );
         assert_eq!(m.name.as_deref(), Some("account.created-v1"));
         let m = bad(r#"{"detail-type":"a-v1","detail":[1]}"#);
-        assert_eq!((m.error.code, m.error.path.as_str()), (ErrorCode::NoPayload, "detail"));
+        assert_eq!(
+            (m.error.code, m.error.path.as_str()),
+            (ErrorCode::NoPayload, "detail")
+        );
         let m = bad(r#"{"detail-type":7,"detail":{}}"#);
-        assert_eq!((m.error.code, m.error.path.as_str()), (ErrorCode::NoEventName, "detail-type"));
+        assert_eq!(
+            (m.error.code, m.error.path.as_str()),
+            (ErrorCode::NoEventName, "detail-type")
+        );
         let m = bad(r#"{"specversion":"0.3","type":"a-v1","data":{}}"#);
         assert_eq!(m.error.code, ErrorCode::InvalidEnvelope);
         let m = bad(r#"{"specversion":"1.0","type":"a-v1","data":null}"#);
@@ -360,7 +379,8 @@ mod tests {
 
     #[test]
     fn escaped_strings_are_unescaped() {
-        let e = ok(r#"{"specversion":"1.0","type":"account.created\u002dv1","id":"a\"b","data":{}}"#);
+        let e =
+            ok(r#"{"specversion":"1.0","type":"account.created\u002dv1","id":"a\"b","data":{}}"#);
         assert_eq!(e.name, "account.created-v1");
         assert_eq!(e.id.as_deref(), Some("a\"b"));
     }

@@ -29,10 +29,25 @@ async fn readyz(State(s): State<AppState>) -> impl IntoResponse {
     let nats = s.nats.connection_state() == async_nats::connection::State::Connected;
     let pg = s.store.ping().await;
     let bound = s.bound.load(Ordering::SeqCst);
-    s.metrics.up.with_label_values(&["nats"]).set(i64::from(nats));
-    s.metrics.up.with_label_values(&["postgres"]).set(i64::from(pg));
-    let body = format!("nats {}\npostgres {}\nconsumer {}\n", ok(nats), ok(pg), if bound { "bound" } else { "unbound" });
-    let code = if nats && pg && bound { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+    s.metrics
+        .up
+        .with_label_values(&["nats"])
+        .set(i64::from(nats));
+    s.metrics
+        .up
+        .with_label_values(&["postgres"])
+        .set(i64::from(pg));
+    let body = format!(
+        "nats {}\npostgres {}\nconsumer {}\n",
+        ok(nats),
+        ok(pg),
+        if bound { "bound" } else { "unbound" }
+    );
+    let code = if nats && pg && bound {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
     (code, body)
 }
 
@@ -45,7 +60,13 @@ fn ok(b: bool) -> &'static str {
 }
 
 async fn metrics(State(s): State<AppState>) -> impl IntoResponse {
-    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], s.metrics.render())
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        s.metrics.render(),
+    )
 }
 
 pub fn router(state: AppState) -> Router {
@@ -65,7 +86,10 @@ pub async fn serve(
     let listener = tokio::net::TcpListener::bind(addr).await?;
     tracing::info!(%addr, "HTTP listening (/healthz /readyz /metrics)");
     Ok(tokio::spawn(async move {
-        if let Err(e) = axum::serve(listener, router).with_graceful_shutdown(shutdown).await {
+        if let Err(e) = axum::serve(listener, router)
+            .with_graceful_shutdown(shutdown)
+            .await
+        {
             tracing::error!(error = %e, "HTTP server stopped");
         }
     }))

@@ -6,6 +6,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use async_nats::jetstream::consumer::pull::MessagesError;
+
 use crate::bus::PullConsumer;
 use async_nats::jetstream::message::{AckKind, Acker};
 use chrono::{DateTime, Utc};
@@ -24,11 +26,17 @@ pub struct Ingest {
     pub batch_size: usize,
     /// Set while the consumer's message stream is open.
     pub bound: Arc<AtomicBool>,
+    /// How long a batch waits to fill up before it is written anyway.
+    pub linger: Duration,
+    /// Batches written concurrently (each its own transaction; the chain link serializes only
+    /// the few microseconds of linking).
+    pub writers: usize,
 }
 
 struct Batch {
     records: Vec<Record>,
     ackers: Vec<Acker>,
+    fetched: Instant,
 }
 
 /// Totals of one run.
@@ -37,6 +45,19 @@ pub struct Totals {
     pub messages: u64,
     pub inserted: u64,
     pub batches: u64,
+    /// When the first batch arrived and the last one was acked.
+    pub first: Option<Instant>,
+    pub last: Option<Instant>,
+}
+
+impl Totals {
+    /// Seconds from the first message to the last ack.
+    pub fn busy_secs(&self) -> f64 {
+        match (self.first, self.last) {
+            (Some(a), Some(b)) => b.duration_since(a).as_secs_f64(),
+            _ => 0.0,
+        }
+    }
 }
 
 fn meta_of(msg: &async_nats::jetstream::Message) -> Option<Meta> {
@@ -62,6 +83,35 @@ fn meta_of(msg: &async_nats::jetstream::Message) -> Option<Meta> {
 }
 
 impl Ingest {
+    /// Decodes a chunk into the batch; returns the time spent decoding.
+    fn add(
+        &self,
+        batch: &mut Batch,
+        chunk: Vec<Result<async_nats::jetstream::Message, MessagesError>>,
+        received_at: DateTime<Utc>,
+    ) -> Duration {
+        let started = Instant::now();
+        for m in chunk {
+            let msg = match m {
+                Ok(m) => m,
+                Err(e) => {
+                    tracing::warn!(error = %e, "pull consumer error; continuing");
+                    continue;
+                }
+            };
+            let Some(meta) = meta_of(&msg) else {
+                tracing::warn!(subject = %msg.subject, "message without JetStream metadata; not acked");
+                continue;
+            };
+            let (msg, acker) = msg.split();
+            batch
+                .records
+                .push(record(meta, msg.payload, &self.naming, received_at));
+            batch.ackers.push(acker);
+        }
+        started.elapsed()
+    }
+
     /// Runs until `shutdown` turns true (then finishes the batch in hand) or, with
     /// `exit_when_idle`, until the consumer has nothing pending.
     pub async fn run(
@@ -77,20 +127,27 @@ impl Ingest {
             .expires(Duration::from_secs(30))
             .messages()
             .await?
-            .ready_chunks(self.batch_size);
+            .ready_chunks(self.batch_size.div_ceil(4));
         self.bound.store(true, Ordering::SeqCst);
-        let (tx, mut rx) = mpsc::channel::<Batch>(1);
-        let writer = {
-            let store = self.store.clone();
-            let metrics = self.metrics.clone();
-            tokio::spawn(async move {
-                let mut totals = Totals::default();
-                while let Some(batch) = rx.recv().await {
-                    write_and_ack(&store, &metrics, batch, &mut totals).await;
-                }
-                totals
+        let writers = self.writers.max(1);
+        let (tx, rx) = mpsc::channel::<Batch>(writers);
+        let rx = Arc::new(tokio::sync::Mutex::new(rx));
+        let handles: Vec<_> = (0..writers)
+            .map(|_| {
+                let store = self.store.clone();
+                let metrics = self.metrics.clone();
+                let rx = rx.clone();
+                tokio::spawn(async move {
+                    let mut totals = Totals::default();
+                    loop {
+                        let next = rx.lock().await.recv().await;
+                        let Some(batch) = next else { break };
+                        write_and_ack(&store, &metrics, batch, &mut totals).await;
+                    }
+                    totals
+                })
             })
-        };
+            .collect();
         let mut idle_checks = 0u32;
         loop {
             let next = tokio::select! {
@@ -104,7 +161,9 @@ impl Ingest {
                 Err(_elapsed) => {
                     if exit_when_idle {
                         idle_checks += 1;
-                        if idle_checks >= 2 && matches!(crate::bus::consumer_state(&consumer).await, Some((0, 0))) {
+                        if idle_checks >= 2
+                            && matches!(crate::bus::consumer_state(&consumer).await, Some((0, 0)))
+                        {
                             break;
                         }
                     }
@@ -114,24 +173,21 @@ impl Ingest {
             idle_checks = 0;
             let started = Instant::now();
             let received_at = Utc::now();
-            let mut batch = Batch { records: Vec::with_capacity(chunk.len()), ackers: Vec::with_capacity(chunk.len()) };
-            for m in chunk {
-                let msg = match m {
-                    Ok(m) => m,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "pull consumer error; continuing");
-                        continue;
-                    }
-                };
-                let Some(meta) = meta_of(&msg) else {
-                    tracing::warn!(subject = %msg.subject, "message without JetStream metadata; not acked");
-                    continue;
-                };
-                let (msg, acker) = msg.split();
-                batch.records.push(record(meta, msg.payload, &self.naming, received_at));
-                batch.ackers.push(acker);
+            let mut batch = Batch {
+                records: Vec::with_capacity(self.batch_size),
+                ackers: Vec::with_capacity(self.batch_size),
+                fetched: started,
+            };
+            let mut decoding = self.add(&mut batch, chunk, received_at);
+            // Fill the batch up to its size, waiting at most `linger` for more messages.
+            let deadline = tokio::time::Instant::now() + self.linger;
+            while batch.records.len() < self.batch_size {
+                match tokio::time::timeout_at(deadline, messages.next()).await {
+                    Ok(Some(chunk)) => decoding += self.add(&mut batch, chunk, received_at),
+                    _ => break,
+                }
             }
-            self.metrics.decode_seconds.observe(started.elapsed().as_secs_f64());
+            self.metrics.decode_seconds.observe(decoding.as_secs_f64());
             if batch.records.is_empty() {
                 continue;
             }
@@ -143,7 +199,18 @@ impl Ingest {
         self.bound.store(false, Ordering::SeqCst);
         drop(messages);
         drop(tx);
-        let totals = writer.await?;
+        let mut totals = Totals::default();
+        for h in handles {
+            let t = h.await?;
+            totals.messages += t.messages;
+            totals.inserted += t.inserted;
+            totals.batches += t.batches;
+            totals.first = match (totals.first, t.first) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            totals.last = totals.last.max(t.last);
+        }
         Ok(totals)
     }
 }
@@ -151,6 +218,7 @@ impl Ingest {
 /// Writes one batch, retrying transient errors with backoff (telling JetStream the messages are
 /// still in progress), then acks every message. Never acks before the commit.
 async fn write_and_ack(store: &Store, metrics: &Metrics, mut batch: Batch, totals: &mut Totals) {
+    totals.first.get_or_insert(batch.fetched);
     let mut delay = Duration::from_millis(100);
     let started = Instant::now();
     let outcome = loop {
@@ -170,7 +238,9 @@ async fn write_and_ack(store: &Store, metrics: &Metrics, mut batch: Batch, total
     };
     let committed = Utc::now();
     metrics.up.with_label_values(&["postgres"]).set(1);
-    metrics.write_seconds.observe(started.elapsed().as_secs_f64());
+    metrics
+        .write_seconds
+        .observe(started.elapsed().as_secs_f64());
     for a in &batch.ackers {
         if let Err(e) = a.ack().await {
             // The commit stands; a lost ack means a redelivery, which adds nothing.
@@ -187,10 +257,17 @@ async fn write_and_ack(store: &Store, metrics: &Metrics, mut batch: Batch, total
         metrics.chain_head.set(outcome.link_seq);
     }
     for r in &batch.records {
-        metrics.message(r.catalogue_index, r.status, r.event_name().as_deref(), r.unknown_field_count);
+        metrics.message(
+            r.catalogue_index,
+            r.status,
+            r.event_name().as_deref(),
+            r.unknown_field_count,
+        );
         metrics.bytes.inc_by(r.raw.len() as u64);
         let from = r.occurred_at.unwrap_or(r.published_at);
-        metrics.lag_seconds.observe((committed - from).num_microseconds().unwrap_or(0).max(0) as f64 / 1e6);
+        metrics
+            .lag_seconds
+            .observe((committed - from).num_microseconds().unwrap_or(0).max(0) as f64 / 1e6);
         if r.status != crate::verdict::Status::Decoded {
             tracing::debug!(stream_seq = r.stream_seq, event = r.event_name().as_deref().unwrap_or("-"), status = %r.status, "recorded");
         }
@@ -198,7 +275,13 @@ async fn write_and_ack(store: &Store, metrics: &Metrics, mut batch: Batch, total
     totals.messages += batch.records.len() as u64;
     totals.inserted += outcome.inserted as u64;
     totals.batches += 1;
-    tracing::debug!(messages = batch.records.len(), inserted = outcome.inserted, link = outcome.link_seq, "batch committed and acked");
+    totals.last = Some(Instant::now());
+    tracing::debug!(
+        messages = batch.records.len(),
+        inserted = outcome.inserted,
+        link = outcome.link_seq,
+        "batch committed and acked"
+    );
 }
 
 fn jitter(d: Duration) -> Duration {

@@ -3,6 +3,7 @@
 //! Data flow: `bus` (JetStream) → `envelope` + `catalogue` → `verdict` → `store` (Postgres audit
 //! log) → `reconcile` → `report` / `metrics`. See ARCHITECTURE.md.
 
+pub mod bench;
 pub mod bus;
 pub mod catalogue;
 pub mod cli;

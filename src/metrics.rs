@@ -49,15 +49,25 @@ fn reg<T: prometheus::core::Collector + Clone + 'static>(r: &Registry, c: T) -> 
 }
 
 fn counter(r: &Registry, name: &str, help: &str) -> IntCounter {
-    reg(r, IntCounter::new(name, help).unwrap_or_else(|_| unreachable!()))
+    reg(
+        r,
+        IntCounter::new(name, help).unwrap_or_else(|_| unreachable!()),
+    )
 }
 
 fn gauge(r: &Registry, name: &str, help: &str) -> IntGauge {
-    reg(r, IntGauge::new(name, help).unwrap_or_else(|_| unreachable!()))
+    reg(
+        r,
+        IntGauge::new(name, help).unwrap_or_else(|_| unreachable!()),
+    )
 }
 
 fn histogram(r: &Registry, name: &str, help: &str, buckets: Vec<f64>) -> Histogram {
-    reg(r, Histogram::with_opts(HistogramOpts::new(name, help).buckets(buckets)).unwrap_or_else(|_| unreachable!()))
+    reg(
+        r,
+        Histogram::with_opts(HistogramOpts::new(name, help).buckets(buckets))
+            .unwrap_or_else(|_| unreachable!()),
+    )
 }
 
 impl Metrics {
@@ -66,7 +76,10 @@ impl Metrics {
         let messages = reg(
             &r,
             IntCounterVec::new(
-                Opts::new("event_audit_ingest_messages_total", "Messages recorded, by event and status"),
+                Opts::new(
+                    "event_audit_ingest_messages_total",
+                    "Messages recorded, by event and status",
+                ),
                 &["event", "status"],
             )
             .unwrap_or_else(|_| unreachable!()),
@@ -86,42 +99,115 @@ impl Metrics {
         Metrics {
             known,
             other: Mutex::new(HashMap::new()),
-            bytes: counter(&r, "event_audit_ingest_bytes_total", "Message bytes recorded"),
+            bytes: counter(
+                &r,
+                "event_audit_ingest_bytes_total",
+                "Message bytes recorded",
+            ),
             batches: counter(&r, "event_audit_ingest_batches_total", "Batches committed"),
-            batch_size: histogram(&r, "event_audit_ingest_batch_messages", "Messages per committed batch", sizes),
-            decode_seconds: histogram(&r, "event_audit_decode_duration_seconds", "Time to decode one batch", latency.clone()),
-            write_seconds: histogram(&r, "event_audit_db_write_duration_seconds", "Time to write and commit one batch", latency),
-            lag_seconds: histogram(&r, "event_audit_ingest_lag_seconds", "Envelope time (or bus time) to commit", lag),
-            duplicates: counter(&r, "event_audit_ingest_duplicates_total", "Messages whose envelope id was seen with the same payload"),
-            conflicts: counter(&r, "event_audit_ingest_conflicts_total", "Messages whose envelope id was seen with a different payload"),
-            redeliveries: counter(&r, "event_audit_ingest_redeliveries_total", "Redelivered messages already in the log (acked, nothing added)"),
-            write_retries: counter(&r, "event_audit_db_write_retries_total", "Batch writes retried after a transient database error"),
+            batch_size: histogram(
+                &r,
+                "event_audit_ingest_batch_messages",
+                "Messages per committed batch",
+                sizes,
+            ),
+            decode_seconds: histogram(
+                &r,
+                "event_audit_decode_duration_seconds",
+                "Time to decode one batch",
+                latency.clone(),
+            ),
+            write_seconds: histogram(
+                &r,
+                "event_audit_db_write_duration_seconds",
+                "Time to write and commit one batch",
+                latency,
+            ),
+            lag_seconds: histogram(
+                &r,
+                "event_audit_ingest_lag_seconds",
+                "Envelope time (or bus time) to commit",
+                lag,
+            ),
+            duplicates: counter(
+                &r,
+                "event_audit_ingest_duplicates_total",
+                "Messages whose envelope id was seen with the same payload",
+            ),
+            conflicts: counter(
+                &r,
+                "event_audit_ingest_conflicts_total",
+                "Messages whose envelope id was seen with a different payload",
+            ),
+            redeliveries: counter(
+                &r,
+                "event_audit_ingest_redeliveries_total",
+                "Redelivered messages already in the log (acked, nothing added)",
+            ),
+            write_retries: counter(
+                &r,
+                "event_audit_db_write_retries_total",
+                "Batch writes retried after a transient database error",
+            ),
             unknown_fields: reg(
                 &r,
                 IntCounterVec::new(
-                    Opts::new("event_audit_unknown_fields_total", "Fields not in the catalogue, by event"),
+                    Opts::new(
+                        "event_audit_unknown_fields_total",
+                        "Fields not in the catalogue, by event",
+                    ),
                     &["event"],
                 )
                 .unwrap_or_else(|_| unreachable!()),
             ),
-            consumer_pending: gauge(&r, "event_audit_consumer_pending_messages", "Messages in the stream not yet delivered to the consumer"),
-            consumer_ack_pending: gauge(&r, "event_audit_consumer_ack_pending_messages", "Messages delivered and not yet acked"),
+            consumer_pending: gauge(
+                &r,
+                "event_audit_consumer_pending_messages",
+                "Messages in the stream not yet delivered to the consumer",
+            ),
+            consumer_ack_pending: gauge(
+                &r,
+                "event_audit_consumer_ack_pending_messages",
+                "Messages delivered and not yet acked",
+            ),
             up: reg(
                 &r,
                 IntGaugeVec::new(
-                    Opts::new("event_audit_connection_up", "1 when the connection to the component works"),
+                    Opts::new(
+                        "event_audit_connection_up",
+                        "1 when the connection to the component works",
+                    ),
                     &["component"],
                 )
                 .unwrap_or_else(|_| unreachable!()),
             ),
-            chain_head: gauge(&r, "event_audit_chain_head_link", "Sequence number of the latest hash-chain link"),
-            rows: counter(&r, "event_audit_audit_rows_total", "Rows appended to the audit log by this process"),
-            verify_ok: gauge(&r, "event_audit_verify_ok", "1 when the last chain verification passed, 0 when it failed, -1 never run"),
-            verify_time: gauge(&r, "event_audit_verify_timestamp_seconds", "Unix time of the last chain verification"),
+            chain_head: gauge(
+                &r,
+                "event_audit_chain_head_link",
+                "Sequence number of the latest hash-chain link",
+            ),
+            rows: counter(
+                &r,
+                "event_audit_audit_rows_total",
+                "Rows appended to the audit log by this process",
+            ),
+            verify_ok: gauge(
+                &r,
+                "event_audit_verify_ok",
+                "1 when the last chain verification passed, 0 when it failed, -1 never run",
+            ),
+            verify_time: gauge(
+                &r,
+                "event_audit_verify_timestamp_seconds",
+                "Unix time of the last chain verification",
+            ),
             rest_requests: reg(
                 &r,
                 IntCounterVec::new(
-                    Opts::new("event_audit_rest_requests_total", "REST requests by endpoint and status class"),
+                    Opts::new(
+                        "event_audit_rest_requests_total",
+                        "REST requests by endpoint and status class",
+                    ),
                     &["endpoint", "class"],
                 )
                 .unwrap_or_else(|_| unreachable!()),
@@ -129,19 +215,32 @@ impl Metrics {
             rest_seconds: reg(
                 &r,
                 HistogramVec::new(
-                    HistogramOpts::new("event_audit_rest_request_duration_seconds", "REST request latency by endpoint"),
+                    HistogramOpts::new(
+                        "event_audit_rest_request_duration_seconds",
+                        "REST request latency by endpoint",
+                    ),
                     &["endpoint"],
                 )
                 .unwrap_or_else(|_| unreachable!()),
             ),
-            rest_retries: counter(&r, "event_audit_rest_retries_total", "REST requests retried"),
+            rest_retries: counter(
+                &r,
+                "event_audit_rest_retries_total",
+                "REST requests retried",
+            ),
             messages,
             registry: r,
         }
     }
 
     /// Counts one recorded message.
-    pub fn message(&self, idx: Option<u16>, status: Status, name: Option<&str>, unknown_fields: usize) {
+    pub fn message(
+        &self,
+        idx: Option<u16>,
+        status: Status,
+        name: Option<&str>,
+        unknown_fields: usize,
+    ) {
         match (idx, status) {
             (Some(i), Status::Decoded) => self.known[usize::from(i)][0].inc(),
             (Some(i), Status::Invalid) => self.known[usize::from(i)][1].inc(),

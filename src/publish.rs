@@ -32,7 +32,12 @@ pub struct PublishArgs {
     #[arg(long, env = "EVENT_AUDIT_STREAM", default_value = "EVENTS")]
     pub stream: String,
     /// Subjects of the stream when it is created, comma-separated.
-    #[arg(long, env = "EVENT_AUDIT_SUBJECTS", value_delimiter = ',', default_value = "events.>")]
+    #[arg(
+        long,
+        env = "EVENT_AUDIT_SUBJECTS",
+        value_delimiter = ',',
+        default_value = "events.>"
+    )]
     pub subjects: Vec<String>,
     /// JetStream publishes awaiting their ack at once.
     #[arg(long, default_value_t = 512)]

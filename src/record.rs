@@ -307,7 +307,8 @@ mod tests {
         Meta {
             stream: Arc::from("S"),
             stream_seq: 7,
-            published_at: DateTime::from_timestamp_micros(1_700_000_000_000_000).unwrap_or_default(),
+            published_at: DateTime::from_timestamp_micros(1_700_000_000_000_000)
+                .unwrap_or_default(),
             subject: subject.into(),
             delivery_count: 1,
             headers,
@@ -320,14 +321,22 @@ mod tests {
             subject_prefix: Some("events.".into()),
         };
         let raw = Bytes::from_static(br#"{"account_number":"A-1"}"#);
-        let r = record(meta("events.account.occupied-v1", vec![]), raw.clone(), &naming, Utc::now());
+        let r = record(
+            meta("events.account.occupied-v1", vec![]),
+            raw.clone(),
+            &naming,
+            Utc::now(),
+        );
         assert_eq!(r.status, Status::Decoded);
         assert_eq!(r.event_name().as_deref(), Some("account.occupied-v1"));
         assert_eq!(r.payload_text(), Some(r#"{"account_number":"A-1"}"#));
         let h = vec![("Event-Type".to_string(), "account.occupied-v1".to_string())];
         let r = record(meta("other", h), raw, &Naming::default(), Utc::now());
         assert_eq!(r.status, Status::Decoded);
-        assert!(r.headers.as_deref().is_some_and(|h| h.contains("Event-Type")));
+        assert!(r
+            .headers
+            .as_deref()
+            .is_some_and(|h| h.contains("Event-Type")));
     }
 
     #[test]

@@ -88,11 +88,10 @@ fn pick<'a>(rng: &mut impl Rng, options: &[&'a str]) -> &'a str {
 /// An RFC 3339 UTC time `secs` after 2026-01-05T00:00:00Z, with milliseconds.
 pub fn rfc3339(secs: i64, millis: u32) -> String {
     const BASE: i64 = 1_767_571_200; // 2026-01-05T00:00:00Z
-    DateTime::from_timestamp(BASE.saturating_add(secs), millis.min(999) * 1_000_000)
-        .map_or_else(
-            || "2026-01-05T00:00:00.000Z".to_owned(),
-            |t| t.to_rfc3339_opts(SecondsFormat::Millis, true),
-        )
+    DateTime::from_timestamp(BASE.saturating_add(secs), millis.min(999) * 1_000_000).map_or_else(
+        || "2026-01-05T00:00:00.000Z".to_owned(),
+        |t| t.to_rfc3339_opts(SecondsFormat::Millis, true),
+    )
 }
 
 /// A UUID-v4-looking id (lower-case hex) drawn from `rng`.
@@ -118,7 +117,9 @@ fn string_for(name: &str, rng: &mut impl Rng) -> String {
         "fuel" | "utility" | "industry" => return pick(rng, &["electricity", "gas"]).into(),
         "channel" => return pick(rng, &["EMAIL", "SMS", "LIVE_CHAT", "PHONE"]).into(),
         "market_identifier" | "external_identifier" => {
-            return rng.gen_range(1_000_000_000_000_u64..10_000_000_000_000).to_string()
+            return rng
+                .gen_range(1_000_000_000_000_u64..10_000_000_000_000)
+                .to_string()
         }
         _ => {}
     }
@@ -126,7 +127,11 @@ fn string_for(name: &str, rng: &mut impl Rng) -> String {
         return rfc3339(rng.gen_range(-3_000_000..3_000_000), rng.gen_range(0..1000));
     }
     if name.contains("date") || name.ends_with("_from") || name.ends_with("_to") {
-        return format!("2026-{:02}-{:02}", rng.gen_range(1..=12), rng.gen_range(1..=28));
+        return format!(
+            "2026-{:02}-{:02}",
+            rng.gen_range(1..=12),
+            rng.gen_range(1..=28)
+        );
     }
     if name.contains("email") || name.contains("address") {
         return format!("user{}@example.com", rng.gen_range(100..100_000));
@@ -139,7 +144,14 @@ fn string_for(name: &str, rng: &mut impl Rng) -> String {
     }
     pick(
         rng,
-        &["standard", "pending", "completed", "manual", "customer-request", "direct-debit"],
+        &[
+            "standard",
+            "pending",
+            "completed",
+            "manual",
+            "customer-request",
+            "direct-debit",
+        ],
     )
     .into()
 }
@@ -258,10 +270,17 @@ impl Mix {
         let full = rng.gen_bool(0.5);
         let mut body = payload(spec, full, rng);
         let id = uuid(rng);
-        let time = rfc3339(i64::try_from(self.pos).unwrap_or(i64::MAX), rng.gen_range(0..1000));
+        let time = rfc3339(
+            i64::try_from(self.pos).unwrap_or(i64::MAX),
+            rng.gen_range(0..1000),
+        );
         let mut name = spec.name.to_owned();
         let mut status = Status::Decoded;
-        let roll = if protected { 1000 } else { rng.gen_range(0..1000) };
+        let roll = if protected {
+            1000
+        } else {
+            rng.gen_range(0..1000)
+        };
         match roll {
             0..=9 => {
                 status = Status::Invalid;
@@ -401,12 +420,14 @@ mod tests {
     #[test]
     fn envelopes_are_what_they_say() {
         let body = serde_json::json!({"account_number": "A-1"});
-        let ce: Value = serde_json::from_slice(&cloudevents("x-v1", "i", "t", &body)).expect("json");
+        let ce: Value =
+            serde_json::from_slice(&cloudevents("x-v1", "i", "t", &body)).expect("json");
         assert_eq!(ce["specversion"], "1.0");
         assert_eq!(ce["source"], "/kraken/events");
         assert_eq!(ce["datacontenttype"], "application/json");
         assert_eq!(ce["data"], body);
-        let eb: Value = serde_json::from_slice(&eventbridge("x-v1", "i", "t", &body)).expect("json");
+        let eb: Value =
+            serde_json::from_slice(&eventbridge("x-v1", "i", "t", &body)).expect("json");
         assert_eq!(eb["detail-type"], "x-v1");
         assert_eq!(eb["account"], "123456789012");
         assert_eq!(eb["region"], "eu-west-2");
@@ -457,7 +478,10 @@ mod tests {
         let bad = n - counts[&Status::Decoded];
         assert!((50..=160).contains(&bad), "{counts:?}");
         for st in Status::ALL {
-            assert!(counts.get(&st).copied().unwrap_or(0) > 0, "{st} missing: {counts:?}");
+            assert!(
+                counts.get(&st).copied().unwrap_or(0) > 0,
+                "{st} missing: {counts:?}"
+            );
         }
         assert!(ce > n * 2 / 5 && eb > n * 2 / 5, "ce {ce} eb {eb}");
         let mean = bytes / n;

@@ -31,14 +31,29 @@ mod tests {
     fn golden_name_splits() {
         let cases = [
             ("account.created-v1", Some(("account.created", "v1"))),
-            ("tech.kraken.workflow.created.v1-v1", Some(("tech.kraken.workflow.created.v1", "v1"))),
+            (
+                "tech.kraken.workflow.created.v1-v1",
+                Some(("tech.kraken.workflow.created.v1", "v1")),
+            ),
             (
                 "comms.push-notification.received-unregistered-or-expired-token-v1",
-                Some(("comms.push-notification.received-unregistered-or-expired-token", "v1")),
+                Some((
+                    "comms.push-notification.received-unregistered-or-expired-token",
+                    "v1",
+                )),
             ),
-            ("lifecycle.support-site.sale-1.0.0", Some(("lifecycle.support-site.sale", "1.0.0"))),
-            ("billing.ledger.entry_posted-v12", Some(("billing.ledger.entry_posted", "v12"))),
-            ("leads.opportunity.offer-group.created-v2", Some(("leads.opportunity.offer-group.created", "v2"))),
+            (
+                "lifecycle.support-site.sale-1.0.0",
+                Some(("lifecycle.support-site.sale", "1.0.0")),
+            ),
+            (
+                "billing.ledger.entry_posted-v12",
+                Some(("billing.ledger.entry_posted", "v12")),
+            ),
+            (
+                "leads.opportunity.offer-group.created-v2",
+                Some(("leads.opportunity.offer-group.created", "v2")),
+            ),
             ("account.created", None),
             ("account.created-v", None),
             ("account.created-vx", None),
@@ -48,7 +63,10 @@ mod tests {
             ("account.created-1..0", None),
             ("-v1", None),
             ("", None),
-            ("loyalty-points.user-role-removal-v1", Some(("loyalty-points.user-role-removal", "v1"))),
+            (
+                "loyalty-points.user-role-removal-v1",
+                Some(("loyalty-points.user-role-removal", "v1")),
+            ),
         ];
         for (name, want) in cases {
             assert_eq!(split_name(name), want, "{name}");

@@ -344,7 +344,10 @@ impl Scalar<'_> {
         match self {
             Scalar::Str(_) => "string",
             Scalar::I64(_) | Scalar::U64(_) => "integer",
-            Scalar::F64(_) => "number with a fraction",
+            Scalar::F64(v) if v.fract() == 0.0 && !(-9.2e18..9.2e18).contains(v) => {
+                "integer out of range"
+            }
+            Scalar::F64(_) => "number with a fraction or exponent",
             Scalar::Bool(_) => "boolean",
             Scalar::Null => "null",
             Scalar::Other(k) => k,

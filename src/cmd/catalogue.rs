@@ -59,7 +59,10 @@ pub fn show(out: &mut impl Write, name: &str) -> anyhow::Result<ExitCode> {
         writeln!(out, "type\t{}\nversion\t{}", e.event_type, e.version)?;
         writeln!(out, "section\t{}\nsource\t{}", e.section, e.source)?;
         if e.open {
-            writeln!(out, "open\tyes: fields the catalogue does not list are expected")?;
+            writeln!(
+                out,
+                "open\tyes: fields the catalogue does not list are expected"
+            )?;
         }
         if let Some(note) = e.note {
             writeln!(out, "note\t{note}")?;

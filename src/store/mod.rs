@@ -165,7 +165,11 @@ impl Store {
     /// in the log (redeliveries) are skipped. On success every message of the batch may be acked.
     pub async fn write_batch(&self, recs: &mut [Record]) -> Result<BatchOutcome, StoreError> {
         recs.sort_by(|a, b| {
-            (&*a.stream, a.stream_seq, a.published_at).cmp(&(&*b.stream, b.stream_seq, b.published_at))
+            (&*a.stream, a.stream_seq, a.published_at).cmp(&(
+                &*b.stream,
+                b.stream_seq,
+                b.published_at,
+            ))
         });
         // Only a redelivery can already be in the log; anything else that is (a consumer
         // recreated over an old stream) shows up as a unique violation and takes this path too.
@@ -179,7 +183,10 @@ impl Store {
                 Err(e) => match e.sqlstate().as_deref() {
                     Some("23505") if !mode.precheck => mode.precheck = true,
                     Some(code) if code.starts_with("22") && !mode.null_payloads => {
-                        tracing::warn!(sqlstate = code, "batch refused as data; retrying with payloads kept in raw only");
+                        tracing::warn!(
+                            sqlstate = code,
+                            "batch refused as data; retrying with payloads kept in raw only"
+                        );
                         mode.null_payloads = true;
                     }
                     _ => return Err(e),
@@ -195,7 +202,10 @@ impl Store {
         // Two deliveries of one message within a batch: keep the first.
         for i in 1..recs.len() {
             let (a, b) = (&recs[i - 1], &recs[i]);
-            if a.stream == b.stream && a.stream_seq == b.stream_seq && a.published_at == b.published_at {
+            if a.stream == b.stream
+                && a.stream_seq == b.stream_seq
+                && a.published_at == b.published_at
+            {
                 keep[i] = false;
             }
         }
@@ -252,10 +262,7 @@ impl Store {
             encode(&mut buf, r, batch_id, mode.null_payloads);
             batch_digest.update(r.row_hash);
         }
-        let mut copy = tx
-            .copy_in_raw(&format!("COPY audit.events ({COLUMNS}) FROM STDIN WITH (FORMAT binary)"))
-            .await
-            .ctx("start COPY")?;
+        let mut copy = tx.copy_in_raw(&copy_statement()).await.ctx("start COPY")?;
         copy.send(buf.finish()).await.ctx("COPY")?;
         copy.finish().await.ctx("finish COPY")?;
         if !findings.is_empty() {
@@ -284,6 +291,20 @@ impl Store {
         out.link_seq = link_seq;
         Ok(out)
     }
+}
+
+/// The COPY statement the writer uses.
+pub fn copy_statement() -> String {
+    format!("COPY audit.events ({COLUMNS}) FROM STDIN WITH (FORMAT binary)")
+}
+
+/// The binary COPY body for `recs` (benchmarks: the database ceiling uses the same bytes).
+pub fn copy_body(recs: &[Record], batch_id: i64) -> Vec<u8> {
+    let mut buf = CopyBuf::with_capacity(recs.iter().map(|r| r.raw.len() * 2 + 256).sum());
+    for r in recs {
+        encode(&mut buf, r, batch_id, false);
+    }
+    buf.finish()
 }
 
 fn encode(buf: &mut CopyBuf, r: &Record, batch_id: i64, null_payload: bool) {
@@ -317,13 +338,55 @@ struct Finding {
     first: (String, i64, DateTime<Utc>),
 }
 
+/// The first occurrence of an envelope id, as a later one is compared with it.
+struct First {
+    at: (String, i64, DateTime<Utc>),
+    digest: Vec<u8>,
+    event_type: Option<String>,
+    event_version: Option<String>,
+    payload: Option<String>,
+}
+
+impl First {
+    fn of(r: &Record) -> First {
+        First {
+            at: (r.stream.to_string(), r.stream_seq, r.published_at),
+            digest: r.id_digest.map(|d| d.to_vec()).unwrap_or_default(),
+            event_type: r.event_type.clone(),
+            event_version: r.event_version.clone(),
+            payload: r.payload_text().map(str::to_owned),
+        }
+    }
+
+    /// Same event, same payload (byte for byte, or up to formatting: compared as JSON values).
+    fn same_event(&self, r: &Record) -> bool {
+        r.id_digest.is_some_and(|d| d[..] == self.digest[..])
+            || (self.event_type == r.event_type
+                && self.event_version == r.event_version
+                && match (self.payload.as_deref(), r.payload_text()) {
+                    (Some(a), Some(b)) => {
+                        serde_json::from_str::<serde_json::Value>(a).ok()
+                            == serde_json::from_str::<serde_json::Value>(b).ok()
+                    }
+                    _ => false,
+                })
+    }
+
+    fn finding(&self, idx: usize, r: &Record) -> Finding {
+        Finding {
+            idx,
+            duplicate: self.same_event(r),
+            first: self.at.clone(),
+        }
+    }
+}
+
 /// Claims the batch's envelope ids; reports those already claimed as duplicates (same name and
-/// payload) or conflicts (different).
-async fn id_findings(
-    tx: &mut PgConnection,
-    live: &[&Record],
-) -> Result<Vec<Finding>, StoreError> {
+/// payload) or conflicts (different). A repeat within the batch is compared with, and points
+/// to, the id's first occurrence: an earlier batch's when there is one, else the batch's own.
+async fn id_findings(tx: &mut PgConnection, live: &[&Record]) -> Result<Vec<Finding>, StoreError> {
     let mut first_in_batch: HashMap<&str, usize> = HashMap::new();
+    let mut repeats: Vec<(usize, usize)> = Vec::new();
     let mut findings = Vec::new();
     let (mut ids, mut streams, mut seqs, mut times, mut digests) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
@@ -332,12 +395,7 @@ async fn id_findings(
             continue;
         };
         if let Some(&j) = first_in_batch.get(id) {
-            let f = live[j];
-            findings.push(Finding {
-                idx: i,
-                duplicate: f.id_digest == Some(digest),
-                first: (f.stream.to_string(), f.stream_seq, f.published_at),
-            });
+            repeats.push((i, j));
             continue;
         }
         first_in_batch.insert(id, i);
@@ -363,47 +421,48 @@ async fn id_findings(
     .fetch_all(&mut *tx)
     .await
     .ctx("claim event ids")?;
-    if claimed.len() == ids.len() {
-        return Ok(findings);
+    // Ids first seen in an earlier batch.
+    let mut earlier: HashMap<String, First> = HashMap::new();
+    if claimed.len() != ids.len() {
+        let claimed: HashSet<&str> = claimed.iter().map(String::as_str).collect();
+        let seen: Vec<&str> = ids
+            .iter()
+            .copied()
+            .filter(|id| !claimed.contains(id))
+            .collect();
+        let rows = sqlx::query(
+            "SELECT i.event_id, i.stream, i.stream_seq, i.published_at, i.digest, e.event_type, e.event_version, e.payload::text \
+             FROM audit.event_ids i LEFT JOIN audit.events e \
+               ON e.stream = i.stream AND e.stream_seq = i.stream_seq AND e.published_at = i.published_at \
+             WHERE i.event_id = ANY($1)",
+        )
+        .bind(&seen)
+        .fetch_all(&mut *tx)
+        .await
+        .ctx("look up event ids")?;
+        for row in rows {
+            let id: String = row.get(0);
+            let Some(&i) = first_in_batch.get(id.as_str()) else {
+                continue;
+            };
+            let first = First {
+                at: (row.get(1), row.get(2), row.get(3)),
+                digest: row.get(4),
+                event_type: row.get(5),
+                event_version: row.get(6),
+                payload: row.get(7),
+            };
+            findings.push(first.finding(i, live[i]));
+            earlier.insert(id, first);
+        }
     }
-    let claimed: HashSet<&str> = claimed.iter().map(String::as_str).collect();
-    let seen: Vec<&str> = ids.iter().copied().filter(|id| !claimed.contains(id)).collect();
-    let rows = sqlx::query(
-        "SELECT i.event_id, i.stream, i.stream_seq, i.published_at, i.digest, e.event_type, e.event_version, e.payload::text \
-         FROM audit.event_ids i LEFT JOIN audit.events e \
-           ON e.stream = i.stream AND e.stream_seq = i.stream_seq AND e.published_at = i.published_at \
-         WHERE i.event_id = ANY($1)",
-    )
-    .bind(&seen)
-    .fetch_all(&mut *tx)
-    .await
-    .ctx("look up event ids")?;
-    for row in rows {
-        let id: String = row.get(0);
-        let Some(&i) = first_in_batch.get(id.as_str()) else {
-            continue;
+    for (i, j) in repeats {
+        let id = live[i].event_id.as_deref().unwrap_or_default();
+        let finding = match earlier.get(id) {
+            Some(first) => first.finding(i, live[i]),
+            None => First::of(live[j]).finding(i, live[i]),
         };
-        let r = live[i];
-        let stored_digest: Vec<u8> = row.get(4);
-        let duplicate = r.id_digest.is_some_and(|d| d[..] == stored_digest[..]) || {
-            // Same event, same payload up to formatting: compare as JSON values.
-            let same_name = row.get::<Option<String>, _>(5) == r.event_type
-                && row.get::<Option<String>, _>(6) == r.event_version;
-            let stored: Option<String> = row.get(7);
-            same_name
-                && match (stored, r.payload_text()) {
-                    (Some(a), Some(b)) => {
-                        serde_json::from_str::<serde_json::Value>(&a).ok()
-                            == serde_json::from_str::<serde_json::Value>(b).ok()
-                    }
-                    _ => false,
-                }
-        };
-        findings.push(Finding {
-            idx: i,
-            duplicate,
-            first: (row.get(1), row.get(2), row.get(3)),
-        });
+        findings.push(finding);
     }
     Ok(findings)
 }

@@ -24,7 +24,13 @@ pub struct VerifyReport {
 }
 
 /// `SHA-256(prev || link_seq || batch_id || row_count || batch_digest)`, as the writer's SQL.
-pub fn link_hash(prev: &[u8], link_seq: i64, batch_id: i64, row_count: i32, digest: &[u8]) -> [u8; 32] {
+pub fn link_hash(
+    prev: &[u8],
+    link_seq: i64,
+    batch_id: i64,
+    row_count: i32,
+    digest: &[u8],
+) -> [u8; 32] {
     let mut h = Sha256::new();
     h.update(prev);
     h.update(link_seq.to_be_bytes());
@@ -34,12 +40,18 @@ pub fn link_hash(prev: &[u8], link_seq: i64, batch_id: i64, row_count: i32, dige
     h.finalize().into()
 }
 
+/// `(link_seq, batch_id, row_count, batch_digest, prev_hash, hash)` of `audit.chain_links`.
+type LinkRow = (i64, i64, i32, Vec<u8>, Vec<u8>, Vec<u8>);
+
 fn fail(report: &mut VerifyReport, what: String) {
     report.ok = false;
     report.first_break = Some(what);
 }
 
-fn recanon<T: serde::de::DeserializeOwned>(text: Option<String>, f: impl Fn(&T) -> Option<String>) -> Result<Option<String>, ()> {
+fn recanon<T: serde::de::DeserializeOwned>(
+    text: Option<String>,
+    f: impl Fn(&T) -> Option<String>,
+) -> Result<Option<String>, ()> {
     match text {
         None => Ok(None),
         Some(t) => serde_json::from_str::<T>(&t).map(|v| f(&v)).map_err(|_| ()),
@@ -58,40 +70,56 @@ impl Store {
     /// Walks the whole chain. Records the result in `audit.verify_runs`.
     pub async fn verify(&self) -> Result<VerifyReport, StoreError> {
         let report = self.walk().await?;
-        sqlx::query("INSERT INTO audit.verify_runs (ok, links, rows, first_break) VALUES ($1, $2, $3, $4)")
-            .bind(report.ok)
-            .bind(report.links)
-            .bind(report.rows)
-            .bind(&report.first_break)
-            .execute(self.pool())
-            .await
-            .ctx("record verify run")?;
+        sqlx::query(
+            "INSERT INTO audit.verify_runs (ok, links, rows, first_break) VALUES ($1, $2, $3, $4)",
+        )
+        .bind(report.ok)
+        .bind(report.links)
+        .bind(report.rows)
+        .bind(&report.first_break)
+        .execute(self.pool())
+        .await
+        .ctx("record verify run")?;
         Ok(report)
     }
 
     /// The latest recorded verify run: `(ok, time)`.
     pub async fn last_verify(&self) -> Result<Option<(bool, DateTime<Utc>)>, StoreError> {
-        let row = sqlx::query("SELECT ok, verified_at FROM audit.verify_runs ORDER BY id DESC LIMIT 1")
-            .fetch_optional(self.pool())
-            .await
-            .ctx("read verify runs")?;
+        let row =
+            sqlx::query("SELECT ok, verified_at FROM audit.verify_runs ORDER BY id DESC LIMIT 1")
+                .fetch_optional(self.pool())
+                .await
+                .ctx("read verify runs")?;
         Ok(row.map(|r| (r.get(0), r.get(1))))
     }
 
     async fn walk(&self) -> Result<VerifyReport, StoreError> {
-        let mut report = VerifyReport { ok: true, links: 0, rows: 0, first_break: None, head_link_seq: 0 };
-        let links: Vec<(i64, i64, i32, Vec<u8>, Vec<u8>, Vec<u8>)> = sqlx::query_as(
+        let mut report = VerifyReport {
+            ok: true,
+            links: 0,
+            rows: 0,
+            first_break: None,
+            head_link_seq: 0,
+        };
+        let links: Vec<LinkRow> = sqlx::query_as(
             "SELECT link_seq, batch_id, row_count, batch_digest, prev_hash, hash FROM audit.chain_links ORDER BY link_seq",
         )
         .fetch_all(self.pool())
         .await
         .ctx("read chain links")?;
         let mut prev = vec![0u8; 32];
-        let mut expect_seq = 1i64;
-        'links: for (link_seq, batch_id, row_count, digest, prev_hash, hash) in links {
+        'links: for (expect_seq, (link_seq, batch_id, row_count, digest, prev_hash, hash)) in
+            (1i64..).zip(links)
+        {
             report.links += 1;
             if link_seq != expect_seq || prev_hash != prev {
-                fail(&mut report, format!("link {link_seq}: does not follow link {} (chain broken or a link removed)", expect_seq - 1));
+                fail(
+                    &mut report,
+                    format!(
+                        "link {link_seq}: does not follow link {} (chain broken or a link removed)",
+                        expect_seq - 1
+                    ),
+                );
                 break;
             }
             let mut rows = sqlx::query(
@@ -109,12 +137,18 @@ impl Store {
                 report.rows += 1;
                 let stream: String = row.get(0);
                 let seq: i64 = row.get(1);
-                let name = format!("row stream={stream} stream_seq={seq} (batch {batch_id}, link {link_seq})");
-                let headers = recanon::<BTreeMap<String, Vec<String>>>(row.get(6), canonical_headers);
+                let name = format!(
+                    "row stream={stream} stream_seq={seq} (batch {batch_id}, link {link_seq})"
+                );
+                let headers =
+                    recanon::<BTreeMap<String, Vec<String>>>(row.get(6), canonical_headers);
                 let errors = recanon::<Vec<FieldError>>(row.get(12), |e| canonical_errors(e));
                 let unknown = recanon::<Vec<String>>(row.get(13), |u| canonical_strings(u));
                 let (Ok(headers), Ok(errors), Ok(unknown)) = (headers, errors, unknown) else {
-                    fail(&mut report, format!("{name}: a JSON column no longer has its recorded shape"));
+                    fail(
+                        &mut report,
+                        format!("{name}: a JSON column no longer has its recorded shape"),
+                    );
                     break 'links;
                 };
                 let raw: Vec<u8> = row.get(16);
@@ -134,18 +168,24 @@ impl Store {
                     errors: errors.as_deref(),
                     unknown_fields: unknown.as_deref(),
                     account_number: row.get(14),
-                    occurred_at_us: row.get::<Option<DateTime<Utc>>, _>(15).map(|t| t.timestamp_micros()),
+                    occurred_at_us: row
+                        .get::<Option<DateTime<Utc>>, _>(15)
+                        .map(|t| t.timestamp_micros()),
                     raw: &raw,
                 };
                 let computed = canon.hash();
                 let stored: Vec<u8> = row.get(17);
                 if stored != computed {
-                    fail(&mut report, format!("{name}: stored columns do not match the row's hash (row edited)"));
+                    fail(
+                        &mut report,
+                        format!("{name}: stored columns do not match the row's hash (row edited)"),
+                    );
                     break 'links;
                 }
                 let payload: Option<String> = row.get(18);
                 if let Some(p) = payload {
-                    let from_raw = payload_of(&raw).and_then(|t| serde_json::from_str::<serde_json::Value>(t).ok());
+                    let from_raw = payload_of(&raw)
+                        .and_then(|t| serde_json::from_str::<serde_json::Value>(t).ok());
                     if serde_json::from_str::<serde_json::Value>(&p).ok() != from_raw {
                         fail(&mut report, format!("{name}: payload column does not match the raw message (payload edited)"));
                         break 'links;
@@ -164,18 +204,23 @@ impl Store {
             }
             let computed = link_hash(&prev, link_seq, batch_id, row_count, &digest);
             if computed[..] != hash[..] {
-                fail(&mut report, format!("link {link_seq}: hash does not match its contents (link edited)"));
+                fail(
+                    &mut report,
+                    format!("link {link_seq}: hash does not match its contents (link edited)"),
+                );
                 break;
             }
             prev = hash;
             report.head_link_seq = link_seq;
-            expect_seq += 1;
         }
         if report.ok {
             let (head_seq, head_hash) = self.chain_head().await?;
             if head_seq != report.head_link_seq || head_hash != prev {
                 let last = report.head_link_seq;
-                fail(&mut report, format!("chain head (link {head_seq}) does not match the last link ({last})"));
+                fail(
+                    &mut report,
+                    format!("chain head (link {head_seq}) does not match the last link ({last})"),
+                );
             }
         }
         if report.ok {

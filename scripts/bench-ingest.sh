@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Ingest benchmark, all in one run on this machine, on the same N messages:
+#   (1) an ack-only consumer draining the stream          (the bus ceiling)
+#   (2) a binary COPY of the same rows into audit.events  (the database ceiling)
+#   (3) `event-audit run` end to end                      (decode, COPY, chain, ack after commit)
+# Prints events/s for each, the ratio of (3) to the lower of (1) and (2), and the daemon's peak RSS.
+# Usage: scripts/bench-ingest.sh [N]     (default 1000000; BATCH=2000 by default)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N=${1:-${N:-1000000}}
+BATCH=${BATCH:-2000}
+PG=${PG_BASE_URL:-postgres://postgres@127.0.0.1:5432}
+export NATS_URL=${NATS_URL:-nats://127.0.0.1:4222}
+TAG="b$$"
+STREAM="BENCH_${TAG}"
+RUN_DB="ea_bench_run_${TAG}"
+COPY_DB="ea_bench_copy_${TAG}"
+BIN=target/release/event-audit
+OUT=$(mktemp -d)
+
+cargo build --release --quiet
+cleanup() {
+    "$BIN" bench delete-stream --stream "$STREAM" >/dev/null 2>&1 || true
+    psql -q "$PG/postgres" -c "DROP DATABASE IF EXISTS $RUN_DB" -c "DROP DATABASE IF EXISTS $COPY_DB" >/dev/null 2>&1 || true
+    rm -rf "$OUT"
+}
+trap cleanup EXIT
+
+echo "publishing $N messages to $STREAM ..."
+"$BIN" publish -n "$N" --stream "$STREAM" --subjects "${TAG}.>" --subject "${TAG}.load" 2>&1 | tail -1
+
+echo "(1) ack-only consumer ..."
+read -r _ n1 s1 r1 < <("$BIN" bench ack-only --stream "$STREAM" --consumer ackonly --batch-size "$BATCH")
+echo "(2) COPY of the same rows ..."
+read -r _ n2 s2 r2 < <("$BIN" bench copy --database-url "$PG/$COPY_DB" -n "$N" --batch-size "$BATCH" 2>/dev/null)
+echo "(3) event-audit run ..."
+/usr/bin/time -v -o "$OUT/time" "$BIN" --log-json run --database-url "$PG/$RUN_DB" --stream "$STREAM" --bind-only \
+    --consumer run --batch-size "$BATCH" --http-addr 127.0.0.1:0 --exit-when-idle 2> "$OUT/log"
+read -r n3 s3 r3 < <(python3 - "$OUT/log" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    try:
+        f = json.loads(line).get("fields", {})
+    except ValueError:
+        continue
+    if f.get("message") == "stopped":
+        print(f["messages"], round(f["busy_secs"], 3), int(f["per_sec"]))
+PY
+)
+rss_kb=$(awk -F: '/Maximum resident set size/ {gsub(/ /,"",$2); print $2}' "$OUT/time")
+rows=$(psql -tA "$PG/$RUN_DB" -c "select count(*) from audit.events")
+verify=$("$BIN" verify --database-url "$PG/$RUN_DB" 2>&1 | tail -1)
+
+ceiling=$(( r1 < r2 ? r1 : r2 ))
+ratio=$(python3 -c "print(f'{$r3/$ceiling:.2f}')")
+printf '\n%-34s %10s %9s %12s\n' "measurement" "messages" "seconds" "events/s"
+printf '%-34s %10s %9s %12s\n' "(1) ack-only consumer (bus)" "$n1" "$s1" "$r1"
+printf '%-34s %10s %9s %12s\n' "(2) COPY same rows (database)" "$n2" "$s2" "$r2"
+printf '%-34s %10s %9s %12s\n' "(3) event-audit run (end to end)" "$n3" "$s3" "$r3"
+echo "ratio (3) / min((1),(2)) = $ratio"
+echo "daemon peak RSS = $((rss_kb / 1024)) MB"
+echo "rows in audit log = $rows; $verify"
