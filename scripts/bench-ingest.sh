@@ -4,7 +4,7 @@
 #   (2) a binary COPY of the same rows into audit.events  (the database ceiling)
 #   (3) `event-audit run` end to end                      (decode, COPY, chain, ack after commit)
 # Prints events/s for each, the ratio of (3) to the lower of (1) and (2), and the daemon's peak RSS.
-# Usage: scripts/bench-ingest.sh [N]     (default 1000000; BATCH=2000 by default)
+# Usage: scripts/bench-ingest.sh [N]   (default N=1000000; env BATCH=2000, RUN_ARGS="--writers 3")
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-${N:-1000000}}
@@ -35,7 +35,7 @@ echo "(2) COPY of the same rows ..."
 read -r _ n2 s2 r2 < <("$BIN" bench copy --database-url "$PG/$COPY_DB" -n "$N" --batch-size "$BATCH" 2>/dev/null)
 echo "(3) event-audit run ..."
 /usr/bin/time -v -o "$OUT/time" "$BIN" --log-json run --database-url "$PG/$RUN_DB" --stream "$STREAM" --bind-only \
-    --consumer run --batch-size "$BATCH" --http-addr 127.0.0.1:0 --exit-when-idle 2> "$OUT/log"
+    --consumer run --batch-size "$BATCH" --http-addr 127.0.0.1:0 --exit-when-idle ${RUN_ARGS:-} 2> "$OUT/log"
 read -r n3 s3 r3 < <(python3 - "$OUT/log" <<'PY'
 import json, sys
 for line in open(sys.argv[1]):

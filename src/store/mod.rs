@@ -2,6 +2,7 @@
 //! transaction (binary COPY + id findings + one hash-chain link). Only `store` writes SQL.
 
 mod copy;
+mod ids;
 pub mod verify;
 
 use std::collections::{HashMap, HashSet};
@@ -14,6 +15,7 @@ use sqlx::{Connection, Executor, PgConnection, PgPool, Postgres, Row};
 
 use crate::record::Record;
 use copy::CopyBuf;
+use ids::{id_findings, insert_findings};
 
 /// Errors at the database boundary. Callers branch on [`StoreError::is_transient`]: a
 /// transient error is retried (never quarantined, never acked); nothing here is permanent for
@@ -252,7 +254,9 @@ impl Store {
             .fetch_one(&mut *tx)
             .await
             .ctx("allocate batch id")?;
+        let t0 = std::time::Instant::now();
         let findings = id_findings(&mut tx, &live).await?;
+        let t_ids = t0.elapsed();
         out.duplicates = findings.iter().filter(|f| f.duplicate).count();
         out.conflicts = findings.len() - out.duplicates;
 
@@ -265,6 +269,7 @@ impl Store {
         let mut copy = tx.copy_in_raw(&copy_statement()).await.ctx("start COPY")?;
         copy.send(buf.finish()).await.ctx("COPY")?;
         copy.finish().await.ctx("finish COPY")?;
+        let t_copy = t0.elapsed() - t_ids;
         if !findings.is_empty() {
             insert_findings(&mut tx, &live, &findings, batch_id).await?;
         }
@@ -288,6 +293,13 @@ impl Store {
         .ctx("link chain")?;
         tx.commit().await.ctx("commit")?;
         out.inserted = live.len();
+        tracing::trace!(
+            rows = live.len(),
+            ids_ms = t_ids.as_secs_f64() * 1e3,
+            copy_ms = t_copy.as_secs_f64() * 1e3,
+            link_commit_ms = (t0.elapsed() - t_ids - t_copy).as_secs_f64() * 1e3,
+            "batch timings"
+        );
         out.link_seq = link_seq;
         Ok(out)
     }
@@ -329,184 +341,6 @@ fn encode(buf: &mut CopyBuf, r: &Record, batch_id: i64, null_payload: bool) {
     buf.bytea(&r.raw);
     buf.int8(batch_id);
     buf.bytea(&r.row_hash);
-}
-
-/// A later message with an envelope id already seen.
-struct Finding {
-    idx: usize,
-    duplicate: bool,
-    first: (String, i64, DateTime<Utc>),
-}
-
-/// The first occurrence of an envelope id, as a later one is compared with it.
-struct First {
-    at: (String, i64, DateTime<Utc>),
-    digest: Vec<u8>,
-    event_type: Option<String>,
-    event_version: Option<String>,
-    payload: Option<String>,
-}
-
-impl First {
-    fn of(r: &Record) -> First {
-        First {
-            at: (r.stream.to_string(), r.stream_seq, r.published_at),
-            digest: r.id_digest.map(|d| d.to_vec()).unwrap_or_default(),
-            event_type: r.event_type.clone(),
-            event_version: r.event_version.clone(),
-            payload: r.payload_text().map(str::to_owned),
-        }
-    }
-
-    /// Same event, same payload (byte for byte, or up to formatting: compared as JSON values).
-    fn same_event(&self, r: &Record) -> bool {
-        r.id_digest.is_some_and(|d| d[..] == self.digest[..])
-            || (self.event_type == r.event_type
-                && self.event_version == r.event_version
-                && match (self.payload.as_deref(), r.payload_text()) {
-                    (Some(a), Some(b)) => {
-                        serde_json::from_str::<serde_json::Value>(a).ok()
-                            == serde_json::from_str::<serde_json::Value>(b).ok()
-                    }
-                    _ => false,
-                })
-    }
-
-    fn finding(&self, idx: usize, r: &Record) -> Finding {
-        Finding {
-            idx,
-            duplicate: self.same_event(r),
-            first: self.at.clone(),
-        }
-    }
-}
-
-/// Claims the batch's envelope ids; reports those already claimed as duplicates (same name and
-/// payload) or conflicts (different). A repeat within the batch is compared with, and points
-/// to, the id's first occurrence: an earlier batch's when there is one, else the batch's own.
-async fn id_findings(tx: &mut PgConnection, live: &[&Record]) -> Result<Vec<Finding>, StoreError> {
-    let mut first_in_batch: HashMap<&str, usize> = HashMap::new();
-    let mut repeats: Vec<(usize, usize)> = Vec::new();
-    let mut findings = Vec::new();
-    let (mut ids, mut streams, mut seqs, mut times, mut digests) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for (i, r) in live.iter().enumerate() {
-        let (Some(id), Some(digest)) = (r.event_id.as_deref(), r.id_digest) else {
-            continue;
-        };
-        if let Some(&j) = first_in_batch.get(id) {
-            repeats.push((i, j));
-            continue;
-        }
-        first_in_batch.insert(id, i);
-        ids.push(id);
-        streams.push(&*r.stream);
-        seqs.push(r.stream_seq);
-        times.push(r.published_at);
-        digests.push(digest.to_vec());
-    }
-    if ids.is_empty() {
-        return Ok(findings);
-    }
-    let claimed: Vec<String> = sqlx::query_scalar(
-        "INSERT INTO audit.event_ids (event_id, stream, stream_seq, published_at, digest) \
-         SELECT * FROM unnest($1::text[], $2::text[], $3::int8[], $4::timestamptz[], $5::bytea[]) \
-         ON CONFLICT (event_id) DO NOTHING RETURNING event_id",
-    )
-    .bind(&ids)
-    .bind(&streams)
-    .bind(&seqs)
-    .bind(&times)
-    .bind(&digests)
-    .fetch_all(&mut *tx)
-    .await
-    .ctx("claim event ids")?;
-    // Ids first seen in an earlier batch.
-    let mut earlier: HashMap<String, First> = HashMap::new();
-    if claimed.len() != ids.len() {
-        let claimed: HashSet<&str> = claimed.iter().map(String::as_str).collect();
-        let seen: Vec<&str> = ids
-            .iter()
-            .copied()
-            .filter(|id| !claimed.contains(id))
-            .collect();
-        let rows = sqlx::query(
-            "SELECT i.event_id, i.stream, i.stream_seq, i.published_at, i.digest, e.event_type, e.event_version, e.payload::text \
-             FROM audit.event_ids i LEFT JOIN audit.events e \
-               ON e.stream = i.stream AND e.stream_seq = i.stream_seq AND e.published_at = i.published_at \
-             WHERE i.event_id = ANY($1)",
-        )
-        .bind(&seen)
-        .fetch_all(&mut *tx)
-        .await
-        .ctx("look up event ids")?;
-        for row in rows {
-            let id: String = row.get(0);
-            let Some(&i) = first_in_batch.get(id.as_str()) else {
-                continue;
-            };
-            let first = First {
-                at: (row.get(1), row.get(2), row.get(3)),
-                digest: row.get(4),
-                event_type: row.get(5),
-                event_version: row.get(6),
-                payload: row.get(7),
-            };
-            findings.push(first.finding(i, live[i]));
-            earlier.insert(id, first);
-        }
-    }
-    for (i, j) in repeats {
-        let id = live[i].event_id.as_deref().unwrap_or_default();
-        let finding = match earlier.get(id) {
-            Some(first) => first.finding(i, live[i]),
-            None => First::of(live[j]).finding(i, live[i]),
-        };
-        findings.push(finding);
-    }
-    Ok(findings)
-}
-
-async fn insert_findings(
-    tx: &mut PgConnection,
-    live: &[&Record],
-    findings: &[Finding],
-    batch_id: i64,
-) -> Result<(), StoreError> {
-    let rec = |f: &Finding| live[f.idx];
-    let streams: Vec<&str> = findings.iter().map(|f| &*rec(f).stream).collect();
-    let seqs: Vec<i64> = findings.iter().map(|f| rec(f).stream_seq).collect();
-    let times: Vec<DateTime<Utc>> = findings.iter().map(|f| rec(f).published_at).collect();
-    let ids: Vec<&str> = findings
-        .iter()
-        .map(|f| rec(f).event_id.as_deref().unwrap_or_default())
-        .collect();
-    let kinds: Vec<&str> = findings
-        .iter()
-        .map(|f| if f.duplicate { "duplicate" } else { "conflict" })
-        .collect();
-    let fs: Vec<&str> = findings.iter().map(|f| f.first.0.as_str()).collect();
-    let fq: Vec<i64> = findings.iter().map(|f| f.first.1).collect();
-    let ft: Vec<DateTime<Utc>> = findings.iter().map(|f| f.first.2).collect();
-    sqlx::query(
-        "INSERT INTO audit.id_findings (stream, stream_seq, published_at, event_id, finding, \
-         first_stream, first_stream_seq, first_published_at, batch_id) \
-         SELECT *, $9 FROM unnest($1::text[], $2::int8[], $3::timestamptz[], $4::text[], $5::text[], \
-         $6::text[], $7::int8[], $8::timestamptz[])",
-    )
-    .bind(&streams)
-    .bind(&seqs)
-    .bind(&times)
-    .bind(&ids)
-    .bind(&kinds)
-    .bind(&fs)
-    .bind(&fq)
-    .bind(&ft)
-    .bind(batch_id)
-    .execute(&mut *tx)
-    .await
-    .ctx("record id findings")?;
-    Ok(())
 }
 
 /// A database URL with its password replaced, for messages.
