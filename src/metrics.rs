@@ -40,6 +40,12 @@ pub struct Metrics {
     pub rest_requests: IntCounterVec,
     pub rest_seconds: HistogramVec,
     pub rest_retries: IntCounter,
+    /// Accounts per verdict of the latest run, by supplier.
+    pub reconcile_accounts: IntGaugeVec,
+    /// Unix time of the latest completed run, by supplier.
+    pub reconcile_last_run: IntGaugeVec,
+    /// Runs by supplier and outcome (`ok`, `mismatches`, `incomplete`).
+    pub reconcile_runs: IntCounterVec,
 }
 
 fn reg<T: prometheus::core::Collector + Clone + 'static>(r: &Registry, c: T) -> T {
