@@ -234,6 +234,39 @@ impl Metrics {
                 "event_audit_rest_retries_total",
                 "REST requests retried",
             ),
+            reconcile_accounts: reg(
+                &r,
+                IntGaugeVec::new(
+                    Opts::new(
+                        "event_audit_reconcile_accounts",
+                        "Accounts per verdict in the latest reconciliation run, by supplier",
+                    ),
+                    &["supplier", "verdict"],
+                )
+                .unwrap_or_else(|_| unreachable!()),
+            ),
+            reconcile_last_run: reg(
+                &r,
+                IntGaugeVec::new(
+                    Opts::new(
+                        "event_audit_reconcile_last_run_timestamp_seconds",
+                        "Unix time of the latest completed reconciliation run, by supplier",
+                    ),
+                    &["supplier"],
+                )
+                .unwrap_or_else(|_| unreachable!()),
+            ),
+            reconcile_runs: reg(
+                &r,
+                IntCounterVec::new(
+                    Opts::new(
+                        "event_audit_reconcile_runs_total",
+                        "Reconciliation runs by supplier and outcome (ok, mismatches, incomplete)",
+                    ),
+                    &["supplier", "outcome"],
+                )
+                .unwrap_or_else(|_| unreachable!()),
+            ),
             messages,
             registry: r,
         }
