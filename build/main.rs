@@ -15,6 +15,16 @@ fn main() {
         println!("cargo:rerun-if-changed={}", dir.join(f).display());
     }
     println!("cargo:rerun-if-changed=build");
+    let git = std::process::Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "unknown".into());
+    println!("cargo:rustc-env=EVENT_AUDIT_GIT_HASH={git}");
     let cat = match model::load(&dir) {
         Ok(c) => c,
         Err(e) => panic!("catalogue/ is inconsistent: {e}"),

@@ -263,15 +263,22 @@ async fn write_and_ack(store: &Store, metrics: &Metrics, mut batch: Batch, total
             r.event_name().as_deref(),
             r.unknown_field_count,
         );
+        metrics.errors(&r.error_codes);
         metrics.bytes.inc_by(r.raw.len() as u64);
         let from = r.occurred_at.unwrap_or(r.published_at);
-        metrics
-            .lag_seconds
-            .observe((committed - from).num_microseconds().unwrap_or(0).max(0) as f64 / 1e6);
+        let lag = (committed - from).num_microseconds().unwrap_or(0).max(0) as f64 / 1e6;
+        metrics.lag_seconds.observe(lag);
         if r.status != crate::verdict::Status::Decoded {
-            tracing::debug!(stream_seq = r.stream_seq, event = r.event_name().as_deref().unwrap_or("-"), status = %r.status, "recorded");
+            // Stream sequence and event name only: never payload values.
+            tracing::debug!(
+                stream_seq = r.stream_seq,
+                event = r.event_name().as_deref().unwrap_or("-"),
+                status = %r.status,
+                "recorded"
+            );
         }
     }
+
     totals.messages += batch.records.len() as u64;
     totals.inserted += outcome.inserted as u64;
     totals.batches += 1;

@@ -3,6 +3,7 @@
 //! unknown types and `none` when there is no name. Hot-path handles are cached.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use prometheus::{
@@ -10,6 +11,7 @@ use prometheus::{
     Registry,
 };
 
+use crate::catalogue::rt::ErrorCode;
 use crate::catalogue::{self, EVENTS};
 use crate::verdict::Status;
 
@@ -46,7 +48,27 @@ pub struct Metrics {
     pub reconcile_last_run: IntGaugeVec,
     /// Runs by supplier and outcome (`ok`, `mismatches`, `incomplete`).
     pub reconcile_runs: IntCounterVec,
+    /// Field errors by code (the reasons behind `invalid` and `malformed`); cached per code.
+    errors_by_code: Vec<(ErrorCode, IntCounter)>,
+    /// Catalogue coverage: which event versions this process has seen at least once.
+    seen: Vec<AtomicBool>,
+    pub catalogue_seen: IntGauge,
+    pub catalogue_unseen: IntGauge,
 }
+
+/// Every error code, for the cached per-code counters.
+const CODES: [ErrorCode; 10] = [
+    ErrorCode::MissingField,
+    ErrorCode::NullValue,
+    ErrorCode::InvalidType,
+    ErrorCode::OutOfRange,
+    ErrorCode::DuplicateField,
+    ErrorCode::NotJson,
+    ErrorCode::NotAnObject,
+    ErrorCode::NoEventName,
+    ErrorCode::NoPayload,
+    ErrorCode::InvalidEnvelope,
+];
 
 fn reg<T: prometheus::core::Collector + Clone + 'static>(r: &Registry, c: T) -> T {
     // Names are fixed and distinct: registration cannot fail.
@@ -99,10 +121,65 @@ impl Metrics {
                 ]
             })
             .collect();
+        let errors = reg(
+            &r,
+            IntCounterVec::new(
+                Opts::new(
+                    "event_audit_ingest_errors_total",
+                    "Field and envelope errors found in recorded messages, by code",
+                ),
+                &["code"],
+            )
+            .unwrap_or_else(|_| unreachable!()),
+        );
+        let errors_by_code = CODES
+            .iter()
+            .map(|c| (*c, errors.with_label_values(&[c.as_str()])))
+            .collect();
+        let versions = gauge(
+            &r,
+            "event_audit_catalogue_event_versions",
+            "Event versions the catalogue knows",
+        );
+        versions.set(EVENTS.len() as i64);
+        let catalogue_unseen = gauge(
+            &r,
+            "event_audit_catalogue_unseen_event_versions",
+            "Catalogue event versions this process has not seen yet",
+        );
+        catalogue_unseen.set(EVENTS.len() as i64);
+        let build = reg(
+            &r,
+            IntGaugeVec::new(
+                Opts::new(
+                    "event_audit_build_info",
+                    "Version and git commit of this build (always 1)",
+                ),
+                &["version", "git_hash"],
+            )
+            .unwrap_or_else(|_| unreachable!()),
+        );
+        build
+            .with_label_values(&[env!("CARGO_PKG_VERSION"), env!("EVENT_AUDIT_GIT_HASH")])
+            .set(1);
+        let start = gauge(
+            &r,
+            "event_audit_process_start_time_seconds",
+            "Unix time the process started",
+        );
+        start.set(chrono::Utc::now().timestamp());
         let latency = prometheus::exponential_buckets(0.0005, 2.0, 16).unwrap_or_default();
         let lag = prometheus::exponential_buckets(0.005, 2.0, 20).unwrap_or_default();
         let sizes = prometheus::exponential_buckets(1.0, 2.0, 14).unwrap_or_default();
         Metrics {
+            errors_by_code,
+            seen: EVENTS.iter().map(|_| AtomicBool::new(false)).collect(),
+            catalogue_seen: gauge(
+                &r,
+                "event_audit_catalogue_seen_event_versions",
+                "Catalogue event versions this process has seen at least once",
+            ),
+            catalogue_unseen,
             known,
             other: Mutex::new(HashMap::new()),
             bytes: counter(
@@ -272,6 +349,15 @@ impl Metrics {
         }
     }
 
+    /// Counts the error codes of one recorded message.
+    pub fn errors(&self, codes: &[ErrorCode]) {
+        for code in codes {
+            if let Some((_, c)) = self.errors_by_code.iter().find(|(k, _)| k == code) {
+                c.inc();
+            }
+        }
+    }
+
     /// Counts one recorded message.
     pub fn message(
         &self,
@@ -280,6 +366,14 @@ impl Metrics {
         name: Option<&str>,
         unknown_fields: usize,
     ) {
+        if let Some(i) = idx {
+            if let Some(flag) = self.seen.get(usize::from(i)) {
+                if !flag.swap(true, Ordering::Relaxed) {
+                    self.catalogue_seen.inc();
+                    self.catalogue_unseen.dec();
+                }
+            }
+        }
         match (idx, status) {
             (Some(i), Status::Decoded) => self.known[usize::from(i)][0].inc(),
             (Some(i), Status::Invalid) => self.known[usize::from(i)][1].inc(),

@@ -8,7 +8,7 @@ use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use sha2::{Digest, Sha256};
 
-use crate::catalogue::rt::FieldError;
+use crate::catalogue::rt::{ErrorCode, FieldError};
 use crate::verdict::{self, Status};
 
 /// Where a message came from on the bus.
@@ -67,6 +67,8 @@ pub struct Record {
     pub row_hash: [u8; 32],
     /// For metrics: index of the known event version.
     pub catalogue_index: Option<u16>,
+    /// For metrics: the codes of `errors` (empty, without allocating, for most messages).
+    pub error_codes: Vec<ErrorCode>,
     pub unknown_field_count: usize,
 }
 
@@ -290,6 +292,7 @@ pub fn record(meta: Meta, raw: Bytes, naming: &Naming, received_at: DateTime<Utc
         id_digest,
         row_hash: [0; 32],
         catalogue_index: v.catalogue_index,
+        error_codes: v.errors.iter().map(|e| e.code).collect(),
         unknown_field_count: v.unknown_fields.len(),
         raw: Bytes::new(),
     };
