@@ -95,7 +95,7 @@ pub enum CatalogueAction {
 /// Human-readable logs on stderr by default, JSON with `--log-json`; `RUST_LOG` filters.
 pub fn init_tracing(cli: &Cli) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx=warn"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);

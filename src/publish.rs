@@ -50,7 +50,7 @@ pub async fn run(args: &PublishArgs) -> anyhow::Result<(usize, f64)> {
     ensure_stream(&bus, &args.stream, &args.subjects).await?;
     let started = Instant::now();
     let mut inflight = VecDeque::with_capacity(args.window);
-    for (i, sample) in Mix::new(args.count, args.seed).enumerate() {
+    for (i, sample) in Mix::new(args.count, args.seed).live().enumerate() {
         let ack = bus
             .js
             .publish(args.subject.clone(), sample.bytes.into())

@@ -247,6 +247,8 @@ pub struct Mix {
     /// Event index per message; `true` marks the one guaranteed valid occurrence of an event.
     order: Vec<(usize, bool)>,
     pos: usize,
+    /// Stamp envelopes with the current time (load generation) instead of a seeded one.
+    live: bool,
 }
 
 impl Mix {
@@ -261,7 +263,19 @@ impl Mix {
             order.push((rng.gen_range(0..EVENTS.len()), false));
         }
         order.shuffle(&mut rng);
-        Mix { rng, order, pos: 0 }
+        Mix {
+            rng,
+            order,
+            pos: 0,
+            live: false,
+        }
+    }
+
+    /// Envelope times are the wall-clock time each message is generated (for `publish`, so the
+    /// daemon's lag metric means something); everything else stays seeded.
+    pub fn live(mut self) -> Self {
+        self.live = true;
+        self
     }
 
     fn make(&mut self, idx: usize, protected: bool) -> Sample {
@@ -270,10 +284,12 @@ impl Mix {
         let full = rng.gen_bool(0.5);
         let mut body = payload(spec, full, rng);
         let id = uuid(rng);
-        let time = rfc3339(
-            i64::try_from(self.pos).unwrap_or(i64::MAX),
-            rng.gen_range(0..1000),
-        );
+        let millis = rng.gen_range(0..1000);
+        let time = if self.live {
+            chrono::Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true)
+        } else {
+            rfc3339(i64::try_from(self.pos).unwrap_or(i64::MAX), millis)
+        };
         let mut name = spec.name.to_owned();
         let mut status = Status::Decoded;
         let roll = if protected {
@@ -295,6 +311,12 @@ impl Mix {
                 name = pick(rng, UNKNOWN_TYPES).to_owned();
             }
             18..=19 => return malformed(&name, &id, &time, &body, rng),
+            // The platform may add fields the catalogue does not list: still decoded.
+            20..=29 => {
+                if let Value::Object(map) = &mut body {
+                    map.insert("platform_added_field".into(), Value::from(true));
+                }
+            }
             _ => {}
         }
         let bytes = if rng.gen_bool(0.5) {

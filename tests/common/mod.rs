@@ -450,3 +450,10 @@ pub async fn wait_for_rows(pool: &PgPool, d: &mut Daemon, rows: i64, limit: Dura
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
+
+impl Daemon {
+    /// Wraps a daemon the caller started with its own arguments (its stderr going to `log`).
+    pub fn from_parts(child: Child, log: tempfile::NamedTempFile) -> Daemon {
+        Daemon { child, log }
+    }
+}
