@@ -98,6 +98,14 @@ pub async fn run(cfg: RunConfig, shutdown: watch::Receiver<bool>) -> anyhow::Res
                     .up
                     .with_label_values(&["nats"])
                     .set(i64::from(nats_up));
+                // The chain head may move through other instances; `verify` runs elsewhere.
+                if let Ok((head, _)) = store.chain_head().await {
+                    metrics.chain_head.set(head);
+                }
+                if let Ok(Some((ok, at))) = store.last_verify().await {
+                    metrics.verify_ok.set(i64::from(ok));
+                    metrics.verify_time.set(at.timestamp());
+                }
                 n += 1;
                 if n % 720 == 0 {
                     if let Err(e) = store.ensure_partitions(chrono::Utc::now()).await {

@@ -253,7 +253,7 @@ async fn write_and_ack(store: &Store, metrics: &Metrics, mut batch: Batch, total
     metrics.duplicates.inc_by(outcome.duplicates as u64);
     metrics.conflicts.inc_by(outcome.conflicts as u64);
     metrics.rows.inc_by(outcome.inserted as u64);
-    if outcome.link_seq > 0 {
+    if outcome.link_seq > metrics.chain_head.get() {
         metrics.chain_head.set(outcome.link_seq);
     }
     for r in &batch.records {
