@@ -59,58 +59,6 @@ fn alert_rules_pass_promtool_check_and_unit_tests() {
     );
 }
 
-/// A daemon whose HTTP address the test knows, with extra arguments.
-pub struct Served {
-    pub daemon: Daemon,
-    pub addr: String,
-}
-
-pub fn spawn_served(db_url: &str, ts: &TestStream, extra: &[&str]) -> Served {
-    let addr = http_addr();
-    let log = tempfile::NamedTempFile::new().expect("log file");
-    let mut cmd = tokio::process::Command::new(BIN);
-    cmd.args([
-        "--log-json",
-        "run",
-        "--database-url",
-        db_url,
-        "--nats-url",
-        &nats_url(),
-    ])
-    .args([
-        "--stream",
-        &ts.name,
-        "--subjects",
-        &ts.subjects(),
-        "--consumer",
-        &ts.consumer,
-    ])
-    .args([
-        "--http-addr",
-        &addr,
-        "--ack-wait-secs",
-        "2",
-        "--batch-size",
-        "200",
-    ])
-    .args(extra)
-    .env("RUST_LOG", "info")
-    .stdin(Stdio::null())
-    .stdout(Stdio::null())
-    .stderr(log.reopen().expect("reopen log"))
-    .kill_on_drop(true);
-    for (k, _) in std::env::vars() {
-        if k.starts_with("EVENT_AUDIT_") {
-            cmd.env_remove(k);
-        }
-    }
-    let child = cmd.spawn().expect("spawn event-audit run");
-    Served {
-        daemon: Daemon::from_parts(child, log),
-        addr,
-    }
-}
-
 async fn get(url: &str) -> Option<String> {
     let r = reqwest::get(url).await.ok()?;
     if !r.status().is_success() {
@@ -155,7 +103,12 @@ fn promtool_check_metrics(text: &str) -> std::process::Output {
 async fn live_metrics_pass_promtool_check_metrics(pool: PgPool) {
     let ts = TestStream::create("metrics").await;
     ts.publish_load(400, 11).await;
-    let s = spawn_served(&db_url(&pool), &ts, &[]);
+    let opts = RunOpts {
+        batch_size: 200,
+        exit_when_idle: false,
+        ..RunOpts::default()
+    };
+    let s = Daemon::spawn(&db_url(&pool), &ts, &opts);
     wait_http(
         &format!("http://{}/readyz", s.addr),
         Duration::from_secs(30),

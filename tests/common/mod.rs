@@ -230,6 +230,8 @@ pub struct RunOpts {
     pub batch_size: usize,
     pub exit_when_idle: bool,
     pub subject_prefix: Option<String>,
+    /// Further arguments of `run`.
+    pub extra: Vec<String>,
 }
 
 impl Default for RunOpts {
@@ -238,6 +240,7 @@ impl Default for RunOpts {
             batch_size: 500,
             exit_when_idle: true,
             subject_prefix: None,
+            extra: Vec::new(),
         }
     }
 }
@@ -246,11 +249,14 @@ impl Default for RunOpts {
 pub struct Daemon {
     pub child: Child,
     log: tempfile::NamedTempFile,
+    /// Its HTTP listener (`/metrics`, `/readyz`, reports).
+    pub addr: String,
 }
 
 impl Daemon {
     pub fn spawn(db_url: &str, ts: &TestStream, opts: &RunOpts) -> Daemon {
         let log = tempfile::NamedTempFile::new().expect("log file");
+        let addr = http_addr();
         let mut cmd = Command::new(BIN);
         cmd.args([
             "--log-json",
@@ -268,7 +274,7 @@ impl Daemon {
             "--consumer",
             &ts.consumer,
         ])
-        .args(["--http-addr", &http_addr(), "--ack-wait-secs", "2"])
+        .args(["--http-addr", &addr, "--ack-wait-secs", "2"])
         .args(["--batch-size", &opts.batch_size.to_string()]);
         if let Some(p) = &opts.subject_prefix {
             cmd.args(["--subject-prefix", p]);
@@ -276,6 +282,7 @@ impl Daemon {
         if opts.exit_when_idle {
             cmd.arg("--exit-when-idle");
         }
+        cmd.args(&opts.extra);
         for (k, _) in std::env::vars() {
             if k.starts_with("EVENT_AUDIT_") {
                 cmd.env_remove(k);
@@ -287,7 +294,7 @@ impl Daemon {
             .stderr(log.reopen().expect("reopen log file"))
             .kill_on_drop(true);
         let child = cmd.spawn().expect("spawn event-audit run");
-        Daemon { child, log }
+        Daemon { child, log, addr }
     }
 
     pub fn pid(&self) -> u32 {
@@ -448,12 +455,5 @@ pub async fn wait_for_rows(pool: &PgPool, d: &mut Daemon, rows: i64, limit: Dura
             d.log()
         );
         tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
-impl Daemon {
-    /// Wraps a daemon the caller started with its own arguments (its stderr going to `log`).
-    pub fn from_parts(child: Child, log: tempfile::NamedTempFile) -> Daemon {
-        Daemon { child, log }
     }
 }
