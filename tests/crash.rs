@@ -41,7 +41,7 @@ async fn sigkill_at_random_moments_loses_and_duplicates_nothing(pool: PgPool) {
     let opts = RunOpts {
         batch_size: 500,
         exit_when_idle: false,
-        subject_prefix: None,
+        ..RunOpts::default()
     };
     for kill in 1..=3 {
         let mut d = Daemon::spawn(&url, &ts, &opts);
@@ -112,7 +112,7 @@ async fn sigterm_stops_cleanly_having_written_what_it_acked(pool: PgPool) {
     let opts = RunOpts {
         batch_size: 500,
         exit_when_idle: false,
-        subject_prefix: None,
+        ..RunOpts::default()
     };
     let mut d = Daemon::spawn(&url, &ts, &opts);
     let threshold = rng.gen_range(1000..6000);
