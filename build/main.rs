@@ -15,6 +15,8 @@ fn main() {
         println!("cargo:rerun-if-changed={}", dir.join(f).display());
     }
     println!("cargo:rerun-if-changed=build");
+    // `sqlx::migrate!` embeds migrations at compile time: a new file must rebuild the crate.
+    println!("cargo:rerun-if-changed=migrations");
     let git = std::process::Command::new("git")
         .args(["rev-parse", "--short=12", "HEAD"])
         .output()

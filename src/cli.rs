@@ -26,10 +26,19 @@ pub enum Command {
         /// Input files, one envelope per line; stdin when none.
         files: Vec<PathBuf>,
     },
+    /// The first run: platform simulator + batch with anomalies + load + daemon + reconciliation;
+    /// prints where to look. Ctrl-C stops everything.
+    Demo(crate::demo::DemoArgs),
     /// The daemon: consume the stream through a durable consumer into the audit log.
     Run(crate::config::RunArgs),
     /// Load generator: publish N catalogue events of a realistic mix to a subject.
     Publish(crate::publish::PublishArgs),
+    /// Reconcile a migration batch: outcome events against the platform's import status
+    /// (exit 0 all matched, 1 mismatches, 2 could not complete).
+    Reconcile(crate::reconcile::command::ReconcileArgs),
+    /// A simulated platform: plays a seeded migration batch onto NATS and serves the
+    /// Data-Import status endpoints (with injectable anomalies and faults).
+    SimulatePlatform(crate::simulator::SimArgs),
     /// Walk the audit log's hash chain; name the first row that does not match (exit 1).
     Verify {
         #[command(flatten)]
@@ -114,6 +123,13 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
+        Command::Demo(args) => {
+            runtime()?.block_on(async {
+                let shutdown = crate::daemon::shutdown_signal();
+                crate::demo::run(args, shutdown).await
+            })?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Run(args) => {
             let cfg = args.resolve()?;
             runtime()?.block_on(async {
@@ -182,6 +198,14 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     Ok(ExitCode::from(1))
                 }
             })
+        }
+        Command::Reconcile(args) => crate::reconcile::command::run(args),
+        Command::SimulatePlatform(args) => {
+            runtime()?.block_on(async {
+                let shutdown = crate::daemon::shutdown_signal();
+                crate::simulator::run(args, shutdown).await
+            })?;
+            Ok(ExitCode::SUCCESS)
         }
         Command::Decode { files } => crate::cmd::decode::run(&files),
         Command::Catalogue { action } => match action {

@@ -1,5 +1,9 @@
 //! `event-audit run`: wires configuration, store, bus, HTTP and the ingest pipeline together,
 //! and turns SIGTERM/SIGINT into a graceful stop (finish the batch in hand, commit, ack, exit 0).
+//!
+//! With `--reconcile-supplier`, a background task reconciles those suppliers every
+//! `--reconcile-interval` (the first run one interval after start) and stores each run like the
+//! `reconcile` command does; with `--exit-when-idle` one more run follows the drained ingest.
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -9,7 +13,7 @@ use anyhow::Context;
 use tokio::sync::watch;
 
 use crate::bus::{self, Bus};
-use crate::config::RunConfig;
+use crate::config::{RunConfig, Schedule};
 use crate::http::{self, AppState};
 use crate::ingest::{Ingest, Totals};
 use crate::metrics::Metrics;
@@ -66,7 +70,11 @@ pub async fn run(cfg: RunConfig, shutdown: watch::Receiver<bool>) -> anyhow::Res
         store: store.clone(),
         nats: bus.client.clone(),
         bound: bound.clone(),
+        report_token: cfg.report_token.clone(),
     };
+    if cfg.report_token.is_none() {
+        tracing::info!("report endpoints are open: no report token configured (EVENT_AUDIT_REPORT_TOKEN or --report-token-file)");
+    }
     let mut http_stop = shutdown.clone();
     let http = http::serve(cfg.http_addr, http::router(state), async move {
         let _ = http_stop.wait_for(|s| *s).await;
@@ -116,9 +124,25 @@ pub async fn run(cfg: RunConfig, shutdown: watch::Receiver<bool>) -> anyhow::Res
         })
     };
 
+    let scheduled = cfg.reconcile.clone().map(|sched| {
+        let (store, metrics) = (store.clone(), metrics.clone());
+        tokio::spawn(async move {
+            let start = tokio::time::Instant::now() + sched.interval;
+            let mut tick = tokio::time::interval_at(start, sched.interval);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                scheduled_reconcile(&store, &metrics, &sched).await;
+            }
+        })
+    });
+    if let Some(sched) = &cfg.reconcile {
+        tracing::info!(suppliers = ?sched.suppliers, interval_secs = sched.interval.as_secs(), "scheduled reconciliation");
+    }
+
     let ingest = Ingest {
-        store,
-        metrics,
+        store: store.clone(),
+        metrics: metrics.clone(),
         naming: cfg.naming.clone(),
         batch_size: cfg.batch_size,
         bound,
@@ -129,6 +153,12 @@ pub async fn run(cfg: RunConfig, shutdown: watch::Receiver<bool>) -> anyhow::Res
         .run(consumer, shutdown.clone(), cfg.exit_when_idle)
         .await?;
     poller.abort();
+    if let Some(task) = scheduled {
+        task.abort();
+    }
+    if let (true, Some(sched)) = (cfg.exit_when_idle, &cfg.reconcile) {
+        scheduled_reconcile(&store, &metrics, sched).await;
+    }
     // Acks are published asynchronously: make sure they reach the server before exiting.
     if let Err(e) = tokio::time::timeout(Duration::from_secs(10), bus.client.flush()).await {
         tracing::warn!(error = %e, "flushing acks timed out; unflushed messages will be redelivered and skipped");
@@ -145,4 +175,43 @@ pub async fn run(cfg: RunConfig, shutdown: watch::Receiver<bool>) -> anyhow::Res
         "stopped"
     );
     Ok(totals)
+}
+
+/// One scheduled reconciliation: run, store, metrics, one log line. Never fails the daemon.
+async fn scheduled_reconcile(store: &Store, metrics: &Arc<Metrics>, sched: &Schedule) {
+    use crate::reconcile::{self, client::RestClient, Params};
+    let client = match RestClient::new(sched.rest.clone(), metrics.clone()) {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::error!(error = %e, "scheduled reconciliation cannot start");
+            return;
+        }
+    };
+    let params = Params {
+        suppliers: sched.suppliers.clone(),
+        manifest: None,
+        since: sched
+            .window
+            .and_then(|w| chrono::Duration::from_std(w).ok())
+            .map(|w| chrono::Utc::now() - w),
+        until: None,
+        grace: chrono::Duration::from_std(sched.grace).unwrap_or(chrono::Duration::minutes(15)),
+        tolerances: Vec::new(),
+        check_pending: false,
+        meter_points: false,
+        trigger: "daemon",
+    };
+    let progress = indicatif::ProgressBar::hidden();
+    let report = reconcile::execute(store, &client, &params, &progress, metrics).await;
+    let summary = reconcile::report::summary(&report);
+    match &report.error {
+        None => tracing::info!(
+            run_id = report.run_id,
+            outcome = report.outcome.as_str(),
+            "{summary}"
+        ),
+        Some(e) => {
+            tracing::warn!(run_id = report.run_id, error = %e, "reconciliation could not complete: {summary}")
+        }
+    }
 }

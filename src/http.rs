@@ -1,4 +1,5 @@
-//! The HTTP listener: `/healthz`, `/readyz`, `/metrics` (and, later, the reports).
+//! The HTTP listener: `/healthz`, `/readyz`, `/metrics`, and the reconciliation reports
+//! (`crate::reconcile::routes`: bearer token when configured, bounded requests).
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -19,6 +20,8 @@ pub struct AppState {
     pub store: Store,
     pub nats: async_nats::Client,
     pub bound: Arc<AtomicBool>,
+    /// The bearer token the report endpoints require; open when `None`.
+    pub report_token: crate::reconcile::routes::ReportToken,
 }
 
 async fn healthz() -> &'static str {
@@ -74,6 +77,8 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
+        .merge(crate::reconcile::routes::router(state.clone()))
+        .layer(axum::extract::DefaultBodyLimit::max(1024))
         .with_state(state)
 }
 
@@ -84,7 +89,8 @@ pub async fn serve(
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<tokio::task::JoinHandle<()>> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
-    tracing::info!(%addr, "HTTP listening (/healthz /readyz /metrics)");
+    let addr = listener.local_addr().unwrap_or(addr);
+    tracing::info!(%addr, "HTTP listening (/healthz /readyz /metrics /reports/reconciliation)");
     Ok(tokio::spawn(async move {
         if let Err(e) = axum::serve(listener, router)
             .with_graceful_shutdown(shutdown)

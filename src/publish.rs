@@ -46,11 +46,24 @@ pub struct PublishArgs {
 
 /// Publishes; returns (messages, seconds).
 pub async fn run(args: &PublishArgs) -> anyhow::Result<(usize, f64)> {
+    run_until(args, None).await
+}
+
+/// Publishes until done or until `stop` turns true (then waits for the messages in flight).
+pub async fn run_until(
+    args: &PublishArgs,
+    stop: Option<tokio::sync::watch::Receiver<bool>>,
+) -> anyhow::Result<(usize, f64)> {
     let bus = Bus::connect(&args.nats_url).await?;
     ensure_stream(&bus, &args.stream, &args.subjects).await?;
     let started = Instant::now();
     let mut inflight = VecDeque::with_capacity(args.window);
+    let mut sent = 0;
     for (i, sample) in Mix::new(args.count, args.seed).live().enumerate() {
+        if stop.as_ref().is_some_and(|s| *s.borrow()) {
+            break;
+        }
+        sent += 1;
         let ack = bus
             .js
             .publish(args.subject.clone(), sample.bytes.into())
@@ -65,14 +78,20 @@ pub async fn run(args: &PublishArgs) -> anyhow::Result<(usize, f64)> {
         if args.rate > 0 && i % 100 == 0 {
             let due = Duration::from_secs_f64(i as f64 / args.rate as f64);
             if let Some(wait) = due.checked_sub(started.elapsed()) {
-                tokio::time::sleep(wait).await;
+                match &stop {
+                    Some(s) => {
+                        let mut s = s.clone();
+                        let _ = tokio::time::timeout(wait, s.wait_for(|v| *v)).await;
+                    }
+                    None => tokio::time::sleep(wait).await,
+                }
             }
         }
     }
     for a in inflight {
         a.await.context("JetStream did not store a message")?;
     }
-    Ok((args.count, started.elapsed().as_secs_f64()))
+    Ok((sent, started.elapsed().as_secs_f64()))
 }
 
 /// Creates the stream when missing (so that publishing may come before the daemon's first run).

@@ -3,6 +3,7 @@
 
 mod copy;
 mod ids;
+pub mod reconcile;
 pub mod verify;
 
 use std::collections::{HashMap, HashSet};

@@ -1,0 +1,251 @@
+//! What a reconciliation run produces: one [`AccountResult`] per account and a [`RunReport`]
+//! around them (counts per verdict, REST calls, outcome and exit code). The same structures are
+//! stored in Postgres, rendered by `report`, and served by the HTTP endpoints.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::records::MeterPointStatus;
+use super::verdict::Verdict;
+
+/// One account's verdict and the evidence on both sides.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct AccountResult {
+    pub external_account_number: String,
+    /// The supplier whose records hold the account (the first one named when none does).
+    pub supplier: String,
+    pub verdict: Verdict,
+    /// `complete`, `error`, `cancelled`, `dry_run_complete` or `dry_run_error`.
+    pub event_outcome: Option<String>,
+    pub event_type: Option<String>,
+    pub event_id: Option<String>,
+    /// The platform account number a `complete` event names.
+    pub event_identifier: Option<String>,
+    pub event_time: Option<DateTime<Utc>>,
+    /// `imported`, `in_progress`, `pending`, `unknown`, `not_found`, `absent` or `unverified`.
+    pub platform_status: String,
+    pub platform_account_number: Option<String>,
+    pub platform_created_at: Option<DateTime<Utc>>,
+    /// Whether an `account.created` event with `is_imported: true` exists for the platform
+    /// account number.
+    pub account_created_event: bool,
+    pub detail: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub meter_points: Option<Vec<MeterPointStatus>>,
+}
+
+/// REST requests of one run.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct RestSummary {
+    /// Requests made: list pages plus per-account requests (retries not counted).
+    pub calls: u64,
+    pub list_calls: u64,
+    pub account_calls: u64,
+    /// HTTP attempts including retries.
+    pub attempts: u64,
+    pub retries: u64,
+}
+
+/// How a run ended. Exit codes: `ok` 0, `mismatches` 1, `incomplete` 2.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// Every account `matched`, or within the tolerances.
+    Ok,
+    /// At least one account with a verdict other than `matched` beyond its tolerance
+    /// (`unverified` never counts as a mismatch).
+    Mismatches,
+    /// The run could not complete, or some accounts are `unverified` (and nothing mismatched).
+    Incomplete,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::Mismatches => "mismatches",
+            Outcome::Incomplete => "incomplete",
+        }
+    }
+
+    pub fn parse(s: &str) -> Outcome {
+        match s {
+            "ok" => Outcome::Ok,
+            "mismatches" => Outcome::Mismatches,
+            _ => Outcome::Incomplete,
+        }
+    }
+
+    pub fn exit_code(self) -> u8 {
+        match self {
+            Outcome::Ok => 0,
+            Outcome::Mismatches => 1,
+            Outcome::Incomplete => 2,
+        }
+    }
+}
+
+/// A verdict that counts as OK, for up to `max` accounts (any number when `None`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Tolerance {
+    pub verdict: Verdict,
+    pub max: Option<u64>,
+}
+
+impl std::str::FromStr for Tolerance {
+    type Err = String;
+
+    /// `VERDICT` or `VERDICT=N`.
+    fn from_str(s: &str) -> Result<Tolerance, String> {
+        let (name, max) = match s.split_once('=') {
+            Some((name, n)) => (
+                name,
+                Some(
+                    n.trim()
+                        .parse::<u64>()
+                        .map_err(|_| format!("`{n}` is not a count"))?,
+                ),
+            ),
+            None => (s, None),
+        };
+        let verdict = Verdict::parse(name.trim()).ok_or_else(|| {
+            let all: Vec<&str> = Verdict::ALL.iter().map(|v| v.as_str()).collect();
+            format!("unknown verdict `{name}`; one of {}", all.join(", "))
+        })?;
+        Ok(Tolerance { verdict, max })
+    }
+}
+
+/// Accounts per verdict, every verdict present (zero when none).
+pub fn count(results: &[AccountResult]) -> BTreeMap<String, u64> {
+    let mut counts: BTreeMap<String, u64> = Verdict::ALL
+        .iter()
+        .map(|v| (v.as_str().to_owned(), 0))
+        .collect();
+    for r in results {
+        *counts.entry(r.verdict.as_str().to_owned()).or_default() += 1;
+    }
+    counts
+}
+
+/// The outcome of a completed run with these counts and tolerances.
+pub fn outcome(counts: &BTreeMap<String, u64>, tolerances: &[Tolerance]) -> Outcome {
+    let allowed = |v: Verdict, n: u64| {
+        tolerances
+            .iter()
+            .any(|t| t.verdict == v && t.max.map_or(true, |max| n <= max))
+    };
+    let mut unverified = false;
+    for (name, &n) in counts {
+        let Some(v) = Verdict::parse(name) else {
+            continue;
+        };
+        if n == 0 || v == Verdict::Matched || allowed(v, n) {
+            continue;
+        }
+        if v == Verdict::Unverified {
+            unverified = true;
+        } else {
+            return Outcome::Mismatches;
+        }
+    }
+    if unverified {
+        Outcome::Incomplete
+    } else {
+        Outcome::Ok
+    }
+}
+
+/// One run: parameters, counts, outcome and (when loaded with them) its results.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunReport {
+    /// The stored run's id (`None` when it could not be stored).
+    pub run_id: Option<i64>,
+    pub started_at: DateTime<Utc>,
+    pub finished_at: DateTime<Utc>,
+    /// `cli` or `daemon`.
+    pub trigger: String,
+    pub suppliers: Vec<String>,
+    /// The run's inputs: window, grace, manifest, REST URL without credentials, tolerances.
+    pub parameters: serde_json::Value,
+    pub outcome: Outcome,
+    pub exit_code: u8,
+    pub accounts: u64,
+    pub counts: BTreeMap<String, u64>,
+    /// `data_import.order_process.*` events in the window by outcome (no REST counterpart).
+    pub order_processes: BTreeMap<String, u64>,
+    pub rest: RestSummary,
+    /// Why an incomplete run stopped.
+    pub error: Option<String>,
+    /// Milliseconds per phase of this process's run (not stored).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub timings_ms: BTreeMap<String, u64>,
+    pub results: Vec<AccountResult>,
+}
+
+impl RunReport {
+    /// The counts, in the vocabulary's order, zeros left out.
+    pub fn nonzero_counts(&self) -> Vec<(&str, u64)> {
+        let mut out: Vec<(&str, u64)> = Verdict::ALL
+            .iter()
+            .filter_map(|v| {
+                let n = self.counts.get(v.as_str()).copied().unwrap_or(0);
+                (n > 0).then_some((v.as_str(), n))
+            })
+            .collect();
+        for (k, &n) in &self.counts {
+            if n > 0 && Verdict::parse(k).is_none() {
+                out.push((k.as_str(), n));
+            }
+        }
+        out
+    }
+}
+
+/// One stored run without its results (the history).
+#[derive(Debug, Clone, Serialize)]
+pub struct RunSummary {
+    pub run_id: i64,
+    pub started_at: DateTime<Utc>,
+    pub finished_at: DateTime<Utc>,
+    pub trigger: String,
+    pub suppliers: Vec<String>,
+    pub outcome: Outcome,
+    pub accounts: u64,
+    pub counts: BTreeMap<String, u64>,
+    pub rest_calls: u64,
+    pub error: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn counts(pairs: &[(Verdict, u64)]) -> BTreeMap<String, u64> {
+        pairs
+            .iter()
+            .map(|(v, n)| (v.as_str().to_owned(), *n))
+            .collect()
+    }
+
+    #[test]
+    fn outcomes_and_tolerances() {
+        let t = |s: &str| s.parse::<Tolerance>().expect("tolerance");
+        assert_eq!(outcome(&counts(&[(Verdict::Matched, 5)]), &[]), Outcome::Ok);
+        let c = counts(&[(Verdict::Matched, 5), (Verdict::Pending, 2)]);
+        assert_eq!(outcome(&c, &[]), Outcome::Mismatches);
+        assert_eq!(outcome(&c, &[t("pending")]), Outcome::Ok);
+        assert_eq!(outcome(&c, &[t("pending=2")]), Outcome::Ok);
+        assert_eq!(outcome(&c, &[t("pending=1")]), Outcome::Mismatches);
+        let u = counts(&[(Verdict::Matched, 5), (Verdict::Unverified, 1)]);
+        assert_eq!(outcome(&u, &[]), Outcome::Incomplete);
+        assert_eq!(outcome(&u, &[t("unverified")]), Outcome::Ok);
+        let both = counts(&[(Verdict::Unverified, 1), (Verdict::Failed, 1)]);
+        assert_eq!(outcome(&both, &[]), Outcome::Mismatches);
+        assert!("nonsense".parse::<Tolerance>().is_err());
+        assert!("pending=x".parse::<Tolerance>().is_err());
+        assert_eq!(Outcome::Mismatches.exit_code(), 1);
+    }
+}
