@@ -7,7 +7,6 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use chrono::Utc;
 use futures::StreamExt;
-use sqlx::Executor;
 
 use crate::bus::{Binding, Bus};
 use crate::record::{record, Meta, Naming};
@@ -91,16 +90,9 @@ pub async fn copy_ceiling(
     if !rows.is_empty() {
         bodies.push(crate::store::copy_body(&rows, 1));
     }
-    let pool = store.pool();
     let started = Instant::now();
     for body in bodies {
-        let mut tx = pool.begin().await?;
-        let mut copy = tx.copy_in_raw(&crate::store::copy_statement()).await?;
-        copy.send(body).await?;
-        copy.finish().await?;
-        tx.commit().await?;
+        store.copy_raw(body).await?;
     }
-    let secs = started.elapsed().as_secs_f64();
-    pool.execute("SELECT 1").await?;
-    Ok((seq, secs))
+    Ok((seq, started.elapsed().as_secs_f64()))
 }

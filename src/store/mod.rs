@@ -306,6 +306,18 @@ impl Store {
     }
 }
 
+impl Store {
+    /// One transaction holding one COPY of a prepared body and nothing else (the database
+    /// ceiling of `scripts/bench-ingest.sh`: no id claims, no chain link).
+    pub async fn copy_raw(&self, body: Vec<u8>) -> Result<(), StoreError> {
+        let mut tx = self.pool.begin().await.ctx("begin")?;
+        let mut copy = tx.copy_in_raw(&copy_statement()).await.ctx("start COPY")?;
+        copy.send(body).await.ctx("COPY")?;
+        copy.finish().await.ctx("finish COPY")?;
+        tx.commit().await.ctx("commit")
+    }
+}
+
 /// The COPY statement the writer uses.
 pub fn copy_statement() -> String {
     format!("COPY audit.events ({COLUMNS}) FROM STDIN WITH (FORMAT binary)")
