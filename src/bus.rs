@@ -133,12 +133,29 @@ pub async fn consumer_state(consumer: &PullConsumer) -> Option<(u64, usize)> {
 
 /// A NATS URL with any credentials replaced, for messages.
 pub fn redact_nats_url(url: &str) -> String {
-    match url::Url::parse(url) {
-        Ok(mut u) if !u.username().is_empty() || u.password().is_some() => {
-            let _ = u.set_username("***");
-            let _ = u.set_password(None);
-            u.to_string()
-        }
-        _ => url.to_owned(),
+    // async-nats also accepts a comma-separated list of servers: redact each one.
+    url.split(',')
+        .map(|part| match url::Url::parse(part.trim()) {
+            Ok(mut u) if !u.username().is_empty() || u.password().is_some() => {
+                let _ = u.set_username("***");
+                let _ = u.set_password(None);
+                u.to_string()
+            }
+            Ok(u) => u.to_string(),
+            Err(_) => "<unparsable NATS URL>".to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn credentials_never_survive_redaction() {
+        let r = super::redact_nats_url("nats://user:secret@h1:4222, nats://h2:4222");
+        assert!(!r.contains("secret") && !r.contains("user"), "{r}");
+        assert!(r.contains("h2"), "{r}");
+        let d = crate::store::redact_url("postgres://u:pw@h/db?password=hunter2");
+        assert!(!d.contains("pw") && !d.contains("hunter2"), "{d}");
     }
 }

@@ -193,7 +193,7 @@ async fn scheduled_reconcile(store: &Store, metrics: &Arc<Metrics>, sched: &Sche
         since: sched
             .window
             .and_then(|w| chrono::Duration::from_std(w).ok())
-            .map(|w| chrono::Utc::now() - w),
+            .and_then(|w| chrono::Utc::now().checked_sub_signed(w)),
         until: None,
         grace: chrono::Duration::from_std(sched.grace).unwrap_or(chrono::Duration::minutes(15)),
         tolerances: Vec::new(),

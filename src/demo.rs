@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::Parser;
-use sqlx::migrate::MigrateDatabase;
 use tokio::sync::watch;
 
 use crate::cli::{Cli, Command};
@@ -21,6 +20,8 @@ pub struct DemoArgs {
     /// The demo's own database; dropped and recreated at start when it is the default one.
     #[arg(
         long,
+        env = "EVENT_AUDIT_DEMO_DATABASE_URL",
+        hide_env_values = true,
         default_value = "postgres://postgres@127.0.0.1:5432/event_audit_demo"
     )]
     pub database_url: String,
@@ -83,7 +84,7 @@ pub async fn run(args: DemoArgs, shutdown: watch::Receiver<bool>) -> anyhow::Res
     let bus = crate::bus::Bus::connect(&nats).await?;
     let _ = bus.js.delete_stream(STREAM).await;
     if args.database_url.rsplit('/').next() == Some(DEFAULT_DB) {
-        let _ = sqlx::Postgres::force_drop_database(&args.database_url).await;
+        let _ = crate::store::drop_database(&args.database_url).await;
     }
 
     let rest_url = format!("http://{}", args.platform_addr);
@@ -199,7 +200,7 @@ pub async fn run(args: DemoArgs, shutdown: watch::Receiver<bool>) -> anyhow::Res
         println!("  account timeline   {base}/accounts/<external account number>/events");
         println!(
             "  audit log          psql {} -c 'select status, count(*) from event_log group by 1'",
-            args.database_url
+            crate::store::redact_url(&args.database_url)
         );
         println!(
             "  platform (REST)    {rest_url}  (supplier {SUPPLIER}, token in a temporary file)"

@@ -219,6 +219,16 @@ impl Ingest {
 /// still in progress), then acks every message. Never acks before the commit.
 async fn write_and_ack(store: &Store, metrics: &Metrics, mut batch: Batch, totals: &mut Totals) {
     totals.first.get_or_insert(batch.fetched);
+    // The store writes in (stream, sequence) order; keep each acker beside its record.
+    let mut pairs: Vec<(Record, Acker)> = batch
+        .records
+        .drain(..)
+        .zip(batch.ackers.drain(..))
+        .collect();
+    pairs.sort_by(|(a, _), (b, _)| {
+        (&*a.stream, a.stream_seq, a.published_at).cmp(&(&*b.stream, b.stream_seq, b.published_at))
+    });
+    (batch.records, batch.ackers) = pairs.into_iter().unzip();
     let mut delay = Duration::from_millis(100);
     let started = Instant::now();
     let outcome = loop {
@@ -241,10 +251,15 @@ async fn write_and_ack(store: &Store, metrics: &Metrics, mut batch: Batch, total
     metrics
         .write_seconds
         .observe(started.elapsed().as_secs_f64());
-    for a in &batch.ackers {
+    for (a, r) in batch.ackers.iter().zip(&batch.records) {
         if let Err(e) = a.ack().await {
             // The commit stands; a lost ack means a redelivery, which adds nothing.
-            tracing::warn!(error = %e, "ack failed; the message will be redelivered and skipped");
+            tracing::warn!(
+                error = %e,
+                stream_seq = r.stream_seq,
+                event = r.event_name().as_deref().unwrap_or("-"),
+                "ack failed; the message will be redelivered and skipped"
+            );
         }
     }
     metrics.batches.inc();

@@ -103,7 +103,9 @@ impl RestClient {
             .user_agent(concat!("event-audit/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| bad(format!("building the HTTP client: {}", e.without_url())))?;
-        let interval = (cfg.rate > 0.0).then(|| Duration::from_secs_f64(1.0 / cfg.rate));
+        let interval = (cfg.rate > 0.0)
+            .then(|| Duration::try_from_secs_f64(1.0 / cfg.rate).ok())
+            .flatten();
         Ok(RestClient {
             http,
             auth,

@@ -357,15 +357,27 @@ fn encode(buf: &mut CopyBuf, r: &Record, batch_id: i64, null_payload: bool) {
 }
 
 /// A database URL with its password replaced, for messages.
+/// A database URL without its password and query string (`?password=` is valid for libpq).
 pub fn redact_url(url: &str) -> String {
     match url::Url::parse(url) {
-        Ok(mut u) if u.password().is_some() => {
-            let _ = u.set_password(Some("***"));
+        Ok(mut u) => {
+            if u.password().is_some() {
+                let _ = u.set_password(Some("***"));
+            }
+            if u.query().is_some() {
+                u.set_query(Some("..."));
+            }
             u.to_string()
         }
-        Ok(u) => u.to_string(),
         Err(_) => "<unparsable database URL>".into(),
     }
+}
+
+/// Drops a database (the demo's own, recreated at each start).
+pub async fn drop_database(url: &str) -> Result<(), StoreError> {
+    Postgres::force_drop_database(url)
+        .await
+        .ctx("drop database")
 }
 
 fn redact_error(msg: &str) -> String {
