@@ -3,6 +3,7 @@
 
 pub mod names;
 pub mod rt;
+mod scalars;
 
 #[allow(clippy::all, clippy::pedantic, missing_docs, unused_qualifications)]
 mod generated {
