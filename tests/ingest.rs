@@ -13,7 +13,8 @@ use serde_json::{json, Value};
 use sqlx::{PgPool, Row};
 
 use common::{
-    assert_verifies, count_rows, db_url, run_until_idle, seq_stats, verify, RunOpts, TestStream,
+    assert_verifies, count_rows, db_url, ingest_load, run_until_idle, seq_stats, verify, RunOpts,
+    TestStream,
 };
 use event_audit::record::{record, Meta, Naming, Record};
 use event_audit::sample::Mix;
@@ -349,21 +350,7 @@ async fn every_status_lands_in_event_log_with_its_columns(pool: PgPool) {
 async fn redelivery_to_a_recreated_consumer_adds_nothing(pool: PgPool) {
     let ts = TestStream::create("redeliver").await;
     let url = db_url(&pool);
-    ts.publish_load(300, 7).await;
-    run_until_idle(
-        &url,
-        &ts,
-        &RunOpts {
-            batch_size: 100,
-            ..RunOpts::default()
-        },
-    )
-    .await;
-    assert_eq!(
-        seq_stats(&pool, &ts.name).await,
-        (300, 300, Some(1), Some(300))
-    );
-    assert_verifies(&url, 300).await;
+    ingest_load(&pool, &ts, 300, 7, 100).await;
     let (links_before, last_received): (i64, DateTime<Utc>) = sqlx::query_as(
         "SELECT (SELECT count(*) FROM audit.chain_links), max(received_at) FROM audit.events",
     )
@@ -607,21 +594,7 @@ async fn duplicate_and_conflicting_envelope_ids(pool: PgPool) {
 async fn verify_names_an_edited_row_and_a_deleted_one(pool: PgPool) {
     let ts = TestStream::create("tamper").await;
     let url = db_url(&pool);
-    ts.publish_load(40, 3).await;
-    run_until_idle(
-        &url,
-        &ts,
-        &RunOpts {
-            batch_size: 10,
-            ..RunOpts::default()
-        },
-    )
-    .await;
-    assert_eq!(
-        seq_stats(&pool, &ts.name).await,
-        (40, 40, Some(1), Some(40))
-    );
-    assert_verifies(&url, 40).await;
+    ingest_load(&pool, &ts, 40, 3, 10).await;
 
     // A superuser edits a row with the triggers off (replica mode): a row of the last link, so
     // that an earlier link exists for the deletion below.

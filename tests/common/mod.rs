@@ -457,3 +457,33 @@ pub async fn wait_for_rows(pool: &PgPool, d: &mut Daemon, rows: i64, limit: Dura
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
+
+/// Publishes `n` messages of the mix, ingests them with batches of `batch_size` until idle, and
+/// asserts the log holds exactly sequences 1..=n of the stream and that its chain verifies.
+pub async fn ingest_load(
+    pool: &PgPool,
+    ts: &TestStream,
+    n: i64,
+    seed: u64,
+    batch_size: usize,
+) -> Daemon {
+    let url = db_url(pool);
+    ts.publish_load(n as usize, seed).await;
+    let d = run_until_idle(
+        &url,
+        ts,
+        &RunOpts {
+            batch_size,
+            ..RunOpts::default()
+        },
+    )
+    .await;
+    assert_eq!(
+        seq_stats(pool, &ts.name).await,
+        (n, n, Some(1), Some(n)),
+        "log of the run:\n{}",
+        d.log()
+    );
+    assert_verifies(&url, n).await;
+    d
+}
