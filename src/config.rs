@@ -61,7 +61,7 @@ pub struct RunArgs {
     /// Milliseconds a batch waits to fill up before it is written anyway. [default: 50]
     #[arg(long, env = "EVENT_AUDIT_LINGER_MS")]
     pub linger_ms: Option<u64>,
-    /// Batches written concurrently, each in its own transaction. [default: 2]
+    /// Batches written concurrently, each in its own transaction. [default: 3]
     #[arg(long, env = "EVENT_AUDIT_WRITERS")]
     pub writers: Option<usize>,
     /// Seconds JetStream waits for an ack before redelivering. [default: 30]
@@ -233,7 +233,7 @@ impl RunArgs {
             .or(f.batch_size)
             .unwrap_or(2000)
             .clamp(1, 100_000);
-        let writers = self.writers.or(f.writers).unwrap_or(2).clamp(1, 16);
+        let writers = self.writers.or(f.writers).unwrap_or(3).clamp(1, 16);
         let reconcile = self.schedule(&f)?;
         let report_token = load_secret(
             self.report_token_file
