@@ -83,12 +83,12 @@ pub async fn copy_ceiling(
         };
         rows.push(record(meta, Bytes::from(s.bytes), &naming, now));
         if rows.len() == batch {
-            bodies.push(crate::store::copy_body(&rows, 1));
+            bodies.push(crate::store::copy_body(&rows, 1, false));
             rows.clear();
         }
     }
     if !rows.is_empty() {
-        bodies.push(crate::store::copy_body(&rows, 1));
+        bodies.push(crate::store::copy_body(&rows, 1, false));
     }
     let started = Instant::now();
     for body in bodies {

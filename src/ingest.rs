@@ -225,9 +225,7 @@ async fn write_and_ack(store: &Store, metrics: &Metrics, mut batch: Batch, total
         .drain(..)
         .zip(batch.ackers.drain(..))
         .collect();
-    pairs.sort_by(|(a, _), (b, _)| {
-        (&*a.stream, a.stream_seq, a.published_at).cmp(&(&*b.stream, b.stream_seq, b.published_at))
-    });
+    pairs.sort_by(|(a, _), (b, _)| a.log_key().cmp(&b.log_key()));
     (batch.records, batch.ackers) = pairs.into_iter().unzip();
     let mut delay = Duration::from_millis(100);
     let started = Instant::now();

@@ -73,6 +73,12 @@ pub struct Record {
 }
 
 impl Record {
+    /// The row's identity in the log and the order rows are written and chained in:
+    /// (stream, stream sequence, bus time). A redelivery has the same key.
+    pub fn log_key(&self) -> (&str, i64, DateTime<Utc>) {
+        (&self.stream, self.stream_seq, self.published_at)
+    }
+
     pub fn payload_text(&self) -> Option<&str> {
         let range = self.payload.clone()?;
         std::str::from_utf8(self.raw.get(range)?).ok()

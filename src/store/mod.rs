@@ -167,13 +167,7 @@ impl Store {
     /// Writes one batch in one transaction: rows, id findings, one chain link. Records already
     /// in the log (redeliveries) are skipped. On success every message of the batch may be acked.
     pub async fn write_batch(&self, recs: &mut [Record]) -> Result<BatchOutcome, StoreError> {
-        recs.sort_by(|a, b| {
-            (&*a.stream, a.stream_seq, a.published_at).cmp(&(
-                &*b.stream,
-                b.stream_seq,
-                b.published_at,
-            ))
-        });
+        recs.sort_by(|a, b| a.log_key().cmp(&b.log_key()));
         // Only a redelivery can already be in the log; anything else that is (a consumer
         // recreated over an old stream) shows up as a unique violation and takes this path too.
         let mut mode = Mode {
@@ -204,11 +198,7 @@ impl Store {
         let mut keep: Vec<bool> = vec![true; recs.len()];
         // Two deliveries of one message within a batch: keep the first.
         for i in 1..recs.len() {
-            let (a, b) = (&recs[i - 1], &recs[i]);
-            if a.stream == b.stream
-                && a.stream_seq == b.stream_seq
-                && a.published_at == b.published_at
-            {
+            if recs[i - 1].log_key() == recs[i].log_key() {
                 keep[i] = false;
             }
         }
@@ -261,14 +251,12 @@ impl Store {
         out.duplicates = findings.iter().filter(|f| f.duplicate).count();
         out.conflicts = findings.len() - out.duplicates;
 
-        let mut buf = CopyBuf::with_capacity(live.iter().map(|r| r.raw.len() * 2 + 256).sum());
-        let mut batch_digest = Sha256::new();
-        for r in &live {
-            encode(&mut buf, r, batch_id, mode.null_payloads);
-            batch_digest.update(r.row_hash);
-        }
+        let body = copy_body(live.iter().copied(), batch_id, mode.null_payloads);
+        let batch_digest = live
+            .iter()
+            .fold(Sha256::new(), |h, r| h.chain_update(r.row_hash));
         let mut copy = tx.copy_in_raw(&copy_statement()).await.ctx("start COPY")?;
-        copy.send(buf.finish()).await.ctx("COPY")?;
+        copy.send(body).await.ctx("COPY")?;
         copy.finish().await.ctx("finish COPY")?;
         let t_copy = t0.elapsed() - t_ids;
         if !findings.is_empty() {
@@ -323,11 +311,17 @@ pub fn copy_statement() -> String {
     format!("COPY audit.events ({COLUMNS}) FROM STDIN WITH (FORMAT binary)")
 }
 
-/// The binary COPY body for `recs` (benchmarks: the database ceiling uses the same bytes).
-pub fn copy_body(recs: &[Record], batch_id: i64) -> Vec<u8> {
-    let mut buf = CopyBuf::with_capacity(recs.iter().map(|r| r.raw.len() * 2 + 256).sum());
+/// The binary COPY body for `recs`, written by the batch writer and, with the same bytes, by the
+/// database-ceiling benchmark. `null_payloads` keeps every payload in `raw` only.
+pub fn copy_body<'a, I>(recs: I, batch_id: i64, null_payloads: bool) -> Vec<u8>
+where
+    I: IntoIterator<Item = &'a Record>,
+    I::IntoIter: Clone,
+{
+    let recs = recs.into_iter();
+    let mut buf = CopyBuf::with_capacity(recs.clone().map(|r| r.raw.len() * 2 + 256).sum());
     for r in recs {
-        encode(&mut buf, r, batch_id, false);
+        encode(&mut buf, r, batch_id, null_payloads);
     }
     buf.finish()
 }
