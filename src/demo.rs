@@ -170,8 +170,10 @@ pub async fn run(args: DemoArgs, shutdown: watch::Receiver<bool>) -> anyhow::Res
         subject: "demo.load".into(),
         rate: args.load_rate,
         seed: args.seed,
-        stream: STREAM.into(),
-        subjects: vec!["demo.>".into()],
+        stream: crate::publish::StreamArgs {
+            name: STREAM.into(),
+            subjects: vec!["demo.>".into()],
+        },
         window: 64,
     };
     let load_stop = shutdown.clone();

@@ -28,17 +28,8 @@ pub struct PublishArgs {
     /// Seed of the deterministic mix.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Stream to create (with --subjects) when it does not exist yet.
-    #[arg(long, env = "EVENT_AUDIT_STREAM", default_value = "EVENTS")]
-    pub stream: String,
-    /// Subjects of the stream when it is created, comma-separated.
-    #[arg(
-        long,
-        env = "EVENT_AUDIT_SUBJECTS",
-        value_delimiter = ',',
-        default_value = "events.>"
-    )]
-    pub subjects: Vec<String>,
+    #[command(flatten)]
+    pub stream: StreamArgs,
     /// JetStream publishes awaiting their ack at once.
     #[arg(long, default_value_t = 512)]
     pub window: usize,
@@ -55,26 +46,16 @@ pub async fn run_until(
     stop: Option<tokio::sync::watch::Receiver<bool>>,
 ) -> anyhow::Result<(usize, f64)> {
     let bus = Bus::connect(&args.nats_url).await?;
-    ensure_stream(&bus, &args.stream, &args.subjects).await?;
+    ensure_stream(&bus, &args.stream).await?;
     let started = Instant::now();
-    let mut inflight = VecDeque::with_capacity(args.window);
+    let mut window = Window::new(&bus, args.window);
     let mut sent = 0;
     for (i, sample) in Mix::new(args.count, args.seed).live().enumerate() {
         if stop.as_ref().is_some_and(|s| *s.borrow()) {
             break;
         }
         sent += 1;
-        let ack = bus
-            .js
-            .publish(args.subject.clone(), sample.bytes.into())
-            .await
-            .context("publishing")?;
-        inflight.push_back(ack);
-        if inflight.len() >= args.window.max(1) {
-            if let Some(a) = inflight.pop_front() {
-                a.await.context("JetStream did not store a message")?;
-            }
-        }
+        window.publish(&args.subject, sample.bytes.into()).await?;
         if args.rate > 0 && i % 100 == 0 {
             let due = Duration::from_secs_f64(i as f64 / args.rate as f64);
             if let Some(wait) = due.checked_sub(started.elapsed()) {
@@ -88,17 +69,74 @@ pub async fn run_until(
             }
         }
     }
-    for a in inflight {
-        a.await.context("JetStream did not store a message")?;
-    }
+    window.finish().await?;
     Ok((sent, started.elapsed().as_secs_f64()))
 }
 
-/// Creates the stream when missing (so that publishing may come before the daemon's first run).
-pub async fn ensure_stream(bus: &Bus, stream: &str, subjects: &[String]) -> anyhow::Result<()> {
+/// The stream a publisher writes into, created when missing (so that publishing may come
+/// before the daemon's first run). Shared by `publish` and `simulate-platform`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct StreamArgs {
+    /// Stream to create (with --subjects) when it does not exist yet.
+    #[arg(long = "stream", env = "EVENT_AUDIT_STREAM", default_value = "EVENTS")]
+    pub name: String,
+    /// Subjects of the stream when it is created, comma-separated.
+    #[arg(
+        long,
+        env = "EVENT_AUDIT_SUBJECTS",
+        value_delimiter = ',',
+        default_value = "events.>"
+    )]
+    pub subjects: Vec<String>,
+}
+
+/// JetStream publishes with at most `size` of them awaiting their acknowledgement.
+pub struct Window<'a> {
+    bus: &'a Bus,
+    inflight: VecDeque<async_nats::jetstream::context::PublishAckFuture>,
+    size: usize,
+}
+
+impl<'a> Window<'a> {
+    pub fn new(bus: &'a Bus, size: usize) -> Self {
+        Window {
+            bus,
+            inflight: VecDeque::with_capacity(size.max(1)),
+            size: size.max(1),
+        }
+    }
+
+    /// Publishes one message, first waiting for the oldest ack when the window is full.
+    pub async fn publish(&mut self, subject: &str, payload: bytes::Bytes) -> anyhow::Result<()> {
+        let ack = self
+            .bus
+            .js
+            .publish(subject.to_owned(), payload)
+            .await
+            .context("publishing")?;
+        self.inflight.push_back(ack);
+        if self.inflight.len() >= self.size {
+            if let Some(a) = self.inflight.pop_front() {
+                a.await.context("JetStream did not store a message")?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits until JetStream has stored every message published through the window.
+    pub async fn finish(self) -> anyhow::Result<()> {
+        for a in self.inflight {
+            a.await.context("JetStream did not store a message")?;
+        }
+        Ok(())
+    }
+}
+
+/// Creates the stream when missing.
+pub async fn ensure_stream(bus: &Bus, stream: &StreamArgs) -> anyhow::Result<()> {
     let binding = Binding {
-        stream: stream.to_owned(),
-        subjects: subjects.to_vec(),
+        stream: stream.name.clone(),
+        subjects: stream.subjects.clone(),
         consumer: String::new(),
         bind_only: false,
         ack_wait: Duration::from_secs(30),

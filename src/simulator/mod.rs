@@ -110,16 +110,8 @@ pub struct SimArgs {
     /// Subject to publish the events to.
     #[arg(long, default_value = "events.platform")]
     pub subject: String,
-    /// Stream to create (with --subjects) when missing.
-    #[arg(long, env = "EVENT_AUDIT_STREAM", default_value = "EVENTS")]
-    pub stream: String,
-    #[arg(
-        long,
-        env = "EVENT_AUDIT_SUBJECTS",
-        value_delimiter = ',',
-        default_value = "events.>"
-    )]
-    pub subjects: Vec<String>,
+    #[command(flatten)]
+    pub stream: crate::publish::StreamArgs,
     /// Simulated time of the batch's first account (10 ms between accounts). [default: now
     /// minus --age]
     #[arg(long, value_parser = parse_time)]
@@ -188,7 +180,6 @@ pub async fn run(
     let played = play::publish(
         &args.nats_url,
         &args.stream,
-        &args.subjects,
         &args.subject,
         &plan.events,
         args.window,

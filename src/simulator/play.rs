@@ -2,40 +2,23 @@
 //! with a window of publishes awaiting their acknowledgement (as `publish` does), and returns
 //! once JetStream has stored all of them.
 
-use std::collections::VecDeque;
-
-use anyhow::Context;
-
 use crate::bus::Bus;
-use crate::publish::ensure_stream;
+use crate::publish::{ensure_stream, StreamArgs, Window};
 
 /// Publishes `events` to `subject`; returns how many were stored.
 pub async fn publish(
     nats_url: &str,
-    stream: &str,
-    subjects: &[String],
+    stream: &StreamArgs,
     subject: &str,
     events: &[Vec<u8>],
     window: usize,
 ) -> anyhow::Result<usize> {
     let bus = Bus::connect(nats_url).await?;
-    ensure_stream(&bus, stream, subjects).await?;
-    let mut inflight = VecDeque::with_capacity(window);
+    ensure_stream(&bus, stream).await?;
+    let mut w = Window::new(&bus, window);
     for e in events {
-        let ack = bus
-            .js
-            .publish(subject.to_owned(), e.clone().into())
-            .await
-            .context("publishing")?;
-        inflight.push_back(ack);
-        if inflight.len() >= window.max(1) {
-            if let Some(a) = inflight.pop_front() {
-                a.await.context("JetStream did not store an event")?;
-            }
-        }
+        w.publish(subject, e.clone().into()).await?;
     }
-    for a in inflight {
-        a.await.context("JetStream did not store an event")?;
-    }
+    w.finish().await?;
     Ok(events.len())
 }
