@@ -78,7 +78,12 @@ pub async fn run_until(
 #[derive(clap::Args, Debug, Clone)]
 pub struct StreamArgs {
     /// Stream to create (with --subjects) when it does not exist yet.
-    #[arg(long = "stream", env = "EVENT_AUDIT_STREAM", default_value = "EVENTS")]
+    #[arg(
+        long = "stream",
+        value_name = "STREAM",
+        env = "EVENT_AUDIT_STREAM",
+        default_value = "EVENTS"
+    )]
     pub name: String,
     /// Subjects of the stream when it is created, comma-separated.
     #[arg(

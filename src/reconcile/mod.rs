@@ -240,9 +240,27 @@ pub async fn reconcile(
         assemble::add_meter_points(client, &mut results).await?;
     }
     clock.lap("verdicts");
+    let mut report = run_report(p, client, started_at, results, None);
+    report.order_processes = orders;
+    report.timings_ms = clock.laps;
+    Ok(report)
+}
+
+/// A run's report: counts, outcome and exit code derived from its results, or `incomplete`
+/// with its error.
+fn run_report(
+    p: &Params,
+    client: &RestClient,
+    started_at: chrono::DateTime<Utc>,
+    results: Vec<model::AccountResult>,
+    error: Option<String>,
+) -> RunReport {
     let counts = model::count(&results);
-    let outcome = model::outcome(&counts, &p.tolerances);
-    Ok(RunReport {
+    let outcome = match error {
+        Some(_) => Outcome::Incomplete,
+        None => model::outcome(&counts, &p.tolerances),
+    };
+    RunReport {
         run_id: None,
         started_at,
         finished_at: Utc::now(),
@@ -253,12 +271,12 @@ pub async fn reconcile(
         exit_code: outcome.exit_code(),
         accounts: results.len() as u64,
         counts,
-        order_processes: orders,
+        order_processes: Default::default(),
         rest: rest_summary(client),
-        error: None,
-        timings_ms: clock.laps,
+        error,
+        timings_ms: Default::default(),
         results,
-    })
+    }
 }
 
 /// Phase timings.
@@ -315,23 +333,7 @@ pub async fn execute(
     let started_at = Utc::now();
     let mut report = match reconcile(store, client, p, progress).await {
         Ok(r) => r,
-        Err(e) => RunReport {
-            run_id: None,
-            started_at,
-            finished_at: Utc::now(),
-            trigger: p.trigger.to_owned(),
-            suppliers: p.suppliers.clone(),
-            parameters: parameters(p, client),
-            outcome: Outcome::Incomplete,
-            exit_code: Outcome::Incomplete.exit_code(),
-            accounts: 0,
-            counts: model::count(&[]),
-            order_processes: Default::default(),
-            rest: rest_summary(client),
-            error: Some(e.to_string()),
-            timings_ms: Default::default(),
-            results: Vec::new(),
-        },
+        Err(e) => run_report(p, client, started_at, Vec::new(), Some(e.to_string())),
     };
     progress.finish_and_clear();
     let t = std::time::Instant::now();
