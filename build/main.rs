@@ -1,8 +1,9 @@
 //! Build script: generates the catalogue's Rust types from `catalogue/*.toml` into `OUT_DIR`.
 
 mod emit;
+mod fingerprint;
 mod model;
-#[path = "../src/catalogue/names.rs"]
+#[path = "../src/decode/catalogue/names.rs"]
 mod names;
 
 use std::path::PathBuf;
@@ -31,6 +32,10 @@ fn main() {
         Ok(c) => c,
         Err(e) => panic!("catalogue/ is inconsistent: {e}"),
     };
+    println!(
+        "cargo:rustc-env=EVENT_AUDIT_CATALOGUE_FINGERPRINT={}",
+        fingerprint::fingerprint(&cat)
+    );
     let mut names = std::collections::HashSet::new();
     for n in cat.events.iter().map(|e| emit::camel(&e.name)) {
         assert!(

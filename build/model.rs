@@ -276,7 +276,7 @@ pub fn load(dir: &Path) -> Result<Catalogue, String> {
 
     let mut events = Vec::new();
     for e in &events_file.event {
-        let (ty, version) = crate::names::split_name(&e.name)
+        let (ty, version) = super::names::split_name(&e.name)
             .ok_or_else(|| format!("event `{}`: name has no version suffix", e.name))?;
         let fields = event_fields(&e.name, &by_name, &sets, &shape_names, 0)?;
         if fields.len() > 64 {

@@ -3,8 +3,12 @@
 #   (1) an ack-only consumer draining the stream          (the bus ceiling)
 #   (2) a binary COPY of the same rows into audit.events  (the database ceiling)
 #   (3) `event-audit run` end to end                      (decode, COPY, chain, ack after commit)
-# Prints events/s for each, the ratio of (3) to the lower of (1) and (2), and the daemon's peak RSS.
-# Usage: scripts/bench-ingest.sh [N]   (default N=1000000; env BATCH=2000, RUN_ARGS="--writers 3")
+#   (4) the peer: a batched Python consumer (nats-py pull batches of 500, json decode, asyncpg COPY
+#       in one transaction, then ack), what a team would write instead (scripts/bench_peer.py)
+# Prints events/s for each, the ratio of (3) to the lower of (1) and (2), the ratio of (3) to (4),
+# and the daemon's peak RSS. Installs nats-py and asyncpg with pip when missing.
+# Usage: scripts/bench-ingest.sh [N]   (default N=1000000; env BATCH=2000, RUN_ARGS="--writers 3",
+#        BIN=another build of event-audit, e.g. one from before a change)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-${N:-1000000}}
@@ -15,13 +19,16 @@ TAG="b$$"
 STREAM="BENCH_${TAG}"
 RUN_DB="ea_bench_run_${TAG}"
 COPY_DB="ea_bench_copy_${TAG}"
-BIN=target/release/event-audit
+PEER_DB="ea_bench_peer_${TAG}"
+BIN=${BIN:-target/release/event-audit}
 OUT=$(mktemp -d)
 
-cargo build --release --quiet
+[ "$BIN" = target/release/event-audit ] && cargo build --release --quiet
+python3 -c "import nats, asyncpg" 2>/dev/null || python3 -m pip install --quiet nats-py asyncpg
 cleanup() {
     "$BIN" bench delete-stream --stream "$STREAM" >/dev/null 2>&1 || true
-    psql -q "$PG/postgres" -c "DROP DATABASE IF EXISTS $RUN_DB" -c "DROP DATABASE IF EXISTS $COPY_DB" >/dev/null 2>&1 || true
+    psql -q "$PG/postgres" -c "DROP DATABASE IF EXISTS $RUN_DB" -c "DROP DATABASE IF EXISTS $COPY_DB" \
+        -c "DROP DATABASE IF EXISTS $PEER_DB" >/dev/null 2>&1 || true
     rm -rf "$OUT"
 }
 trap cleanup EXIT
@@ -33,6 +40,7 @@ echo "(1) ack-only consumer ..."
 read -r _ n1 s1 r1 < <("$BIN" bench ack-only --stream "$STREAM" --consumer ackonly --batch-size "$BATCH")
 echo "(2) COPY of the same rows ..."
 read -r _ n2 s2 r2 < <("$BIN" bench copy --database-url "$PG/$COPY_DB" -n "$N" --batch-size "$BATCH" 2>/dev/null)
+psql -q "$PG/postgres" -c "DROP DATABASE IF EXISTS $COPY_DB"   # each stage's database goes once measured (disk)
 echo "(3) event-audit run ..."
 /usr/bin/time -v -o "$OUT/time" "$BIN" --log-json run --database-url "$PG/$RUN_DB" --stream "$STREAM" --bind-only \
     --consumer run --batch-size "$BATCH" --http-addr 127.0.0.1:0 --exit-when-idle ${RUN_ARGS:-} 2> "$OUT/log"
@@ -47,16 +55,23 @@ for line in open(sys.argv[1]):
         print(f["messages"], round(f["busy_secs"], 3), int(f["per_sec"]))
 PY
 )
-rss_kb=$(awk -F: '/Maximum resident set size/ {gsub(/ /,"",$2); print $2}' "$OUT/time")
 rows=$(psql -tA "$PG/$RUN_DB" -c "select count(*) from audit.events")
 verify=$("$BIN" verify --database-url "$PG/$RUN_DB" 2>&1 | tail -1)
+psql -q "$PG/postgres" -c "DROP DATABASE IF EXISTS $RUN_DB"
+echo "(4) the Python peer ..."
+psql -q "$PG/postgres" -c "CREATE DATABASE $PEER_DB"
+read -r _ n4 s4 r4 < <(python3 scripts/bench_peer.py "$NATS_URL" "$STREAM" peer "$PG/$PEER_DB" "$N")
+rss_kb=$(awk -F: '/Maximum resident set size/ {gsub(/ /,"",$2); print $2}' "$OUT/time")
 
 ceiling=$(( r1 < r2 ? r1 : r2 ))
 ratio=$(python3 -c "print(f'{$r3/$ceiling:.2f}')")
+peer_ratio=$(python3 -c "print(f'{$r3/max($r4,1):.2f}')")
 printf '\n%-34s %10s %9s %12s\n' "measurement" "messages" "seconds" "events/s"
 printf '%-34s %10s %9s %12s\n' "(1) ack-only consumer (bus)" "$n1" "$s1" "$r1"
 printf '%-34s %10s %9s %12s\n' "(2) COPY same rows (database)" "$n2" "$s2" "$r2"
 printf '%-34s %10s %9s %12s\n' "(3) event-audit run (end to end)" "$n3" "$s3" "$r3"
+printf '%-34s %10s %9s %12s\n' "(4) Python peer (nats-py, asyncpg)" "$n4" "$s4" "$r4"
 echo "ratio (3) / min((1),(2)) = $ratio"
+echo "ratio (3) / (4) = $peer_ratio"
 echo "daemon peak RSS = $((rss_kb / 1024)) MB"
 echo "rows in audit log = $rows; $verify"

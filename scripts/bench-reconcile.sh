@@ -5,7 +5,10 @@
 # is timed against the simulator. Prints the seconds, the REST calls (lists plus only the
 # unsettled accounts) and whether every verdict equals the simulator's ground truth.
 # Target: under 10 s for 100,000 accounts; above 30 s is not done.
-# Usage: scripts/bench-reconcile.sh [N]   (env ANOMALY_RATE=0.001, RECONCILE_ARGS="--rest-rate 0")
+# With BATCH=1 the simulator's manifest is registered as a batch and `reconcile --batch` is
+# timed instead: the same verdicts plus the registration follow-through (one more request per
+# imported account, and its join-supplier events), whose states are checked too.
+# Usage: scripts/bench-reconcile.sh [N]   (env ANOMALY_RATE=0.001, RECONCILE_ARGS="--rest-rate 0", BATCH=1)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-${N:-100000}}
@@ -41,7 +44,8 @@ echo "simulator: playing $N accounts (anomaly rate $RATE each) onto $STREAM ..."
 t0=$(date +%s.%N)
 "$BIN" simulate-platform --listen 127.0.0.1:0 --supplier BENCH --accounts "$N" --seed 1 \
     --stream "$STREAM" --subjects "${TAG}.>" --subject "${TAG}.platform" \
-    --token-file "$OUT/token" --expected "$OUT/expected.json" "${ANOMALIES[@]}" 2> "$OUT/sim.log" &
+    --token-file "$OUT/token" --expected "$OUT/expected.json" --manifest "$OUT/manifest.txt" \
+    "${ANOMALIES[@]}" 2> "$OUT/sim.log" &
 SIM=$!
 for _ in $(seq 1 1200); do
     grep -q "batch played" "$OUT/sim.log" && break
@@ -57,9 +61,14 @@ echo "daemon: ingesting ..."
     --http-addr 127.0.0.1:0 --exit-when-idle 2> "$OUT/run.log"
 t2=$(date +%s.%N)
 
-echo "reconcile: $BIN reconcile --supplier BENCH --rest-url $URL --rest-token-file <file> --format json ${RECONCILE_ARGS:-}"
+SCOPE=(--supplier BENCH)
+if [ "${BATCH:-0}" = 1 ]; then
+    "$BIN" batch register --database-url "$PG/$DB" --supplier BENCH --name bench --accounts "$OUT/manifest.txt"
+    SCOPE=(--batch bench)
+fi
+echo "reconcile: $BIN reconcile ${SCOPE[*]} --rest-url $URL --rest-token-file <file> --format json ${RECONCILE_ARGS:-}"
 set +e
-"$BIN" reconcile --database-url "$PG/$DB" --supplier BENCH --rest-url "$URL" \
+"$BIN" reconcile --database-url "$PG/$DB" "${SCOPE[@]}" --rest-url "$URL" \
     --rest-token-file "$OUT/token" --format json -o "$OUT/report.json" ${RECONCILE_ARGS:-} 2> "$OUT/reconcile.log"
 code=$?
 set -e
@@ -76,6 +85,10 @@ t0, t1, t2, t3 = map(float, sys.argv[4:8])
 want = {r["external_account_number"]: r["verdict"] for r in exp["results"]}
 got = {r["external_account_number"]: r["verdict"] for r in rep["results"]}
 wrong = sum(1 for k, v in want.items() if got.get(k) != v) + len(set(got) - set(want))
+if rep.get("registration_counts"):
+    want_reg = {r["external_account_number"]: r["registration"] for r in exp["results"]}
+    got_reg = {r["external_account_number"]: r.get("registration") for r in rep["results"]}
+    wrong += sum(1 for k, v in want_reg.items() if got_reg.get(k) != v)
 rest = rep["rest"]
 from datetime import datetime
 ts = lambda x: datetime.fromisoformat(x.replace("Z", "+00:00"))
@@ -94,6 +107,8 @@ print(f"unsettled by the lists   {unsettled}")
 print(f"verdicts != ground truth {wrong}")
 print(f"exit code                {code}")
 print("counts                  ", {k: v for k, v in rep["counts"].items() if v})
+if rep.get("registration_counts"):
+    print("registrations           ", {k: v for k, v in rep["registration_counts"].items() if v})
 verdict = "PASS (< 10 s)" if secs < 10 else ("SLOW (10-30 s)" if secs <= 30 else "NOT DONE (> 30 s)")
 print(f"target                   {verdict}")
 sys.exit(0 if wrong == 0 and code in (0, 1) else 1)

@@ -6,5 +6,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/services.sh
-cargo build --release --quiet
+cargo build --release
 exec target/release/event-audit demo "$@"

@@ -1,25 +1,26 @@
 //! event-audit: makes a platform's event bus auditable during customer migrations.
 //!
-//! Data flow: `bus` (JetStream) → `envelope` + `catalogue` → `verdict` → `store` (Postgres audit
-//! log) → `reconcile` → `report` / `metrics`. See ARCHITECTURE.md.
+//! Data flow: `ingest::source` (JetStream) → `decode` (envelope, catalogue, verdict) → `audit`
+//! (the row and its hash) → `ingest::sink` (PostgreSQL, through `db`) → `verify` (the evidence)
+//! and `reconcile` (against the platform) → `server` (reports, health, metrics) and `telemetry`.
+//! `app` wires the daemon; `cli` parses and dispatches; `config` holds every setting. See
+//! ARCHITECTURE.md.
 
-pub mod bench;
-pub mod bus;
-pub mod catalogue;
+pub mod app;
+pub mod audit;
 pub mod cli;
-pub mod cmd;
+pub mod compat;
 pub mod config;
-pub mod daemon;
-pub mod demo;
-pub mod envelope;
-pub mod http;
+pub mod db;
+pub mod decode;
+#[cfg(feature = "dev")]
+pub mod dev;
+pub mod drift;
 pub mod ingest;
-pub mod metrics;
-pub mod publish;
+pub mod prove;
 pub mod reconcile;
-pub mod record;
-pub mod sample;
-pub mod secrets;
-pub mod simulator;
-pub mod store;
-pub mod verdict;
+pub mod reprocess;
+pub mod server;
+pub mod telemetry;
+pub mod verify;
+pub mod witness;

@@ -1,11 +1,9 @@
-//! The `event-audit` binary: parses arguments, sets up tracing, calls into the library.
-
-use clap::Parser;
+//! The `event-audit` binary: parses arguments, sets up telemetry, dispatches.
 
 fn main() -> std::process::ExitCode {
-    let cli = event_audit::cli::Cli::parse();
-    event_audit::cli::init_tracing(&cli);
-    match event_audit::cli::run(cli) {
+    let cli = event_audit::cli::parse();
+    event_audit::telemetry::init(cli.log_json);
+    match event_audit::cli::dispatch(cli) {
         Ok(code) => code,
         // `event-audit catalogue list | head` is not an error.
         Err(err)
@@ -16,8 +14,23 @@ fn main() -> std::process::ExitCode {
             std::process::ExitCode::SUCCESS
         }
         Err(err) => {
-            eprintln!("event-audit: {err:#}");
+            eprintln!("event-audit: {}", message(&err));
             std::process::ExitCode::from(2)
         }
     }
+}
+
+/// The error and its causes, each said once (a cause already quoted by its parent is skipped).
+fn message(err: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in err.chain() {
+        let c = cause.to_string();
+        if !text.contains(&c) {
+            if !text.is_empty() {
+                text.push_str(": ");
+            }
+            text.push_str(&c);
+        }
+    }
+    text
 }

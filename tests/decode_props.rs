@@ -3,9 +3,9 @@
 
 use std::collections::BTreeSet;
 
-use event_audit::catalogue::{EVENTS, SHAPES};
-use event_audit::sample;
-use event_audit::verdict::{decode, Status, Verdict};
+use event_audit::decode::catalogue::{EVENTS, SHAPES};
+use event_audit::decode::verdict::{decode, Status, Verdict};
+use event_audit::dev::sample;
 use proptest::prelude::*;
 use proptest::sample::Index;
 use rand::rngs::StdRng;

@@ -1,35 +1,21 @@
 //! The operations surface against real components: `promtool` on the alert rules and on a live
 //! daemon's `/metrics`, a real Prometheus scraping the daemon while the platform simulator plays a
 //! batch (every dashboard panel's query must return data), and the HTML reconciliation report in
-//! headless Chromium.
+//! headless Chromium. The daemon and the simulator run in-process; the tools
+//! (`tests/common/observe.rs`) are the real ones.
 
 mod common;
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::process::{Command as StdCommand, Stdio};
 use std::time::{Duration, Instant};
 
-use common::*;
-use sqlx::PgPool;
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// Runs a tool that CI installs (`.ci/run`); a missing tool fails the test, it is not skipped.
-fn tool(name: &str) -> StdCommand {
-    let found = StdCommand::new("sh")
-        .args(["-c", &format!("command -v {name}")])
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    assert!(
-        found,
-        "`{name}` is not installed: run .ci/run (it installs the Debian package)"
-    );
-    StdCommand::new(name)
-}
+use common::app::reconciling;
+use common::observe::{
+    chromium_render, metric_names, panel_queries, promtool_check_metrics, repo, tool, wait_http,
+    Prometheus,
+};
+use common::sim::Sim;
+use common::{count_rows, settings, spawn_app, TestApp, TestDb, TestStream};
+use event_audit::config::{Dur, SimRates};
 
 #[test]
 fn alert_rules_pass_promtool_check_and_unit_tests() {
@@ -45,7 +31,15 @@ fn alert_rules_pass_promtool_check_and_unit_tests() {
         "promtool check rules: {out}{}",
         String::from_utf8_lossy(&check.stderr)
     );
-    assert!(out.contains("SUCCESS: 7 rules found"), "{out}");
+    let rules = std::fs::read_to_string(dir.join("alerts.yml"))
+        .expect("alerts.yml")
+        .lines()
+        .filter(|l| l.trim_start().starts_with("- alert:"))
+        .count();
+    assert!(
+        out.contains(&format!("SUCCESS: {rules} rules found")),
+        "{out}"
+    );
     let test = tool("promtool")
         .args(["test", "rules", "alerts.test.yml"])
         .current_dir(&dir)
@@ -59,74 +53,24 @@ fn alert_rules_pass_promtool_check_and_unit_tests() {
     );
 }
 
-async fn get(url: &str) -> Option<String> {
-    let r = reqwest::get(url).await.ok()?;
-    if !r.status().is_success() {
-        return None;
-    }
-    r.text().await.ok()
-}
-
-/// Waits until `GET url` answers 200.
-async fn wait_http(url: &str, limit: Duration) -> String {
-    let start = Instant::now();
-    loop {
-        if let Some(body) = get(url).await {
-            return body;
-        }
-        assert!(
-            start.elapsed() < limit,
-            "{url} did not answer within {limit:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
-
-fn promtool_check_metrics(text: &str) -> std::process::Output {
-    let mut child = tool("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn promtool");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(text.as_bytes())
-        .expect("write metrics");
-    child.wait_with_output().expect("promtool output")
-}
-
-#[sqlx::test]
-async fn live_metrics_pass_promtool_check_metrics(pool: PgPool) {
+#[tokio::test]
+async fn live_metrics_pass_promtool_check_metrics() {
+    let db = TestDb::create().await;
     let ts = TestStream::create("metrics").await;
     ts.publish_load(400, 11).await;
-    let opts = RunOpts {
-        batch_size: 200,
-        exit_when_idle: false,
-        ..RunOpts::default()
-    };
-    let s = Daemon::spawn(&db_url(&pool), &ts, &opts);
-    wait_http(
-        &format!("http://{}/readyz", s.addr),
-        Duration::from_secs(30),
-    )
-    .await;
+    let mut conf = settings(&db, &ts);
+    conf.ingest.batch_size = 200;
+    let s = spawn_app(conf).await;
+    wait_http(&format!("{}/readyz", s.base), Duration::from_secs(30)).await;
     let start = Instant::now();
-    while count_rows(&pool).await < 400 {
+    while count_rows(&db.pool).await < 400 {
         assert!(
             start.elapsed() < Duration::from_secs(30),
             "ingest did not finish"
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    let text = wait_http(
-        &format!("http://{}/metrics", s.addr),
-        Duration::from_secs(5),
-    )
-    .await;
+    let text = wait_http(&format!("{}/metrics", s.base), Duration::from_secs(5)).await;
     // The families the dashboards rely on are there, with the message counts of this run.
     for family in [
         "event_audit_ingest_messages_total",
@@ -144,7 +88,7 @@ async fn live_metrics_pass_promtool_check_metrics(pool: PgPool) {
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .sum();
     assert_eq!(total, 400.0, "messages counted in /metrics");
-    let out = promtool_check_metrics(&text);
+    let out = promtool_check_metrics(&text).await;
     assert!(
         out.status.success() && out.stdout.is_empty(),
         "promtool check metrics: {}{}",
@@ -152,52 +96,6 @@ async fn live_metrics_pass_promtool_check_metrics(pool: PgPool) {
         String::from_utf8_lossy(&out.stderr)
     );
     drop(s);
-}
-
-/// Every `expr` of a Grafana dashboard file.
-pub fn panel_queries(path: &Path) -> Vec<(String, String)> {
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(path).expect("dashboard file"))
-            .expect("dashboard JSON");
-    assert_eq!(
-        v["__inputs"][0]["name"],
-        "DS_PROMETHEUS",
-        "{}",
-        path.display()
-    );
-    assert!(v["schemaVersion"].as_i64().is_some(), "schemaVersion set");
-    let mut out = Vec::new();
-    for p in v["panels"].as_array().expect("panels") {
-        assert_eq!(
-            p["datasource"]["uid"], "${DS_PROMETHEUS}",
-            "panel {}",
-            p["title"]
-        );
-        for t in p["targets"].as_array().expect("targets") {
-            out.push((
-                p["title"].as_str().unwrap_or_default().to_owned(),
-                t["expr"].as_str().expect("expr").to_owned(),
-            ));
-        }
-    }
-    out
-}
-
-/// The `event_audit_*` metric names a query refers to (histogram suffixes stripped).
-pub fn metric_names(expr: &str) -> Vec<String> {
-    let mut names = Vec::new();
-    let bytes = expr.as_bytes();
-    let mut i = 0;
-    while let Some(pos) = expr[i..].find("event_audit_") {
-        let start = i + pos;
-        let mut end = start;
-        while end < bytes.len() && (bytes[end].is_ascii_alphanumeric() || bytes[end] == b'_') {
-            end += 1;
-        }
-        names.push(expr[start..end].to_owned());
-        i = end;
-    }
-    names
 }
 
 #[test]
@@ -214,207 +112,51 @@ fn dashboards_are_importable_and_name_daemon_metrics() {
     }
 }
 
-/// A real Prometheus (Debian package) scraping `target` every second, on a free port, with its
-/// data in a temporary directory. Killed when dropped.
-pub struct Prometheus {
-    _child: tokio::process::Child,
-    _dir: tempfile::TempDir,
-    pub url: String,
-}
-
-impl Prometheus {
-    pub async fn start(target: &str) -> Prometheus {
-        let dir = tempfile::tempdir().expect("prometheus dir");
-        let config = dir.path().join("prometheus.yml");
-        std::fs::write(
-            &config,
-            format!(
-                "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: event-audit\n    static_configs:\n      - targets: ['{target}']\n"
-            ),
-        )
-        .expect("write prometheus.yml");
-        let addr = http_addr();
-        let _ = tool("prometheus");
-        let child = tokio::process::Command::new("prometheus")
-            .arg(format!("--config.file={}", config.display()))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                dir.path().join("data").display()
-            ))
-            .arg(format!("--web.listen-address={addr}"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("spawn prometheus");
-        let url = format!("http://{addr}");
-        wait_http(&format!("{url}/-/ready"), Duration::from_secs(30)).await;
-        Prometheus {
-            _child: child,
-            _dir: dir,
-            url,
-        }
-    }
-
-    /// The result vector of an instant query (`Err` when Prometheus rejects it).
-    pub async fn query(&self, expr: &str) -> Result<Vec<serde_json::Value>, String> {
-        let r = reqwest::Client::new()
-            .get(format!("{}/api/v1/query", self.url))
-            .query(&[("query", expr)])
-            .send()
-            .await
-            .map_err(|e| e.to_string())?;
-        let v: serde_json::Value = r.json().await.map_err(|e| e.to_string())?;
-        if v["status"] != "success" {
-            return Err(format!("{v}"));
-        }
-        Ok(v["data"]["result"].as_array().cloned().unwrap_or_default())
-    }
-}
-
-/// Headless Chromium (Debian package) on `url`: a PNG screenshot at `png` and the rendered DOM.
-pub fn chromium_render(url: &str, png: &Path) -> String {
-    let profile = tempfile::tempdir().expect("chromium profile");
-    let common = [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--hide-scrollbars",
-        "--window-size=1280,1600",
-    ];
-    let profile_arg = format!("--user-data-dir={}", profile.path().display());
-    let shot = tool("chromium")
-        .args(common)
-        .arg(&profile_arg)
-        .arg(format!("--screenshot={}", png.display()))
-        .arg(url)
-        .output()
-        .expect("chromium --screenshot");
-    assert!(
-        shot.status.success(),
-        "chromium screenshot failed: {}",
-        String::from_utf8_lossy(&shot.stderr)
-    );
-    let dom = tool("chromium")
-        .args(common)
-        .arg(&profile_arg)
-        .arg("--dump-dom")
-        .arg(url)
-        .output()
-        .expect("chromium --dump-dom");
-    assert!(
-        dom.status.success(),
-        "chromium --dump-dom failed: {}",
-        String::from_utf8_lossy(&dom.stderr)
-    );
-    String::from_utf8_lossy(&dom.stdout).into_owned()
-}
-
-/// A platform simulator subprocess playing a batch into the test's stream; killed when dropped.
-pub struct Simulator {
-    _child: tokio::process::Child,
-    pub url: String,
-}
-
 /// A simulated migration batch with anomalies, a mixed catalogue load, and a daemon that ingests
 /// both and reconciles every 2 s against the simulator.
 pub struct Scenario {
+    pub db: TestDb,
     pub ts: TestStream,
-    pub sim: Simulator,
-    pub daemon: Daemon,
-    _dir: tempfile::TempDir,
+    pub sim: Sim,
+    pub daemon: TestApp,
 }
 
-pub async fn simulated_batch(pool: &PgPool, tag: &str, supplier: &str) -> Scenario {
+pub async fn simulated_batch(tag: &str, supplier: &str) -> Scenario {
+    let db = TestDb::create().await;
     let ts = TestStream::create(tag).await;
-    let dir = tempfile::tempdir().expect("token dir");
-    let token = dir.path().join("token");
-    std::fs::write(&token, "observability-test-token").expect("token file");
-    let addr = http_addr();
-    let child = tokio::process::Command::new(BIN)
-        .args([
-            "simulate-platform",
-            "--listen",
-            &addr,
-            "--supplier",
-            supplier,
-            "--accounts",
-            "60",
-        ])
-        .args([
-            "--seed",
-            "3",
-            "--nats-url",
-            &nats_url(),
-            "--stream",
-            &ts.name,
-        ])
-        .args([
-            "--subjects",
-            &ts.subjects(),
-            "--subject",
-            &ts.subject("platform"),
-        ])
-        .args(["--token-file", &token.to_string_lossy()])
-        .args([
-            "--drop-completion",
-            "0.1",
-            "--wrong-identifier",
-            "0.05",
-            "--left-pending",
-            "0.05",
-        ])
-        .args(["--rest-5xx", "0.1"])
-        .env_remove("EVENT_AUDIT_REST_TOKEN")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("spawn simulate-platform");
-    let url = format!("http://{addr}");
-    // Any answer (401 without the token) means it is serving, i.e. the batch was played.
-    let start = Instant::now();
-    while reqwest::get(&url).await.is_err() {
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "simulator did not start"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    // Started once its batch is played.
+    let sim = Sim::start_with(&ts, supplier, 60, 3, |s| {
+        s.simulator.rates = SimRates {
+            drop_completion: 0.1,
+            wrong_identifier: 0.05,
+            left_pending: 0.05,
+            registration_stalled: 0.05,
+            ..SimRates::default()
+        };
+        s.simulator.rest_5xx = 0.1;
+    })
+    .await;
+    // The batch is registered: the daemon reconciles it (registrations followed up) besides
+    // the whole supplier.
+    let store = event_audit::reconcile::store::ReconcileStore::new(event_audit::db::Db::from_pool(
+        db.pool.clone(),
+    ));
+    store
+        .register_batch(supplier, "b1", &sim.manifest, &[])
+        .await
+        .expect("register the batch");
     ts.publish_load(1000, 5).await;
-    let opts = RunOpts {
-        batch_size: 200,
-        exit_when_idle: false,
-        extra: [
-            "--reconcile-supplier",
-            supplier,
-            "--rest-url",
-            &url,
-            "--reconcile-interval",
-            "2s",
-            "--rest-token-file",
-            &token.to_string_lossy(),
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect(),
-        ..RunOpts::default()
-    };
-    let daemon = Daemon::spawn(&db_url(pool), &ts, &opts);
+    let mut s = reconciling(settings(&db, &ts), supplier, &sim.url, &sim.token_file);
+    s.ingest.batch_size = 200;
+    s.reconcile.interval = Dur::secs(2);
+    let daemon = spawn_app(s).await;
     let run_seen = Instant::now();
     loop {
         let runs: i64 = sqlx::query_scalar("SELECT count(*) FROM audit.reconcile_runs")
-            .fetch_one(pool)
+            .fetch_one(&db.pool)
             .await
             .unwrap_or(0);
-        if runs > 0 && count_rows(pool).await >= 1000 {
+        if runs > 0 && count_rows(&db.pool).await >= 1000 {
             break;
         }
         assert!(
@@ -425,17 +167,17 @@ pub async fn simulated_batch(pool: &PgPool, tag: &str, supplier: &str) -> Scenar
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
     Scenario {
+        db,
         ts,
-        sim: Simulator { _child: child, url },
+        sim,
         daemon,
-        _dir: dir,
     }
 }
 
-#[sqlx::test]
-async fn prometheus_scrapes_a_batch_and_every_panel_query_returns_data(pool: PgPool) {
-    let sc = simulated_batch(&pool, "prom", "PROM").await;
-    let prom = Prometheus::start(&sc.daemon.addr).await;
+#[tokio::test]
+async fn prometheus_scrapes_a_batch_and_every_panel_query_returns_data() {
+    let sc = simulated_batch("prom", "PROM").await;
+    let prom = Prometheus::start(&sc.daemon.addr.to_string()).await;
     // Several scrapes, so that rate() and increase() over the panels' windows have two points.
     let start = Instant::now();
     loop {
@@ -499,19 +241,16 @@ async fn prometheus_scrapes_a_batch_and_every_panel_query_returns_data(pool: PgP
     drop(sc);
 }
 
-#[sqlx::test]
-async fn html_report_renders_in_headless_chromium(pool: PgPool) {
-    let sc = simulated_batch(&pool, "html", "HTML").await;
-    let url = format!(
-        "http://{}/reports/reconciliation?format=html",
-        sc.daemon.addr
-    );
+#[tokio::test]
+async fn html_report_renders_in_headless_chromium() {
+    let sc = simulated_batch("html", "HTML").await;
+    let url = format!("{}/reports/reconciliation?format=html", sc.daemon.base);
     wait_http(&url, Duration::from_secs(10)).await;
     let artifacts = repo().join("target").join("test-artifacts");
     std::fs::create_dir_all(&artifacts).expect("artifacts dir");
     let png = artifacts.join("reconciliation-report.png");
     let _ = std::fs::remove_file(&png);
-    let dom = chromium_render(&url, &png);
+    let dom = chromium_render(&url, &png).await;
     let meta = std::fs::metadata(&png).expect("screenshot written");
     assert!(meta.len() > 10_000, "screenshot is {} bytes", meta.len());
     assert!(

@@ -1,32 +1,34 @@
 //! Reconciliation end to end against real NATS JetStream, Postgres and the platform simulator
-//! running as a real HTTP server (`event-audit simulate-platform` as a subprocess): a clean
-//! batch is all `matched`; each anomaly alone gives exactly its verdict counts, all together
-//! their sum; REST 5xx bursts and outages give `unverified` or succeed after retries, never a
-//! false mismatch. The token and the report endpoints: `tests/reconcile_http.rs`.
+//! serving real HTTP (in-process, as the daemon that ingests its batch): a clean batch is all
+//! `matched`; each anomaly alone gives exactly its verdict counts, all together their sum; REST
+//! 5xx bursts and outages give `unverified` or succeed after retries, never a false mismatch.
+//! `event-audit reconcile` runs as a subprocess: its exit codes and output are the point. The
+//! token and the report endpoints: `tests/reconcile_http.rs`.
 
 mod common;
-#[path = "common/sim.rs"]
-mod sim;
 
 use std::collections::BTreeMap;
 
 use chrono::Utc;
-use sqlx::PgPool;
 
-use common::{db_url, run_until_idle, RunOpts, TestStream};
-use sim::{
-    assert_per_account, counts, reconcile, rfc3339, stated, verdicts, Sim, ANOMALIES, TOKEN,
+use common::cli::reconcile;
+use common::sim::{
+    assert_per_account, counts, every_anomaly, one_anomaly, rfc3339, stated, verdicts, Sim,
+    ANOMALIES, TOKEN,
 };
+use common::{run_until_idle, settings, TestDb, TestStream};
+use event_audit::config::{Dur, SimNaming, SimRates};
 
-#[sqlx::test]
-async fn a_clean_batch_is_all_matched_and_stored(pool: PgPool) {
+#[tokio::test]
+async fn a_clean_batch_is_all_matched_and_stored() {
+    let test_db = TestDb::create().await;
+    let (pool, db) = (&test_db.pool, test_db.url.as_str());
     let ts = TestStream::create("rec_clean").await;
-    let db = db_url(&pool);
-    let sim = Sim::start(&ts, "CLEAN", 60, 1, &[]).await;
-    run_until_idle(&db, &ts, &RunOpts::default()).await;
+    let sim = Sim::start(&ts, "CLEAN", 60, 1, SimRates::default()).await;
+    run_until_idle(settings(&test_db, &ts)).await;
 
     let run = reconcile(
-        &db,
+        db,
         &sim.url,
         TOKEN,
         &["--supplier", "CLEAN", "--format", "json"],
@@ -53,7 +55,7 @@ async fn a_clean_batch_is_all_matched_and_stored(pool: PgPool) {
          FROM audit.reconcile_runs r WHERE id = $1",
     )
     .bind(run_id)
-    .fetch_one(&pool)
+    .fetch_one(pool)
     .await
     .expect("the run is stored");
     assert_eq!((outcome.as_str(), stored), ("ok", 60));
@@ -71,7 +73,7 @@ async fn a_clean_batch_is_all_matched_and_stored(pool: PgPool) {
     std::fs::write(&manifest, lines.join("\n")).expect("manifest");
     let m = manifest.to_str().expect("path");
     let run = reconcile(
-        &db,
+        db,
         &sim.url,
         TOKEN,
         &["--supplier", "CLEAN", "--accounts", m, "--format", "json"],
@@ -92,7 +94,7 @@ async fn a_clean_batch_is_all_matched_and_stored(pool: PgPool) {
         "--format",
         "table",
     ];
-    let run = reconcile(&db, &sim.url, TOKEN, &tolerated).await;
+    let run = reconcile(db, &sim.url, TOKEN, &tolerated).await;
     assert_eq!(run.code, Some(0), "{run:?}");
     assert!(
         run.stdout.contains("not_found") && run.stdout.contains("NOPE-2"),
@@ -101,37 +103,33 @@ async fn a_clean_batch_is_all_matched_and_stored(pool: PgPool) {
     );
 }
 
-#[sqlx::test]
-async fn each_anomaly_alone_gives_exactly_its_verdicts(pool: PgPool) {
+#[tokio::test]
+async fn each_anomaly_alone_gives_exactly_its_verdicts() {
+    let test_db = TestDb::create().await;
+    let (pool, db) = (&test_db.pool, test_db.url.as_str());
     let ts = TestStream::create("rec_each").await;
-    let db = db_url(&pool);
     // One batch per anomaly, each its own supplier, seed and two-hour slot in the past; 10 of
     // its 40 accounts get the anomaly.
     let base = Utc::now() - chrono::Duration::hours(30);
     let sims = futures::future::join_all(ANOMALIES.iter().enumerate().map(|(k, (flag, _))| {
         let start = base + chrono::Duration::hours(2 * k as i64);
-        let extra = vec![
-            flag.to_string(),
-            "0.25".into(),
-            "--start".into(),
-            rfc3339(start),
-        ];
         let ts = &ts;
         async move {
-            (
-                start,
-                Sim::start(ts, &format!("S{k}"), 40, 100 + k as u64, &extra).await,
-            )
+            let sim = Sim::start_with(ts, &format!("S{k}"), 40, 100 + k as u64, |s| {
+                s.simulator.rates = one_anomaly(flag, 0.25);
+                s.simulator.start = Some(rfc3339(start));
+            })
+            .await;
+            (start, sim)
         }
     }))
     .await;
-    run_until_idle(&db, &ts, &RunOpts::default()).await;
+    run_until_idle(settings(&test_db, &ts)).await;
 
     let runs = futures::future::join_all(sims.iter().enumerate().map(|(k, (start, sim))| {
         let since = rfc3339(*start - chrono::Duration::minutes(1));
         let until = rfc3339(*start + chrono::Duration::hours(1));
         let supplier = format!("S{k}");
-        let db = &db;
         async move {
             let args = [
                 "--supplier",
@@ -166,27 +164,29 @@ async fn each_anomaly_alone_gives_exactly_its_verdicts(pool: PgPool) {
     // Duplicates are recorded as such, and ignored.
     let dups: i64 =
         sqlx::query_scalar("SELECT count(*) FROM event_log WHERE id_status = 'duplicate'")
-            .fetch_one(&pool)
+            .fetch_one(pool)
             .await
             .expect("duplicates");
     assert_eq!(dups, 10);
 }
 
-#[sqlx::test]
-async fn all_anomalies_together_give_their_sum(pool: PgPool) {
+#[tokio::test]
+async fn all_anomalies_together_give_their_sum() {
+    let test_db = TestDb::create().await;
+    let db = test_db.url.as_str();
     let ts = TestStream::create("rec_all").await;
-    let db = db_url(&pool);
-    let mut extra: Vec<String> = ANOMALIES
-        .iter()
-        .flat_map(|(f, _)| [f.to_string(), "0.05".into()])
-        .collect();
-    // Deployed variants of the list answers; order-process events.
-    extra.extend(["--naming", "kraken", "--wrap-imported", "--orders", "9"].map(String::from));
-    let sim = Sim::start(&ts, "ALL", 240, 7, &extra).await;
-    run_until_idle(&db, &ts, &RunOpts::default()).await;
+    let sim = Sim::start_with(&ts, "ALL", 240, 7, |s| {
+        s.simulator.rates = every_anomaly(0.05);
+        // Deployed variants of the list answers; order-process events.
+        s.simulator.naming = SimNaming::Kraken;
+        s.simulator.wrap_imported = true;
+        s.simulator.orders = 9;
+    })
+    .await;
+    run_until_idle(settings(&test_db, &ts)).await;
 
     let run = reconcile(
-        &db,
+        db,
         &sim.url,
         TOKEN,
         &["--supplier", "ALL", "--format", "json"],
@@ -222,7 +222,7 @@ async fn all_anomalies_together_give_their_sum(pool: PgPool) {
 
     // Within a longer grace period the dropped completions are awaited, not missing.
     let run = reconcile(
-        &db,
+        db,
         &sim.url,
         TOKEN,
         &["--supplier", "ALL", "--grace", "3h", "--format", "json"],
@@ -240,7 +240,7 @@ async fn all_anomalies_together_give_their_sum(pool: PgPool) {
         "--format",
         "json",
     ];
-    let run = reconcile(&db, &sim.url, TOKEN, &args).await;
+    let run = reconcile(db, &sim.url, TOKEN, &args).await;
     let again = run.json();
     assert_eq!(counts(&again), sim.counts());
     let results = again["results"].as_array().expect("results");
@@ -264,32 +264,26 @@ async fn all_anomalies_together_give_their_sum(pool: PgPool) {
     assert_eq!(again["rest"]["account_calls"], 5 * 12 + 12 + imported);
 }
 
-#[sqlx::test]
-async fn rest_5xx_bursts_give_unverified_or_retry_never_a_false_mismatch(pool: PgPool) {
+#[tokio::test]
+async fn rest_5xx_bursts_give_unverified_or_retry_never_a_false_mismatch() {
+    let test_db = TestDb::create().await;
+    let db = test_db.url.as_str();
     let ts = TestStream::create("rec_5xx").await;
-    let db = db_url(&pool);
-    let extra: Vec<String> = [
-        "--failed",
-        "0.1",
-        "--dry-run",
-        "0.1",
-        "--left-in-progress",
-        "0.1",
-        "--missing-in-platform",
-        "0.1",
-        "--rest-5xx",
-        "0.3",
-        "--rest-down",
-        "0.15",
-        "--rest-slow",
-        "0.05",
-        "--rest-slow-ms",
-        "1500",
-    ]
-    .map(String::from)
-    .to_vec();
-    let sim = Sim::start(&ts, "FLAKY", 150, 11, &extra).await;
-    run_until_idle(&db, &ts, &RunOpts::default()).await;
+    let sim = Sim::start_with(&ts, "FLAKY", 150, 11, |s| {
+        let r = &mut s.simulator.rates;
+        (
+            r.failed,
+            r.dry_run,
+            r.left_in_progress,
+            r.missing_in_platform,
+        ) = (0.1, 0.1, 0.1, 0.1);
+        s.simulator.rest_5xx = 0.3;
+        s.simulator.rest_down = 0.15;
+        s.simulator.rest_slow = 0.05;
+        s.simulator.rest_slow_delay = Dur::millis(1500);
+    })
+    .await;
+    run_until_idle(settings(&test_db, &ts)).await;
 
     let args = [
         "--supplier",
@@ -299,7 +293,7 @@ async fn rest_5xx_bursts_give_unverified_or_retry_never_a_false_mismatch(pool: P
         "--format",
         "json",
     ];
-    let run = reconcile(&db, &sim.url, TOKEN, &args).await;
+    let run = reconcile(db, &sim.url, TOKEN, &args).await;
     let report = run.json();
     let want = verdicts(&sim.expected);
     let down: BTreeMap<String, bool> = sim.expected["results"]
@@ -368,7 +362,7 @@ async fn rest_5xx_bursts_give_unverified_or_retry_never_a_false_mismatch(pool: P
         "--tolerate",
         "missing_in_platform",
     ];
-    let run = reconcile(&db, &sim.url, TOKEN, &tolerated).await;
+    let run = reconcile(db, &sim.url, TOKEN, &tolerated).await;
     assert_eq!(run.code, Some(2), "{run:?}");
     assert_eq!(run.json()["outcome"], "incomplete");
 }

@@ -2,41 +2,35 @@
 //! platform simulator: the REST token never shows (command output, daemon log, stored runs), a
 //! wrong token stops the run with a clear message, an answer of no known shape names its field,
 //! and the report endpoints serve the stored runs behind a bearer token with bounded requests.
+//! The daemon and the simulator run in-process; `event-audit reconcile` as a subprocess (its
+//! exit codes and output are the point).
 
 mod common;
-#[path = "common/sim.rs"]
-mod sim;
 
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use sqlx::PgPool;
 
-use common::{db_url, run_until_idle, Daemon, RunOpts, TestStream};
-use sim::{counts, reconcile, Sim, TOKEN};
+use common::app::reconciling;
+use common::cli::reconcile;
+use common::sim::{counts, one_anomaly, Sim, TOKEN};
+use common::{run_until_idle, settings, spawn_app, Logs, TestDb, TestStream};
+use event_audit::config::{Dur, SimNaming};
 
-#[sqlx::test]
-async fn the_token_never_shows(pool: PgPool) {
+#[tokio::test]
+async fn the_token_never_shows() {
+    // Everything that runs in this test's process: the simulator and the daemon.
+    let logs = Logs::capture();
+    let test_db = TestDb::create().await;
+    let (pool, db) = (&test_db.pool, test_db.url.as_str());
     let ts = TestStream::create("rec_token").await;
-    let db = db_url(&pool);
-    let sim = Sim::start(&ts, "TOK", 30, 5, &["--failed".into(), "0.2".into()]).await;
+    let sim = Sim::start(&ts, "TOK", 30, 5, one_anomaly("--failed", 0.2)).await;
     let dir = tempfile::tempdir().expect("tempdir");
     let token_file = dir.path().join("rest-token");
     std::fs::write(&token_file, TOKEN).expect("token file");
-    // The daemon reconciles after draining the stream (--exit-when-idle).
-    let opts = RunOpts {
-        extra: vec![
-            "--reconcile-supplier".into(),
-            "TOK".into(),
-            "--rest-url".into(),
-            sim.url.clone(),
-            "--rest-token-file".into(),
-            token_file.to_string_lossy().into_owned(),
-        ],
-        ..RunOpts::default()
-    };
-    let daemon = run_until_idle(&db, &ts, &opts).await;
-    let log = daemon.log();
+    // The daemon reconciles after draining the stream (exit_when_idle).
+    let s = reconciling(settings(&test_db, &ts), "TOK", &sim.url, &token_file);
+    let log = run_until_idle(s).await.log;
     assert!(
         log.contains("outcome mismatches"),
         "no scheduled run logged:\n{log}"
@@ -46,7 +40,7 @@ async fn the_token_never_shows(pool: PgPool) {
     let mut outputs = Vec::new();
     for format in ["json", "table", "csv", "html"] {
         let run = reconcile(
-            &db,
+            db,
             &sim.url,
             TOKEN,
             &["--supplier", "TOK", "--format", format],
@@ -56,7 +50,7 @@ async fn the_token_never_shows(pool: PgPool) {
         outputs.push(run);
     }
     let run = reconcile(
-        &db,
+        db,
         &sim.url,
         TOKEN,
         &[
@@ -80,15 +74,32 @@ async fn the_token_never_shows(pool: PgPool) {
 
     let wrong = "tok-WRONG-d00d";
     let run = reconcile(
-        &db,
+        db,
         &sim.url,
         wrong,
         &["--supplier", "TOK", "--format", "json"],
     )
     .await;
     assert_eq!(run.code, Some(2), "{run:?}");
+    // Only the error: no report, no summary; the place named, the token not.
+    let host = sim.url.trim_start_matches("http://");
+    assert!(run.stdout.is_empty(), "{run:?}");
+    let said: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("event-audit:"))
+        .collect();
+    assert_eq!(said.len(), 1, "{}", run.stderr);
     assert!(
-        run.stderr.contains("refused the token (HTTP 401)"),
+        said[0].contains(&format!(
+            "at {host}: the REST service refused the token (HTTP 401)"
+        )),
+        "{}",
+        run.stderr
+    );
+    assert!(said[0].contains("stored as incomplete run"), "{}", said[0]);
+    assert!(
+        !run.stderr.contains("reconciled 0 accounts"),
         "{}",
         run.stderr
     );
@@ -96,19 +107,14 @@ async fn the_token_never_shows(pool: PgPool) {
         !run.stderr.contains(wrong) && !run.stdout.contains(wrong),
         "{run:?}"
     );
-    assert_eq!(run.json()["outcome"], "incomplete");
 
     // An answer of no known shape: a clear error naming the endpoint and the field.
-    let odd = Sim::start(
-        &ts,
-        "ODD",
-        5,
-        6,
-        &["--naming".into(), "unrecognised".into()],
-    )
+    let odd = Sim::start_with(&ts, "ODD", 5, 6, |s| {
+        s.simulator.naming = SimNaming::Unrecognised;
+    })
     .await;
     let run = reconcile(
-        &db,
+        db,
         &odd.url,
         TOKEN,
         &["--supplier", "ODD", "--format", "json"],
@@ -124,7 +130,7 @@ async fn the_token_never_shows(pool: PgPool) {
     let stored: Vec<(String, String, String)> = sqlx::query_as(
         "SELECT trigger, parameters::text, coalesce(error, '') FROM audit.reconcile_runs ORDER BY id",
     )
-    .fetch_all(&pool)
+    .fetch_all(pool)
     .await
     .expect("runs");
     assert_eq!(stored.len(), 8);
@@ -139,29 +145,26 @@ async fn the_token_never_shows(pool: PgPool) {
         "SELECT count(*) FROM audit.reconcile_results WHERE detail LIKE '%' || $1 || '%'",
     )
     .bind(TOKEN)
-    .fetch_one(&pool)
+    .fetch_one(pool)
     .await
     .expect("details");
     assert_eq!(details, 0);
-    assert!(!sim.log().contains(TOKEN), "the simulator logged the token");
+    assert!(
+        !logs.text().contains(TOKEN),
+        "the simulator logged the token"
+    );
 }
 
-#[sqlx::test]
-async fn report_endpoints_serve_the_runs_behind_a_bearer_token(pool: PgPool) {
+#[tokio::test]
+async fn report_endpoints_serve_the_runs_behind_a_bearer_token() {
+    let test_db = TestDb::create().await;
+    let (pool, db) = (&test_db.pool, test_db.url.as_str());
     let ts = TestStream::create("rec_http").await;
-    let db = db_url(&pool);
-    let sim = Sim::start(
-        &ts,
-        "WEB",
-        40,
-        9,
-        &["--wrong-identifier".into(), "0.1".into()],
-    )
-    .await;
+    let sim = Sim::start(&ts, "WEB", 40, 9, one_anomaly("--wrong-identifier", 0.1)).await;
     // Ingest first, then a CLI run to report on.
-    run_until_idle(&db, &ts, &RunOpts::default()).await;
+    run_until_idle(settings(&test_db, &ts)).await;
     let cli = reconcile(
-        &db,
+        db,
         &sim.url,
         TOKEN,
         &["--supplier", "WEB", "--format", "json"],
@@ -175,31 +178,17 @@ async fn report_endpoints_serve_the_runs_behind_a_bearer_token(pool: PgPool) {
     std::fs::write(&rest_file, TOKEN).expect("rest token");
     let bearer = "report-T0ken-42";
     std::fs::write(&report_file, format!("{bearer}\n")).expect("report token");
-    let opts = RunOpts {
-        exit_when_idle: false,
-        extra: [
-            "--reconcile-supplier",
-            "WEB",
-            "--reconcile-interval",
-            "1s",
-            "--rest-url",
-            &sim.url,
-            "--rest-token-file",
-            &rest_file.to_string_lossy(),
-            "--report-token-file",
-            &report_file.to_string_lossy(),
-        ]
-        .map(String::from)
-        .to_vec(),
-        ..RunOpts::default()
-    };
-    let mut daemon = Daemon::spawn(&db, &ts, &opts);
+    let mut s = reconciling(settings(&test_db, &ts), "WEB", &sim.url, &rest_file);
+    s.reconcile.interval = Dur::secs(1);
+    s.reconcile.poll = Dur::secs(1);
+    s.http.report_token_file = Some(report_file.clone());
+    let daemon = spawn_app(s).await;
     let started = Instant::now();
     loop {
         let n: i64 = sqlx::query_scalar(
             "SELECT count(*) FROM audit.reconcile_runs WHERE trigger = 'daemon'",
         )
-        .fetch_one(&pool)
+        .fetch_one(pool)
         .await
         .expect("runs");
         if n > 0 {
@@ -213,7 +202,7 @@ async fn report_endpoints_serve_the_runs_behind_a_bearer_token(pool: PgPool) {
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    let base = format!("http://{}", daemon.addr);
+    let base = daemon.base.clone();
     let http = reqwest::Client::new();
     let get = |path: &str, auth: Option<&str>| {
         let mut req = http.get(format!("{base}{path}"));
@@ -370,7 +359,9 @@ async fn report_endpoints_serve_the_runs_behind_a_bearer_token(pool: PgPool) {
         events,
         vec![
             "data_import.import_process.complete-v1",
-            "account.created-v1"
+            "account.created-v1",
+            "lifecycle.join-supplier.requested-v1",
+            "lifecycle.join-supplier.completed-v1"
         ]
     );
     let t: Value = get("/accounts/NOBODY/events?limit=50000", ok)
@@ -384,20 +375,15 @@ async fn report_endpoints_serve_the_runs_behind_a_bearer_token(pool: PgPool) {
         (Some(0), Some(10_000))
     );
 
-    let metrics = get("/metrics", None)
-        .await
-        .expect("request")
-        .text()
-        .await
-        .expect("metrics");
-    assert!(
-        metrics.contains("event_audit_reconcile_accounts{supplier=\"WEB\",verdict=\"matched\"} 36"),
-        "{metrics}"
-    );
+    let metrics = daemon
+        .metrics_with(
+            "event_audit_reconcile_accounts{batch=\"*\",supplier=\"WEB\",verdict=\"matched\"} 36",
+            Duration::from_secs(10),
+        )
+        .await;
     assert!(metrics.contains("event_audit_rest_requests_total{class=\"2xx\",endpoint=\"imported-account-import-processes\"}"));
 
-    daemon.term().await;
-    let status = daemon.wait(Duration::from_secs(30)).await;
-    assert!(status.success(), "{}", daemon.log());
-    assert!(!daemon.log().contains(TOKEN) && !daemon.log().contains(bearer));
+    // Stopped as SIGTERM stops it: gracefully, without error.
+    let stopped = daemon.stop().await;
+    assert!(!stopped.log.contains(TOKEN) && !stopped.log.contains(bearer));
 }

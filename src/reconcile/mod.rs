@@ -4,10 +4,12 @@
 //! account number, order-process counts) while reading the supplier lists over REST; ask the
 //! per-account endpoint only for what the lists do not settle (see [`platform`]); look up
 //! `account.created` events for the platform account numbers; decide one [`verdict::Verdict`] per
-//! account; store the run with its results. `reconcile` (the CLI) and the daemon's schedule both
-//! go through [`execute`].
+//! account; follow each imported account's registration up ([`registration`]); store the run
+//! with its results. `reconcile` (the CLI) and the daemon's schedule both go through
+//! [`execute`]; a run of a registered [`batch`] takes its manifest and tolerances from it.
 //!
-//! The accounts of a run: the manifest's, when given; otherwise every account with an outcome
+//! The accounts of a run: the manifest's (a batch's, or `--accounts`), when given; otherwise
+//! every account with an outcome
 //! event in the window and every account the suppliers list, except, when a window is given,
 //! imported accounts whose creation time falls outside it (pending accounts, and imported ones
 //! without a creation time, are always in). Events carry no supplier code, so an
@@ -16,14 +18,17 @@
 //! the `complete` event's identifier when the platform has none.
 
 mod assemble;
-pub mod client;
-pub mod command;
+pub mod batch;
+pub mod compare;
+pub mod diff;
+pub mod manifest;
 pub mod model;
 pub mod platform;
-pub mod records;
+pub mod poll;
+pub mod registration;
 pub mod report;
 pub mod rest;
-pub mod routes;
+pub mod store;
 pub mod verdict;
 
 use std::collections::{BTreeSet, HashMap};
@@ -31,46 +36,22 @@ use std::sync::atomic::Ordering;
 
 use chrono::{DateTime, Duration, Utc};
 use futures::StreamExt;
-use indicatif::ProgressBar;
 use serde_json::json;
 
-use crate::metrics::Metrics;
-use crate::store::reconcile::OutcomeRow;
-use crate::store::{Store, StoreError};
-use client::{RestClient, RestError};
-use model::{Outcome, RestSummary, RunReport, Tolerance};
-use verdict::{Platform, Verdict};
-
-/// The batch manifest: one external account number a line (blank lines and `#` comments
-/// skipped, repeats dropped).
-#[derive(Debug, Clone)]
-pub struct Manifest {
-    /// The file name, for the stored parameters.
-    pub name: String,
-    pub accounts: Vec<String>,
-}
-
-impl Manifest {
-    pub fn parse(name: &str, text: &str) -> Manifest {
-        let mut seen = std::collections::HashSet::new();
-        let accounts = text
-            .lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty() && !l.starts_with('#'))
-            .filter(|l| seen.insert(l.to_string()))
-            .map(str::to_owned)
-            .collect();
-        Manifest {
-            name: name.to_owned(),
-            accounts,
-        }
-    }
-}
+use crate::config::ReconcileSettings;
+use crate::db::DbError;
+pub use manifest::Manifest;
+use model::{BatchRef, Outcome, RestSummary, RunReport, Tolerance};
+use rest::client::{RestClient, RestError};
+use store::{OutcomeRow, ReconcileStore};
+use verdict::Platform;
 
 /// What to reconcile.
 #[derive(Debug, Clone)]
 pub struct Params {
     pub suppliers: Vec<String>,
+    /// The registered batch (its manifest in `manifest`).
+    pub batch: Option<BatchRef>,
     pub manifest: Option<Manifest>,
     pub since: Option<DateTime<Utc>>,
     pub until: Option<DateTime<Utc>>,
@@ -79,8 +60,11 @@ pub struct Params {
     /// Ask the per-account endpoint about every pending account (tells `in_progress` from
     /// `pending` on deployments that list accounts being processed as pending).
     pub check_pending: bool,
-    /// Read `meterpoint-statuses-for-account` for every imported account of the run.
+    /// Follow registrations up: read `meterpoint-statuses-for-account` for every imported
+    /// account of the run and join the join-supplier events.
     pub meter_points: bool,
+    /// A registration requested longer ago than this without completion is `stalled`.
+    pub registration_grace: Duration,
     /// `cli` or `daemon`.
     pub trigger: &'static str,
 }
@@ -91,31 +75,95 @@ pub enum ReconcileError {
     #[error(transparent)]
     Rest(#[from] RestError),
     #[error(transparent)]
-    Store(#[from] StoreError),
+    Store(#[from] DbError),
+}
+
+/// Progress of the per-account requests, for a caller that shows it (the CLI's progress bar).
+pub trait Progress: Sync {
+    /// `total` requests are about to be made.
+    fn start(&self, _total: u64) {}
+    /// One more answered.
+    fn advance(&self) {}
+    /// The run is over.
+    fn finish(&self) {}
+}
+
+/// No progress shown (the daemon, tests).
+pub struct NoProgress;
+
+impl Progress for NoProgress {}
+
+impl Params {
+    /// A run of `suppliers` with the given grace and nothing else.
+    pub fn new(suppliers: Vec<String>, grace: Duration, trigger: &'static str) -> Params {
+        Params {
+            suppliers,
+            batch: None,
+            manifest: None,
+            since: None,
+            until: None,
+            grace,
+            tolerances: Vec::new(),
+            check_pending: false,
+            meter_points: false,
+            registration_grace: Duration::days(7),
+            trigger,
+        }
+    }
+
+    /// The daemon's scheduled supplier-wide run, looking back over the configured window.
+    pub fn scheduled(s: &ReconcileSettings) -> Params {
+        let mut p = Params::new(s.suppliers.clone(), s.grace.chrono(), "daemon");
+        p.registration_grace = s.registration_grace.chrono();
+        p.since = s
+            .window
+            .and_then(|w| Utc::now().checked_sub_signed(w.chrono()));
+        p
+    }
+
+    /// A run of batch `b` (its manifest and tolerances; meter points followed up).
+    pub fn for_batch(mut self, b: &batch::Batch, manifest: Manifest) -> Params {
+        self.suppliers = vec![b.supplier.clone()];
+        self.batch = Some(b.reference());
+        self.manifest = Some(manifest);
+        self.tolerances.extend(b.tolerances());
+        self.meter_points = true;
+        self
+    }
+
+    /// The scope whose runs compare with this one.
+    pub fn scope(&self) -> String {
+        match (&self.batch, &self.manifest) {
+            (Some(b), _) => batch::batch_scope(b.id),
+            (None, Some(m)) => batch::manifest_scope(&m.sha256()),
+            (None, None) => batch::supplier_scope(&self.suppliers),
+        }
+    }
 }
 
 /// The stored parameters of a run: its inputs, never a secret.
 fn parameters(p: &Params, client: &RestClient) -> serde_json::Value {
-    let c = client.config();
-    json!({
+    let mut v = json!({
         "suppliers": p.suppliers,
         "since": p.since,
         "until": p.until,
         "grace_secs": p.grace.num_seconds(),
-        "manifest": p.manifest.as_ref().map(|m| json!({"file": m.name, "accounts": m.accounts.len()})),
+        "batch": p.batch.as_ref().map(|b| &b.name),
+        "manifest": p.manifest.as_ref().map(|m| json!({"file": m.name, "accounts": m.accounts.len(), "orders": m.orders.len()})),
+        "registration_grace_secs": p.meter_points.then(|| p.registration_grace.num_seconds()),
         "tolerances": p.tolerances.iter().map(|t| match t.max {
             Some(n) => format!("{}={n}", t.verdict),
             None => t.verdict.to_string(),
         }).collect::<Vec<_>>(),
         "check_pending": p.check_pending,
         "meter_points": p.meter_points,
-        "rest_url": client::redact(&c.base_url),
-        "rest_auth": match c.scheme { client::AuthScheme::Token => "token", client::AuthScheme::Bare => "bare" },
-        "rest_concurrency": c.concurrency,
-        "rest_rate": c.rate,
-        "rest_retries": c.retries,
-        "rest_timeout_ms": c.timeout.as_millis() as u64,
-    })
+    });
+    if let (Some(obj), serde_json::Value::Object(rest)) =
+        (v.as_object_mut(), client.config().describe())
+    {
+        obj.extend(rest);
+    }
+    v
 }
 
 fn rest_summary(client: &RestClient) -> RestSummary {
@@ -131,17 +179,25 @@ fn rest_summary(client: &RestClient) -> RestSummary {
 
 /// Runs one reconciliation (nothing stored).
 pub async fn reconcile(
-    store: &Store,
+    store: &ReconcileStore,
     client: &RestClient,
     p: &Params,
-    progress: &ProgressBar,
+    progress: &dyn Progress,
 ) -> Result<RunReport, ReconcileError> {
     let started_at = Utc::now();
     let mut clock = Clock::start();
+    client.begin_run().await?;
     let manifest = p.manifest.as_ref().map(|m| m.accounts.as_slice());
+    let orders_listed = p.manifest.as_ref().map(|m| m.orders.as_slice());
     let (events, orders, lists) = tokio::try_join!(
         async { Ok::<_, ReconcileError>(store.import_outcomes(p.since, p.until, manifest).await?) },
-        async { Ok(store.order_outcome_counts(p.since, p.until).await?) },
+        async {
+            Ok(match orders_listed {
+                None => store.order_outcome_counts(p.since, p.until).await?,
+                Some([]) => Default::default(),
+                Some(o) => store.order_outcome_counts_for(p.since, p.until, o).await?,
+            })
+        },
         async { Ok(platform::read_lists(client, &p.suppliers).await?) },
     )?;
     clock.lap("events_and_lists");
@@ -174,11 +230,7 @@ pub async fn reconcile(
         }
         resolved.push(r);
     }
-    progress.set_length(asks.len() as u64);
-    if asks.len() < 1000 {
-        // A progress bar only for large batches.
-        progress.set_draw_target(indicatif::ProgressDrawTarget::hidden());
-    }
+    progress.start(asks.len() as u64);
     let width = client.config().concurrency.max(1) * 2;
     let mut answers = futures::stream::iter(asks)
         .map(|i| {
@@ -194,7 +246,7 @@ pub async fn reconcile(
         .buffer_unordered(width);
     while let Some((i, answer)) = answers.next().await {
         resolved[i] = Some(answer?);
-        progress.inc(1);
+        progress.advance();
     }
     drop(answers);
     clock.lap("account_requests");
@@ -236,10 +288,21 @@ pub async fn reconcile(
             &created,
         ));
     }
-    if p.meter_points {
-        assemble::add_meter_points(client, &mut results).await?;
-    }
     clock.lap("verdicts");
+    if p.meter_points {
+        let rest = assemble::read_meter_points(client, &mut results).await?;
+        clock.lap("meter_points");
+        let numbers: Vec<String> = rest
+            .iter()
+            .filter_map(|(i, _)| results[*i].platform_account_number.clone())
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let joins = store.join_supplier_events(&numbers).await?;
+        clock.lap("join_supplier_events");
+        assemble::add_registrations(&mut results, rest, &joins, now, p.registration_grace);
+        clock.lap("registrations");
+    }
     let mut report = run_report(p, client, started_at, results, None);
     report.order_processes = orders;
     report.timings_ms = clock.laps;
@@ -256,12 +319,15 @@ fn run_report(
     error: Option<String>,
 ) -> RunReport {
     let counts = model::count(&results);
+    let registration_counts = model::count_registrations(&results);
     let outcome = match error {
         Some(_) => Outcome::Incomplete,
         None => model::outcome(&counts, &p.tolerances),
     };
     RunReport {
         run_id: None,
+        batch: p.batch.clone(),
+        scope: p.scope(),
         started_at,
         finished_at: Utc::now(),
         trigger: p.trigger.to_owned(),
@@ -271,6 +337,7 @@ fn run_report(
         exit_code: outcome.exit_code(),
         accounts: results.len() as u64,
         counts,
+        registration_counts,
         order_processes: Default::default(),
         rest: rest_summary(client),
         error,
@@ -316,26 +383,26 @@ fn in_window(
                 created_at: Some(t),
                 ..
             },
-        )) => since.map_or(true, |s| *t >= s) && until.map_or(true, |u| *t < u),
+        )) => since.is_none_or(|s| *t >= s) && until.is_none_or(|u| *t < u),
         _ => true,
     }
 }
 
-/// Runs, stores and records metrics; never fails: a run that could not complete is reported
-/// (and stored when the database allows) as `incomplete` with its error.
+/// Runs and stores; never fails: a run that could not complete is reported (and stored when
+/// the database allows) as `incomplete` with its error. The metrics are derived from the
+/// stored runs ([`poll`]), whichever process made them.
 pub async fn execute(
-    store: &Store,
+    store: &ReconcileStore,
     client: &RestClient,
     p: &Params,
-    progress: &ProgressBar,
-    metrics: &Metrics,
+    progress: &dyn Progress,
 ) -> RunReport {
     let started_at = Utc::now();
     let mut report = match reconcile(store, client, p, progress).await {
         Ok(r) => r,
         Err(e) => run_report(p, client, started_at, Vec::new(), Some(e.to_string())),
     };
-    progress.finish_and_clear();
+    progress.finish();
     let t = std::time::Instant::now();
     match store.save_reconcile_run(&report).await {
         Ok(id) => {
@@ -355,35 +422,31 @@ pub async fn execute(
             report.exit_code = Outcome::Incomplete.exit_code();
         }
     }
-    record_metrics(metrics, &report);
     report
 }
 
-/// Updates the reconciliation metrics with one run.
-pub fn record_metrics(m: &Metrics, r: &RunReport) {
-    for s in &r.suppliers {
-        m.reconcile_runs
-            .with_label_values(&[s.as_str(), r.outcome.as_str()])
-            .inc();
+/// Closes batch `b` when it has been settled (outcome `ok`, every registration `registered`)
+/// for at least `after`; returns the settling run when it closed.
+pub async fn close_if_settled(
+    store: &ReconcileStore,
+    b: &batch::Batch,
+    after: Duration,
+    now: DateTime<Utc>,
+) -> Result<Option<i64>, DbError> {
+    let runs = store.batch_run_states(b.id, 10_000).await?;
+    let states: Vec<(DateTime<Utc>, bool)> = runs
+        .iter()
+        .map(|(_, at, outcome, regs)| (*at, model::settled(*outcome, regs)))
+        .collect();
+    if !batch::closes(batch::settled_since(&states), now, after) {
+        return Ok(None);
     }
-    if r.error.is_some() {
-        return;
-    }
-    let mut by: HashMap<(&str, Verdict), i64> = HashMap::new();
-    for res in &r.results {
-        *by.entry((res.supplier.as_str(), res.verdict)).or_default() += 1;
-    }
-    for s in &r.suppliers {
-        for v in Verdict::ALL {
-            let n = by.get(&(s.as_str(), v)).copied().unwrap_or(0);
-            m.reconcile_accounts
-                .with_label_values(&[s.as_str(), v.as_str()])
-                .set(n);
-        }
-        m.reconcile_last_run
-            .with_label_values(&[s.as_str()])
-            .set(r.finished_at.timestamp());
-    }
+    let run = runs.first().map(|(id, ..)| *id);
+    Ok(store
+        .close_batch(b.id, "settled", run)
+        .await?
+        .then_some(run)
+        .flatten())
 }
 
 #[cfg(test)]
@@ -414,8 +477,16 @@ mod tests {
     }
 
     #[test]
-    fn manifests_skip_blanks_comments_and_repeats() {
-        let m = Manifest::parse("b.txt", "E1\n\n# c\n E2 \nE1\n");
-        assert_eq!(m.accounts, vec!["E1".to_owned(), "E2".to_owned()]);
+    fn scopes_follow_the_batch_the_manifest_or_the_suppliers() {
+        let mut p = Params::new(vec!["B".into(), "A".into()], Duration::minutes(15), "cli");
+        assert_eq!(p.scope(), "suppliers:A,B");
+        p.manifest = Some(Manifest::parse("m", "E1\n"));
+        assert!(p.scope().starts_with("manifest:"), "{}", p.scope());
+        p.batch = Some(BatchRef {
+            id: 4,
+            supplier: "A".into(),
+            name: "w1".into(),
+        });
+        assert_eq!(p.scope(), "batch:4");
     }
 }

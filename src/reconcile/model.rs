@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::records::MeterPointStatus;
+use super::registration::{MeterPoint, Registration};
 use super::verdict::Verdict;
 
 /// One account's verdict and the evidence on both sides.
@@ -32,8 +32,11 @@ pub struct AccountResult {
     /// account number.
     pub account_created_event: bool,
     pub detail: Option<String>,
+    /// The registration follow-through, rolled up (imported accounts whose meter points were
+    /// read); never changes `verdict`.
+    pub registration: Option<Registration>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub meter_points: Option<Vec<MeterPointStatus>>,
+    pub meter_points: Option<Vec<MeterPoint>>,
 }
 
 /// REST requests of one run.
@@ -135,7 +138,7 @@ pub fn outcome(counts: &BTreeMap<String, u64>, tolerances: &[Tolerance]) -> Outc
     let allowed = |v: Verdict, n: u64| {
         tolerances
             .iter()
-            .any(|t| t.verdict == v && t.max.map_or(true, |max| n <= max))
+            .any(|t| t.verdict == v && t.max.is_none_or(|max| n <= max))
     };
     let mut unverified = false;
     for (name, &n) in counts {
@@ -158,11 +161,49 @@ pub fn outcome(counts: &BTreeMap<String, u64>, tolerances: &[Tolerance]) -> Outc
     }
 }
 
+/// Accounts per registration state, every state present (zero when none); empty when no
+/// meter points were read.
+pub fn count_registrations(results: &[AccountResult]) -> BTreeMap<String, u64> {
+    if results.iter().all(|r| r.registration.is_none()) {
+        return BTreeMap::new();
+    }
+    let mut counts: BTreeMap<String, u64> = Registration::ALL
+        .iter()
+        .map(|r| (r.as_str().to_owned(), 0))
+        .collect();
+    for r in results.iter().filter_map(|r| r.registration) {
+        *counts.entry(r.as_str().to_owned()).or_default() += 1;
+    }
+    counts
+}
+
+/// Whether a run's accounts are all settled: outcome `ok` (every account matched or tolerated)
+/// and every registration read is `registered`.
+pub fn settled(outcome: Outcome, registrations: &BTreeMap<String, u64>) -> bool {
+    outcome == Outcome::Ok
+        && registrations
+            .iter()
+            .all(|(k, &n)| n == 0 || Registration::parse(k).is_some_and(Registration::is_settled))
+}
+
+/// The batch a run belongs to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BatchRef {
+    pub id: i64,
+    pub supplier: String,
+    pub name: String,
+}
+
 /// One run: parameters, counts, outcome and (when loaded with them) its results.
 #[derive(Debug, Clone, Serialize)]
 pub struct RunReport {
     /// The stored run's id (`None` when it could not be stored).
     pub run_id: Option<i64>,
+    /// The registered batch the run reconciled, if any.
+    pub batch: Option<BatchRef>,
+    /// Runs of one scope are compared: `batch:<id>`, `suppliers:<codes>` or
+    /// `manifest:<sha256 prefix>`.
+    pub scope: String,
     pub started_at: DateTime<Utc>,
     pub finished_at: DateTime<Utc>,
     /// `cli` or `daemon`.
@@ -174,7 +215,11 @@ pub struct RunReport {
     pub exit_code: u8,
     pub accounts: u64,
     pub counts: BTreeMap<String, u64>,
-    /// `data_import.order_process.*` events in the window by outcome (no REST counterpart).
+    /// Accounts per registration state (empty when meter points were not read).
+    pub registration_counts: BTreeMap<String, u64>,
+    /// `data_import.order_process.*` events by outcome (no REST counterpart): in the window for
+    /// a supplier-wide run; for a batch or manifest, only its listed orders, with `no_event` for
+    /// listed orders without any.
     pub order_processes: BTreeMap<String, u64>,
     pub rest: RestSummary,
     /// Why an incomplete run stopped.
@@ -208,6 +253,10 @@ impl RunReport {
 #[derive(Debug, Clone, Serialize)]
 pub struct RunSummary {
     pub run_id: i64,
+    pub scope: String,
+    /// The batch's name, for a batch run.
+    pub batch: Option<String>,
+    pub registration_counts: BTreeMap<String, u64>,
     pub started_at: DateTime<Utc>,
     pub finished_at: DateTime<Utc>,
     pub trigger: String,
@@ -228,6 +277,24 @@ mod tests {
             .iter()
             .map(|(v, n)| (v.as_str().to_owned(), *n))
             .collect()
+    }
+
+    #[test]
+    fn settled_means_ok_and_every_registration_registered() {
+        let regs = |pairs: &[(&str, u64)]| -> BTreeMap<String, u64> {
+            pairs.iter().map(|(k, n)| ((*k).to_owned(), *n)).collect()
+        };
+        assert!(settled(Outcome::Ok, &regs(&[])));
+        assert!(settled(
+            Outcome::Ok,
+            &regs(&[("registered", 3), ("stalled", 0)])
+        ));
+        assert!(!settled(
+            Outcome::Ok,
+            &regs(&[("registered", 3), ("in_flight", 1)])
+        ));
+        assert!(!settled(Outcome::Mismatches, &regs(&[])));
+        assert!(!settled(Outcome::Incomplete, &regs(&[])));
     }
 
     #[test]

@@ -19,8 +19,8 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 
-use super::client::{Endpoint, RestClient, RestError};
-use super::records::{ImportRecord, TransferStatus};
+use super::rest::client::{Endpoint, RestClient, RestError};
+use super::rest::records::{ImportRecord, TransferStatus};
 use super::verdict::Platform;
 
 /// What one supplier's lists say about an account.

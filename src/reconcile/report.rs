@@ -1,15 +1,23 @@
 //! Rendering a run: a table for the terminal (counts, then the accounts that are not
 //! `matched`), JSON (`counts` and `results`, the machine format), CSV (one row per account), and
-//! a self-contained HTML page (a verdict-count summary, `id="counts"`, and the results table,
-//! `id="verdicts"`; no scripts, no external resources).
+//! a self-contained HTML page ([`html`]: what changed since the previous run, a verdict-count
+//! summary `id="counts"`, a legend, and the results table `id="verdicts"`; no scripts, no
+//! external resources). Run-to-run changes render the same ways ([`changes`]); the verdicts'
+//! meaning and next step are in [`LEGEND`].
 //!
 //! CSV cells that a spreadsheet would run as a formula (`=`, `+`, `@`, tab, CR first) get a
 //! leading `'`.
 
+pub mod changes;
+pub mod html;
+mod legend;
+
 use std::fmt::Write;
 
+use super::diff::Diff;
 use super::model::{AccountResult, RunReport};
 use super::verdict::Verdict;
+pub use legend::{LEGEND, REGISTRATION_LEGEND};
 
 /// Output formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -21,6 +29,16 @@ pub enum Format {
 }
 
 impl Format {
+    /// The format a file name's extension implies: `.html`/`.htm`, `.csv`, `.json`.
+    pub fn from_extension(path: &std::path::Path) -> Option<Format> {
+        match path.extension()?.to_str()?.to_ascii_lowercase().as_str() {
+            "html" | "htm" => Some(Format::Html),
+            "csv" => Some(Format::Csv),
+            "json" => Some(Format::Json),
+            _ => None,
+        }
+    }
+
     pub fn parse(s: &str) -> Option<Format> {
         match s {
             "table" => Some(Format::Table),
@@ -41,13 +59,14 @@ impl Format {
     }
 }
 
-/// Renders `r` in `format`.
-pub fn render(r: &RunReport, format: Format, show_matched: bool) -> String {
+/// Renders `r` in `format`; the HTML page shows `changes` since the previous run of its scope
+/// at the top.
+pub fn render(r: &RunReport, format: Format, show_matched: bool, changes: Option<&Diff>) -> String {
     match format {
         Format::Table => table(r, show_matched),
         Format::Json => json(r),
         Format::Csv => csv(r),
-        Format::Html => html(r),
+        Format::Html => html::run(r, changes),
     }
 }
 
@@ -62,20 +81,24 @@ fn time(t: Option<chrono::DateTime<chrono::Utc>>) -> String {
         .unwrap_or_default()
 }
 
+/// `mpxn:STATUS:registration` per meter point, `|`-separated.
 fn meter_points(a: &AccountResult) -> String {
     a.meter_points
         .as_ref()
         .map(|m| {
             m.iter()
-                .map(|p| format!("{}:{}", p.mpxn, p.status))
+                .map(|p| match p.registration {
+                    Some(r) => format!("{}:{}:{r}", p.mpxn, p.status),
+                    None => format!("{}:{}", p.mpxn, p.status),
+                })
                 .collect::<Vec<_>>()
                 .join("|")
         })
         .unwrap_or_default()
 }
 
-/// The columns of CSV, HTML and the table, in order.
-const COLUMNS: [&str; 14] = [
+/// The columns of CSV, in order.
+const COLUMNS: [&str; 15] = [
     "external_account_number",
     "supplier",
     "verdict",
@@ -89,10 +112,11 @@ const COLUMNS: [&str; 14] = [
     "platform_created_at",
     "account_created_event",
     "detail",
+    "registration",
     "meter_points",
 ];
 
-fn cells(a: &AccountResult) -> [String; 14] {
+fn cells(a: &AccountResult) -> [String; 15] {
     let o = |v: &Option<String>| v.clone().unwrap_or_default();
     [
         a.external_account_number.clone(),
@@ -108,6 +132,9 @@ fn cells(a: &AccountResult) -> [String; 14] {
         time(a.platform_created_at),
         a.account_created_event.to_string(),
         o(&a.detail),
+        a.registration
+            .map(|r| r.as_str().to_owned())
+            .unwrap_or_default(),
         meter_points(a),
     ]
 }
@@ -164,6 +191,15 @@ pub fn summary(r: &RunReport) -> String {
         }
         None => s.push_str("; run not stored"),
     }
+    let regs: Vec<String> = r
+        .registration_counts
+        .iter()
+        .filter(|(k, &n)| n > 0 && k.as_str() != "registered")
+        .map(|(k, n)| format!("{n} {k}"))
+        .collect();
+    if !regs.is_empty() {
+        let _ = write!(s, "; registrations not complete: {}", regs.join(", "));
+    }
     let _ = write!(s, "; outcome {}", r.outcome.as_str());
     s
 }
@@ -191,10 +227,13 @@ pub fn table(r: &RunReport, show_matched: bool) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "Reconciliation run {} | suppliers {} | {} | outcome {} (exit {})",
+        "Reconciliation run {} | {} | {} | outcome {} (exit {})",
         r.run_id
             .map_or_else(|| "(not stored)".into(), |i| i.to_string()),
-        r.suppliers.join(", "),
+        match &r.batch {
+            Some(b) => format!("batch {} of {}", b.name, b.supplier),
+            None => format!("suppliers {}", r.suppliers.join(", ")),
+        },
         time(Some(r.finished_at)),
         r.outcome.as_str(),
         r.exit_code
@@ -212,7 +251,11 @@ pub fn table(r: &RunReport, show_matched: bool) -> String {
     let listed: Vec<&AccountResult> = r
         .results
         .iter()
-        .filter(|a| show_matched || a.verdict != Verdict::Matched)
+        .filter(|a| {
+            show_matched
+                || a.verdict != Verdict::Matched
+                || a.registration.is_some_and(|r| !r.is_settled())
+        })
         .collect();
     if !listed.is_empty() {
         out.push('\n');
@@ -224,6 +267,7 @@ pub fn table(r: &RunReport, show_matched: bool) -> String {
             "PLATFORM",
             "PLATFORM ACCOUNT",
             "CREATED EVENT",
+            "REGISTRATION",
             "DETAIL",
         ]
         .map(str::to_owned)
@@ -238,6 +282,8 @@ pub fn table(r: &RunReport, show_matched: bool) -> String {
                 a.platform_status.clone(),
                 o(&a.platform_account_number),
                 if a.account_created_event { "yes" } else { "no" }.to_owned(),
+                a.registration
+                    .map_or_else(|| "-".into(), |r| r.as_str().to_owned()),
                 a.detail.clone().unwrap_or_default(),
             ]);
         }
@@ -249,6 +295,15 @@ pub fn table(r: &RunReport, show_matched: bool) -> String {
             out,
             "\n{matched} matched account(s) not listed (--show-matched, or --format csv|json|html)"
         );
+    }
+    if !r.registration_counts.is_empty() {
+        let o: Vec<String> = r
+            .registration_counts
+            .iter()
+            .filter(|(_, &n)| n > 0)
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect();
+        let _ = writeln!(out, "\nregistrations (accounts): {}", o.join(", "));
     }
     if !r.order_processes.is_empty() {
         let o: Vec<String> = r
@@ -282,150 +337,16 @@ pub fn esc(s: &str) -> String {
     out
 }
 
-/// The colour class of a verdict: ok, wait (expected to settle), unknown, or bad.
-fn tone(v: &str) -> &'static str {
-    match v {
-        "matched" => "ok",
-        "awaiting_event" | "pending" | "in_progress" => "wait",
-        "unverified" => "unknown",
-        _ => "bad",
-    }
-}
-
-const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:2rem;color:#1b1f24}\
-h1{font-size:1.4rem}h2{font-size:1.1rem;margin-top:2rem}\
-table{border-collapse:collapse;font-size:.85rem}th,td{border:1px solid #d0d7de;padding:.25rem .5rem;text-align:left;vertical-align:top}\
-th{background:#f6f8fa}td.n{text-align:right}.meta{color:#57606a}\
-.tag{display:inline-block;padding:0 .4rem;border-radius:.6rem;font-weight:600}\
-.ok{background:#dafbe1;color:#116329}.wait{background:#fff8c5;color:#7d4e00}\
-.unknown{background:#eaeef2;color:#424a53}.bad{background:#ffebe9;color:#a40e26}\
-.scroll{overflow-x:auto}#verdicts td{white-space:nowrap}\
-#verdicts td.detail{white-space:normal;min-width:16rem}.mono{font-family:ui-monospace,monospace}";
-
-pub fn html(r: &RunReport) -> String {
-    let mut o = String::with_capacity(r.results.len() * 600 + 4096);
-    let title = match r.run_id {
-        Some(id) => format!("Reconciliation run {id}"),
-        None => "Reconciliation run".to_owned(),
-    };
-    let _ = write!(
-        o,
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
-         <meta name=\"viewport\" content=\"width=device-width\"><title>{}</title>\
-         <style>{STYLE}</style></head><body>\n<h1>{}</h1>\n",
-        esc(&title),
-        esc(&title)
-    );
-    let _ = writeln!(
-        o,
-        "<p class=\"meta\">Suppliers <b>{}</b> · started {} · finished {} · trigger {} · \
-         outcome <span class=\"tag {}\" id=\"outcome\">{}</span> (exit {}) · {} accounts · \
-         REST calls {} ({} list, {} per-account, {} retries)</p>",
-        esc(&r.suppliers.join(", ")),
-        esc(&time(Some(r.started_at))),
-        esc(&time(Some(r.finished_at))),
-        esc(&r.trigger),
-        match r.outcome.exit_code() {
-            0 => "ok",
-            1 => "bad",
-            _ => "unknown",
-        },
-        esc(r.outcome.as_str()),
-        r.exit_code,
-        r.accounts,
-        r.rest.calls,
-        r.rest.list_calls,
-        r.rest.account_calls,
-        r.rest.retries
-    );
-    let param = |k: &str, none: &str| match &r.parameters[k] {
-        serde_json::Value::Null => none.to_owned(),
-        serde_json::Value::Array(a) if a.is_empty() => none.to_owned(),
-        serde_json::Value::String(s) => s.clone(),
-        serde_json::Value::Array(a) => a
-            .iter()
-            .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
-            .collect::<Vec<_>>()
-            .join(", "),
-        v => v.to_string(),
-    };
-    let _ = writeln!(
-        o,
-        "<p class=\"meta\" id=\"parameters\">Outcome events from {} until {} · grace {} s · \
-         manifest {} · REST {} · tolerated {}</p>",
-        esc(&param("since", "the beginning")),
-        esc(&param("until", "now")),
-        esc(&param("grace_secs", "-")),
-        esc(&param("manifest", "none")),
-        esc(&param("rest_url", "-")),
-        esc(&param("tolerances", "none"))
-    );
-    if let Some(e) = &r.error {
-        let _ = writeln!(o, "<p class=\"tag bad\" id=\"error\">{}</p>", esc(e));
-    }
-    o.push_str("<h2>Verdicts</h2>\n<table id=\"counts\"><thead><tr><th>Verdict</th><th>Accounts</th></tr></thead><tbody>\n");
-    for (v, n) in r.nonzero_counts() {
-        let _ = writeln!(
-            o,
-            "<tr data-verdict=\"{v}\"><td><span class=\"tag {}\">{}</span></td><td class=\"n\">{n}</td></tr>",
-            tone(v),
-            esc(v)
-        );
-    }
-    let _ = writeln!(
-        o,
-        "</tbody><tfoot><tr><th>total</th><th class=\"n\">{}</th></tr></tfoot></table>",
-        r.accounts
-    );
-    if !r.order_processes.is_empty() {
-        o.push_str("<h2>Order-process events</h2>\n<table id=\"orders\"><thead><tr><th>Outcome</th><th>Events</th></tr></thead><tbody>\n");
-        for (k, n) in &r.order_processes {
-            let _ = writeln!(o, "<tr><td>{}</td><td class=\"n\">{n}</td></tr>", esc(k));
-        }
-        o.push_str("</tbody></table>\n");
-    }
-    o.push_str(
-        "<h2>Accounts</h2>\n<p class=\"meta\">Accounts that need attention first, then the \
-         matched ones.</p>\n<div class=\"scroll\"><table id=\"verdicts\"><thead><tr>",
-    );
-    for c in COLUMNS {
-        let _ = write!(o, "<th>{}</th>", esc(&c.replace('_', " ")));
-    }
-    o.push_str("</tr></thead><tbody>\n");
-    let mut rows: Vec<&AccountResult> = r.results.iter().collect();
-    rows.sort_by_key(|a| (a.verdict == Verdict::Matched, a.verdict));
-    for a in rows {
-        let v = a.verdict.as_str();
-        let _ = write!(o, "<tr data-verdict=\"{v}\">");
-        for (i, c) in cells(a).iter().enumerate() {
-            let _ = match COLUMNS[i] {
-                "verdict" => write!(
-                    o,
-                    "<td><span class=\"tag {}\">{}</span></td>",
-                    tone(v),
-                    esc(c)
-                ),
-                "detail" => write!(o, "<td class=\"detail\">{}</td>", esc(c)),
-                "external_account_number"
-                | "event_id"
-                | "event_identifier"
-                | "platform_account_number" => write!(o, "<td class=\"mono\">{}</td>", esc(c)),
-                _ => write!(o, "<td>{}</td>", esc(c)),
-            };
-        }
-        o.push_str("</tr>\n");
-    }
-    o.push_str("</tbody></table></div>\n</body></html>\n");
-    o
-}
-
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
-    use crate::reconcile::model::{count, Outcome, RestSummary};
+    use crate::reconcile::model::{count, count_registrations, Outcome, RestSummary};
+    use crate::reconcile::registration::{MeterPoint, Registration};
 
-    fn report() -> RunReport {
-        let results = vec![AccountResult {
+    /// A run with an identifier mismatch (odd characters everywhere) and a matched account
+    /// whose registration stalled.
+    pub(crate) fn report() -> RunReport {
+        let mismatch = AccountResult {
             external_account_number: "E<1>".into(),
             supplier: "S".into(),
             verdict: Verdict::IdentifierMismatch,
@@ -439,20 +360,39 @@ mod tests {
             platform_created_at: None,
             account_created_event: true,
             detail: Some("a, \"quoted\" detail".into()),
+            registration: None,
             meter_points: None,
-        }];
+        };
+        let mut stalled = mismatch.clone();
+        stalled.external_account_number = "E2".into();
+        stalled.verdict = Verdict::Matched;
+        stalled.detail = Some("meter point M1 stalled: requested 9 d ago, not completed".into());
+        stalled.registration = Some(Registration::Stalled);
+        stalled.meter_points = Some(vec![MeterPoint {
+            mpxn: "M1".into(),
+            status: "PRE_REGISTRATION".into(),
+            registration: Some(Registration::Stalled),
+            event: Some("lifecycle.join-supplier.requested".into()),
+            event_time: None,
+            requested_at: None,
+            process: None,
+        }]);
+        let results = vec![mismatch, stalled];
         let now = chrono::Utc::now();
         RunReport {
             run_id: Some(7),
+            batch: None,
+            scope: "suppliers:S".into(),
             started_at: now,
             finished_at: now,
             trigger: "cli".into(),
             suppliers: vec!["S".into()],
-            parameters: serde_json::json!({}),
+            parameters: serde_json::json!({"manifest": {"file": "b.txt", "accounts": 2, "orders": 0}}),
             outcome: Outcome::Mismatches,
             exit_code: 1,
-            accounts: 1,
+            accounts: 2,
             counts: count(&results),
+            registration_counts: count_registrations(&results),
             order_processes: Default::default(),
             rest: RestSummary::default(),
             error: None,
@@ -467,31 +407,64 @@ mod tests {
         let line = c.lines().nth(1).expect("a row");
         assert!(line.contains(",'=A-1,"), "{line}");
         assert!(line.contains("\"a, \"\"quoted\"\" detail\""), "{line}");
-    }
-
-    #[test]
-    fn html_escapes_and_has_the_tables() {
-        let h = html(&report());
-        assert!(h.contains("id=\"verdicts\"") && h.contains("id=\"counts\""));
-        assert!(h.contains("E&lt;1&gt;") && !h.contains("E<1>"));
-        assert!(!h.contains("<script"));
+        assert!(c
+            .lines()
+            .nth(2)
+            .expect("a row")
+            .ends_with(",stalled,M1:PRE_REGISTRATION:stalled"));
     }
 
     #[test]
     fn json_has_counts_and_results() {
         let v: serde_json::Value = serde_json::from_str(&json(&report())).expect("json");
         assert_eq!(v["counts"]["identifier_mismatch"], 1);
-        assert_eq!(v["counts"]["matched"], 0);
+        assert_eq!(v["counts"]["matched"], 1);
+        assert_eq!(v["registration_counts"]["stalled"], 1);
         assert_eq!(v["results"][0]["verdict"], "identifier_mismatch");
         assert_eq!(v["results"][0]["platform_account_number"], "A-2");
+        assert_eq!(v["results"][1]["registration"], "stalled");
     }
 
     #[test]
-    fn table_lists_what_is_not_matched() {
+    fn table_lists_what_is_not_matched_or_not_registered() {
         let t = table(&report(), false);
         assert!(
             t.contains("identifier_mismatch") && t.contains("E<1>"),
             "{t}"
         );
+        assert!(t.contains("E2") && t.contains("stalled"), "{t}");
+        assert!(summary(&report()).contains("registrations not complete: 1 stalled"));
+    }
+
+    #[test]
+    fn the_legends_cover_every_verdict_and_registration() {
+        let names: Vec<&str> = LEGEND.iter().map(|(v, ..)| *v).collect();
+        assert_eq!(names, Verdict::ALL.map(|v| v.as_str()).to_vec());
+        let names: Vec<&str> = REGISTRATION_LEGEND.iter().map(|(v, ..)| *v).collect();
+        assert_eq!(
+            names,
+            crate::reconcile::registration::Registration::ALL
+                .map(|r| r.as_str())
+                .to_vec()
+        );
+    }
+
+    #[test]
+    fn output_files_imply_their_format() {
+        use std::path::Path;
+        assert_eq!(
+            Format::from_extension(Path::new("r.HTML")),
+            Some(Format::Html)
+        );
+        assert_eq!(
+            Format::from_extension(Path::new("r.csv")),
+            Some(Format::Csv)
+        );
+        assert_eq!(
+            Format::from_extension(Path::new("r.json")),
+            Some(Format::Json)
+        );
+        assert_eq!(Format::from_extension(Path::new("r.txt")), None);
+        assert_eq!(Format::from_extension(Path::new("report")), None);
     }
 }

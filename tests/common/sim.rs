@@ -1,18 +1,19 @@
-//! Helpers of the reconciliation tests (`tests/reconcile.rs`, `tests/reconcile_http.rs`): the
-//! platform simulator as a real subprocess with its ground truth, and `event-audit reconcile`
-//! runs. Included with `#[path]` by those files only; not part of `common`'s module tree.
-#![allow(dead_code)]
+//! The platform simulator in-process, and the ground truth it states; [`Sim::fix`] makes the
+//! platform finish accounts (and publishes their events).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::sync::Arc;
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::Value;
-use tokio::process::{Child, Command};
+use tokio_util::sync::CancellationToken;
 
-use super::common::{nats_url, TestStream, BIN};
+use super::TestStream;
+use event_audit::config::{Settings, SimRates};
+use event_audit::dev::simulator::server::Platform;
+use event_audit::dev::simulator::Simulator;
+use event_audit::reconcile::Manifest;
 
 pub const TOKEN: &str = "tok-Rec0ncile-S3cret-7f2a9";
 
@@ -33,103 +34,161 @@ pub const ANOMALIES: [(&str, &str); 12] = [
     ("--missing-in-platform", "missing_in_platform"),
 ];
 
+/// Every registration anomaly and the registration it must give (the import verdict stays
+/// `matched`).
+pub const REGISTRATION_ANOMALIES: [(&str, &str); 5] = [
+    ("--registration-in-flight", "in_flight"),
+    ("--registration-never-requested", "never_requested"),
+    ("--registration-stalled", "stalled"),
+    ("--registration-cancelled", "cancelled"),
+    ("--registration-reversed", "reversed"),
+];
+
 pub fn rfc3339(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Secs, true)
 }
 
-/// A running simulator: its URL and its ground truth. Killed when dropped.
+/// The platform simulator, in-process: its batch played onto the test's stream, its REST
+/// service on a free port with the token [`TOKEN`] (in `token_file`). Stopped when dropped.
 pub struct Sim {
-    _child: Child,
     pub url: String,
     pub expected: Value,
-    log: PathBuf,
+    /// The batch's manifest (accounts and orders).
+    pub manifest: Manifest,
+    pub token_file: PathBuf,
+    pub platform: Arc<Platform>,
+    subject: String,
+    seed: u64,
+    stop: CancellationToken,
     _dir: tempfile::TempDir,
 }
 
+/// Simulator settings for a test's stream: `accounts` of `supplier`, seeded.
+pub fn sim_settings(ts: &TestStream, supplier: &str, accounts: usize, seed: u64) -> Settings {
+    let mut s = ts.settings();
+    s.simulator.supplier = supplier.into();
+    s.simulator.accounts = accounts;
+    s.simulator.seed = Some(seed);
+    s.simulator.subject = ts.subject("platform");
+    s
+}
+
 impl Sim {
+    /// Starts a simulator with `tweak` applied to its settings (anomaly rates, faults).
+    pub async fn start_with(
+        ts: &TestStream,
+        supplier: &str,
+        accounts: usize,
+        seed: u64,
+        tweak: impl FnOnce(&mut Settings),
+    ) -> Sim {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let token_file = dir.path().join("token");
+        std::fs::write(&token_file, format!("{TOKEN}\n")).expect("token file");
+        let mut s = sim_settings(ts, supplier, accounts, seed);
+        s.simulator.token_file = Some(token_file.clone());
+        tweak(&mut s);
+        let sim = Simulator::start(&s).await.expect("start the simulator");
+        let url = format!("http://{}", sim.addr());
+        let expected = sim.expected.clone();
+        let manifest = sim.manifest.clone();
+        let platform = sim.platform();
+        let stop = CancellationToken::new();
+        tokio::spawn(sim.serve(stop.clone()));
+        Sim {
+            url,
+            expected,
+            manifest,
+            token_file,
+            platform,
+            subject: s.simulator.subject.clone(),
+            seed,
+            stop,
+            _dir: dir,
+        }
+    }
+
+    /// The platform finishes these accounts (imported now); their outcome, `account.created`
+    /// and registration events are published to the simulator's subject of `ts`.
+    pub async fn fix(&self, ts: &TestStream, accounts: &[String]) {
+        for ext in accounts {
+            let events = self
+                .platform
+                .fix(ext, self.seed)
+                .unwrap_or_else(|| panic!("{ext} is not an account of the batch"));
+            for e in events {
+                ts.publish(&self.subject, &[], &e).await;
+            }
+        }
+    }
+
+    /// The manifest as a file in `dir`.
+    pub fn manifest_file(&self, dir: &std::path::Path, name: &str) -> PathBuf {
+        let path = dir.join(name);
+        std::fs::write(&path, self.manifest.render()).expect("write the manifest");
+        path
+    }
+
+    /// Starts a simulator with the given anomaly rates.
     pub async fn start(
         ts: &TestStream,
         supplier: &str,
         accounts: usize,
         seed: u64,
-        extra: &[String],
+        rates: SimRates,
     ) -> Sim {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let token = dir.path().join("token");
-        std::fs::write(&token, format!("{TOKEN}\n")).expect("token file");
-        let expected = dir.path().join("expected.json");
-        let log = dir.path().join("sim.log");
-        let mut cmd = Command::new(BIN);
-        cmd.args([
-            "simulate-platform",
-            "--listen",
-            "127.0.0.1:0",
-            "--supplier",
-            supplier,
-        ])
-        .args([
-            "--accounts",
-            &accounts.to_string(),
-            "--seed",
-            &seed.to_string(),
-        ])
-        .args([
-            "--nats-url",
-            &nats_url(),
-            "--stream",
-            &ts.name,
-            "--subjects",
-            &ts.subjects(),
-        ])
-        .args(["--subject", &ts.subject("platform")])
-        .arg("--expected")
-        .arg(&expected)
-        .arg("--token-file")
-        .arg(&token)
-        .args(extra)
-        .env("RUST_LOG", "info")
-        .env_remove("EVENT_AUDIT_REST_TOKEN")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).expect("log"))
-        .kill_on_drop(true);
-        let child = cmd.spawn().expect("spawn the simulator");
-        let started = Instant::now();
-        loop {
-            let text = std::fs::read_to_string(&log).unwrap_or_default();
-            if text.contains("batch played:") {
-                let url = text
-                    .lines()
-                    .find_map(|l| l.strip_prefix("simulator listening on "))
-                    .expect("the simulator names its address")
-                    .trim()
-                    .to_owned();
-                let expected: Value =
-                    serde_json::from_slice(&std::fs::read(&expected).expect("expected file"))
-                        .expect("expected JSON");
-                return Sim {
-                    _child: child,
-                    url,
-                    expected,
-                    log,
-                    _dir: dir,
-                };
-            }
-            assert!(
-                started.elapsed() < Duration::from_secs(60),
-                "the simulator did not play its batch:\n{text}"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        Sim::start_with(ts, supplier, accounts, seed, |s| s.simulator.rates = rates).await
     }
 
     pub fn counts(&self) -> BTreeMap<String, u64> {
         counts(&self.expected)
     }
+}
 
-    pub fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
+impl Drop for Sim {
+    fn drop(&mut self) {
+        self.stop.cancel();
     }
+}
+
+/// The rate of an anomaly in `r`, by its flag name.
+fn rate_of<'a>(r: &'a mut SimRates, flag: &str) -> &'a mut f64 {
+    match flag {
+        "--drop-completion" => &mut r.drop_completion,
+        "--wrong-identifier" => &mut r.wrong_identifier,
+        "--error-but-created" => &mut r.error_but_created,
+        "--cancelled" => &mut r.cancelled,
+        "--cancelled-but-imported" => &mut r.cancelled_but_imported,
+        "--dry-run" => &mut r.dry_run,
+        "--duplicate-events" => &mut r.duplicate_events,
+        "--late-events" => &mut r.late_events,
+        "--left-in-progress" => &mut r.left_in_progress,
+        "--left-pending" => &mut r.left_pending,
+        "--failed" => &mut r.failed,
+        "--missing-in-platform" => &mut r.missing_in_platform,
+        "--registration-in-flight" => &mut r.registration_in_flight,
+        "--registration-never-requested" => &mut r.registration_never_requested,
+        "--registration-stalled" => &mut r.registration_stalled,
+        "--registration-cancelled" => &mut r.registration_cancelled,
+        "--registration-reversed" => &mut r.registration_reversed,
+        other => panic!("unknown anomaly {other}"),
+    }
+}
+
+/// Rates with one anomaly (by its flag name) set to `rate`.
+pub fn one_anomaly(flag: &str, rate: f64) -> SimRates {
+    let mut r = SimRates::default();
+    *rate_of(&mut r, flag) = rate;
+    r
+}
+
+/// Rates with every anomaly of [`ANOMALIES`] set to `rate`.
+pub fn every_anomaly(rate: f64) -> SimRates {
+    let mut r = SimRates::default();
+    for (flag, _) in ANOMALIES {
+        *rate_of(&mut r, flag) = rate;
+    }
+    r
 }
 
 pub fn counts(v: &Value) -> BTreeMap<String, u64> {
@@ -161,43 +220,6 @@ pub fn stated(pairs: &[(&str, u64)]) -> BTreeMap<String, u64> {
         *m.get_mut(*v).expect("a verdict of the vocabulary") += n;
     }
     m
-}
-
-/// One `event-audit reconcile`.
-#[derive(Debug)]
-pub struct Run {
-    pub code: Option<i32>,
-    pub stdout: String,
-    pub stderr: String,
-}
-
-impl Run {
-    pub fn json(&self) -> Value {
-        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {self:?}"))
-    }
-}
-
-pub async fn reconcile(db: &str, url: &str, token: &str, args: &[&str]) -> Run {
-    let mut cmd = Command::new(BIN);
-    cmd.args(["reconcile", "--database-url", db, "--rest-url", url])
-        .args(args);
-    for (k, _) in std::env::vars() {
-        if k.starts_with("EVENT_AUDIT_") {
-            cmd.env_remove(k);
-        }
-    }
-    let out = cmd
-        .env("EVENT_AUDIT_REST_TOKEN", token)
-        .env("RUST_LOG", "debug")
-        .stdin(Stdio::null())
-        .output()
-        .await
-        .expect("run event-audit reconcile");
-    Run {
-        code: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
 }
 
 /// Verdicts by external account number.

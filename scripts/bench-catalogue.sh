@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Catalogue-evolution benchmark on N messages of the load mix (this machine, shared: say so with
+# the figures):
+#   (1) `event-audit run` end to end, with the per-batch drift observations; the share of the
+#       batch write spent writing them (the `observe_ms` of the sink's batch timings)
+#   (2) `event-audit drift` on the resulting log (table and JSON)
+#   (3) `event-audit reprocess --dry-run` and `event-audit reprocess` (stored run): rows/s
+#   (4) `event-audit verify` afterwards (the re-verdicts included)
+# Usage: scripts/bench-catalogue.sh [N]   (default N=200000; env BATCH=2000, BIN=another build)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N=${1:-${N:-200000}}
+BATCH=${BATCH:-2000}
+PG=${PG_BASE_URL:-postgres://postgres@127.0.0.1:5432}
+export NATS_URL=${NATS_URL:-nats://127.0.0.1:4222}
+TAG="c$$"
+STREAM="BENCHCAT_${TAG}"
+DB="ea_bench_cat_${TAG}"
+BIN=${BIN:-target/release/event-audit}
+OUT=$(mktemp -d)
+
+[ "$BIN" = target/release/event-audit ] && cargo build --release --quiet
+cleanup() {
+    "$BIN" bench delete-stream --stream "$STREAM" >/dev/null 2>&1 || true
+    psql -q "$PG/postgres" -c "DROP DATABASE IF EXISTS $DB" >/dev/null 2>&1 || true
+    rm -rf "$OUT"
+}
+trap cleanup EXIT
+secs() { python3 -c "import sys; print(f'{(int(sys.argv[2]) - int(sys.argv[1])) / 1e9:.3f}')" "$1" "$2"; }
+
+echo "publishing $N messages to $STREAM ..."
+"$BIN" publish -n "$N" --stream "$STREAM" --subjects "${TAG}.>" --subject "${TAG}.load" 2>&1 | tail -1
+
+echo "(1) event-audit run ..."
+RUST_LOG="info,event_audit::ingest::sink=trace" "$BIN" --log-json run --database-url "$PG/$DB" \
+    --stream "$STREAM" --bind-only --consumer run --batch-size "$BATCH" --http-addr 127.0.0.1:0 \
+    --exit-when-idle 2> "$OUT/log"
+read -r n1 s1 r1 obs copy total < <(python3 - "$OUT/log" <<'PY'
+import json, sys
+obs = copy = total = 0.0
+run = None
+for line in open(sys.argv[1]):
+    try:
+        f = json.loads(line).get("fields", {})
+    except ValueError:
+        continue
+    if f.get("message") == "batch timings":
+        obs += f["observe_ms"]; copy += f["copy_ms"]
+        total += f["ids_ms"] + f["copy_ms"] + f["observe_ms"] + f["link_commit_ms"]
+    if f.get("message") == "stopped":
+        run = (f["messages"], round(f["busy_secs"], 3), int(f["per_sec"]))
+print(*run, round(obs), round(copy), round(total))
+PY
+)
+observations=$(psql -tA "$PG/$DB" -c "select count(*) from audit.field_observations")
+
+echo "(2) drift ..."
+t0=$(date +%s%N); "$BIN" drift --database-url "$PG/$DB" > "$OUT/drift.txt"; t1=$(date +%s%N)
+"$BIN" drift --database-url "$PG/$DB" --format json > /dev/null; t2=$(date +%s%N)
+d_table=$(secs "$t0" "$t1"); d_json=$(secs "$t1" "$t2")
+
+echo "(3) reprocess ..."
+t0=$(date +%s%N); "$BIN" reprocess --database-url "$PG/$DB" --dry-run > "$OUT/dry.txt"; t1=$(date +%s%N)
+"$BIN" reprocess --database-url "$PG/$DB" > "$OUT/run.txt"; t2=$(date +%s%N)
+r_dry=$(secs "$t0" "$t1"); r_run=$(secs "$t1" "$t2")
+rows=$(psql -tA "$PG/$DB" -c "select count(*) from audit.events")
+reverdicts=$(psql -tA "$PG/$DB" -c "select count(*) from audit.reverdicts")
+
+echo "(4) verify ..."
+t0=$(date +%s%N); verify=$("$BIN" verify --database-url "$PG/$DB" 2>&1 | tail -1); t1=$(date +%s%N)
+
+printf '\n%-52s %s\n' "measurement" "value"
+printf '%-52s %s\n' "(1) run: messages, seconds, events/s" "$n1 $s1 $r1"
+printf '%-52s %s\n' "(1) batch writes: total ms / COPY ms / observations ms" "$total / $copy / $obs"
+printf '%-52s %s\n' "(1) observation rows written" "$observations"
+printf '%-52s %s\n' "(2) drift (table), seconds" "$d_table"
+printf '%-52s %s\n' "(2) drift (json), seconds" "$d_json"
+printf '%-52s %s\n' "(3) reprocess --dry-run, seconds (rows/s)" "$r_dry ($(python3 -c "print(int($rows/$r_dry))"))"
+printf '%-52s %s\n' "(3) reprocess (stored), seconds (rows/s)" "$r_run ($(python3 -c "print(int($rows/$r_run))"))"
+printf '%-52s %s\n' "(3) rows / re-verdicts" "$rows / $reverdicts"
+printf '%-52s %s\n' "(4) verify, seconds" "$(secs "$t0" "$t1"): $verify"
+head -3 "$OUT/run.txt"

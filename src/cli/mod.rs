@@ -1,0 +1,186 @@
+//! The command line: every subcommand's arguments and the dispatch, a file per command. A
+//! command turns its arguments into [`crate::config::Settings`] (defaults → file → environment →
+//! flags, once) and calls into the library; output formatting lives here, logic does not.
+
+pub mod args;
+pub mod batch;
+pub mod catalogue;
+pub mod decode;
+pub mod drift;
+pub mod keygen;
+pub mod output;
+pub mod prove;
+pub mod reconcile;
+pub mod reprocess;
+pub mod run;
+pub mod runs;
+pub mod verify;
+pub mod verify_proof;
+mod verify_witness;
+pub mod witness_args;
+
+#[cfg(feature = "dev")]
+pub mod dev;
+
+use std::process::ExitCode;
+
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+
+/// `event-audit --version`: the version and the git commit `/metrics` reports.
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (git ",
+    env!("EVENT_AUDIT_GIT_HASH"),
+    ")"
+);
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "event-audit",
+    version = VERSION,
+    about = "Makes a platform's event bus auditable during customer migrations"
+)]
+pub struct Cli {
+    /// Log as JSON lines instead of human-readable text.
+    #[arg(long, global = true, env = "EVENT_AUDIT_LOG_JSON")]
+    pub log_json: bool,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// The daemon: consume the stream through a durable consumer into the audit log.
+    Run(run::RunArgs),
+    /// Rehash every row and walk the hash chain, report completeness; list every break (exit 1),
+    /// 2 when it could not verify.
+    Verify(verify::VerifyArgs),
+    /// Check an evidence bundle offline against the log's public key (no database, no NATS).
+    VerifyProof(verify_proof::VerifyProofArgs),
+    /// Write a key pair for signing checkpoints: PREFIX.key (private, 0600) and PREFIX.pub.
+    Keygen(keygen::KeygenArgs),
+    /// Write an evidence bundle (JSON) proving one event, or an account's events, against the
+    /// latest witnessed checkpoint.
+    Prove(prove::ProveArgs),
+    /// Reconcile a migration batch: outcome events against the platform's import status
+    /// (exit 0 all matched, 1 mismatches, 2 could not complete).
+    Reconcile(reconcile::ReconcileArgs),
+    /// Migration batches: register a manifest, close a batch, list them.
+    Batch {
+        #[command(subcommand)]
+        action: batch::BatchAction,
+    },
+    /// Decode JSON Lines envelopes (files, or stdin) and print one verdict per line.
+    Decode(decode::DecodeArgs),
+    /// What live traffic carries that the catalogue does not declare, per event version (from
+    /// the audit log's aggregates; read-only). `--suggest` prints a patch to events.toml.
+    Drift(drift::DriftArgs),
+    /// Judge stored events again from their raw bytes with this binary's catalogue (or
+    /// --catalogue-dir); prints the transitions; stores the run unless --dry-run.
+    Reprocess(reprocess::ReprocessArgs),
+    /// Inspect the event catalogue generated from catalogue/.
+    Catalogue {
+        #[command(subcommand)]
+        action: catalogue::CatalogueAction,
+    },
+    /// The first run: platform simulator + batch with anomalies + load + daemon + reconciliation;
+    /// prints where to look. Ctrl-C stops everything.
+    #[cfg(feature = "dev")]
+    Demo(dev::DemoArgs),
+    /// A simulated platform: plays a seeded migration batch onto NATS and serves the
+    /// Data-Import status endpoints (with injectable anomalies and faults).
+    #[cfg(feature = "dev")]
+    SimulatePlatform(dev::SimArgs),
+    /// Load generator: publish N catalogue events of a realistic mix to a subject.
+    #[cfg(feature = "dev")]
+    Publish(dev::PublishArgs),
+    /// Throughput ceilings for scripts/bench-ingest.sh.
+    #[cfg(feature = "dev")]
+    #[command(hide = true)]
+    Bench {
+        #[command(subcommand)]
+        what: dev::BenchWhat,
+    },
+}
+
+/// Parses argv; `--help` shows every setting's default from `config::defaults`. A URL with a
+/// password (or a NATS URL with any credentials) given as a command-line argument is refused:
+/// argv is visible to every user of the machine.
+pub fn parse() -> Cli {
+    let cmd = crate::config::layer::show_defaults(Cli::command());
+    let matches = cmd.get_matches();
+    if let Some((_, sub)) = matches.subcommand() {
+        if let Some(why) = credentials_in_argv(sub) {
+            eprintln!("event-audit: {why}");
+            std::process::exit(2);
+        }
+    }
+    Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+}
+
+/// Why a command line holds a credential, if it does.
+fn credentials_in_argv(m: &clap::ArgMatches) -> Option<String> {
+    for (id, flag, env) in [
+        ("database.url", "--database-url", "DATABASE_URL"),
+        ("nats.url", "--nats-url", "NATS_URL"),
+    ] {
+        // `try_get_one` first: it answers for commands without the option, where
+        // `value_source` would panic.
+        let Ok(Some(value)) = m.try_get_one::<String>(id) else {
+            continue;
+        };
+        if m.value_source(id) != Some(clap::parser::ValueSource::CommandLine) {
+            continue;
+        }
+        let secret = value.split(',').any(|part| {
+            let part = part.trim();
+            let with_scheme = if part.contains("://") {
+                part.to_owned()
+            } else {
+                format!("nats://{part}")
+            };
+            url::Url::parse(&with_scheme).is_ok_and(|u| {
+                u.password().is_some()
+                    || (id == "nats.url" && !u.username().is_empty())
+                    || u.query().is_some_and(|q| q.contains("password"))
+            })
+        });
+        if secret {
+            return Some(format!(
+                "{flag} holds credentials, and the command line is visible to every user of the machine; pass the URL in the environment ({env}) or the --config file instead"
+            ));
+        }
+    }
+    None
+}
+
+/// A multi-threaded runtime for the commands that do I/O.
+pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?)
+}
+
+pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Run(args) => run::run(args),
+        Command::Verify(args) => verify::run(args),
+        Command::VerifyProof(args) => verify_proof::run(args),
+        Command::Keygen(args) => keygen::run(args),
+        Command::Prove(args) => prove::run(args),
+        Command::Reconcile(args) => reconcile::run(args),
+        Command::Batch { action } => batch::run(action),
+        Command::Decode(args) => decode::run(&args.files),
+        Command::Drift(args) => drift::run(args),
+        Command::Reprocess(args) => reprocess::run(args),
+        Command::Catalogue { action } => catalogue::run(action),
+        #[cfg(feature = "dev")]
+        Command::Demo(args) => dev::demo(args),
+        #[cfg(feature = "dev")]
+        Command::SimulatePlatform(args) => dev::simulate(args),
+        #[cfg(feature = "dev")]
+        Command::Publish(args) => dev::publish(args),
+        #[cfg(feature = "dev")]
+        Command::Bench { what } => dev::bench(what),
+    }
+}

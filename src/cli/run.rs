@@ -1,0 +1,51 @@
+//! `event-audit run`: the daemon's options; builds the settings, then the app, and runs it
+//! until SIGTERM or SIGINT.
+
+use std::process::ExitCode;
+
+use serde::Serialize;
+
+use super::args::{
+    ConfigArg, ConsumerArgs, DatabaseArgs, HttpArgs, IngestArgs, NatsArgs, RestArgs, ScheduleArgs,
+};
+use super::witness_args::SignerArgs;
+use crate::app::{shutdown_signal, App};
+
+/// Options of `event-audit run`.
+#[derive(clap::Args, Debug, Clone, Default, Serialize)]
+pub struct RunArgs {
+    #[command(flatten)]
+    #[serde(skip)]
+    pub config: ConfigArg,
+    #[command(flatten)]
+    pub database: DatabaseArgs,
+    #[command(flatten)]
+    pub nats: NatsArgs,
+    #[command(flatten)]
+    pub stream: ConsumerArgs,
+    #[command(flatten)]
+    pub ingest: IngestArgs,
+    #[command(flatten)]
+    pub http: HttpArgs,
+    #[command(flatten)]
+    pub rest: RestArgs,
+    #[command(flatten)]
+    pub reconcile: ScheduleArgs,
+    #[command(flatten)]
+    pub witness: SignerArgs,
+}
+
+pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let settings = args.config.load(&args)?;
+    super::runtime()?.block_on(async {
+        let app = App::build(settings).await?;
+        let stop = app.stop_token();
+        let signal = shutdown_signal();
+        tokio::spawn(async move {
+            signal.cancelled().await;
+            stop.cancel();
+        });
+        app.run_until_stopped().await?;
+        Ok(ExitCode::SUCCESS)
+    })
+}

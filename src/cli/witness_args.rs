@@ -1,0 +1,80 @@
+//! The witnessed log's option groups: the daemon's signer (`run`) and the readers' (`verify`,
+//! `prove`). Every field becomes a `witness.*` settings override.
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+use serde_with::skip_serializing_none;
+
+use super::args::is_false;
+use crate::config::Dur;
+
+/// `run`: signing and publishing checkpoints.
+#[skip_serializing_none]
+#[derive(clap::Args, Debug, Clone, Default, Serialize)]
+pub struct SignerArgs {
+    /// Private key file (`event-audit keygen`); without it checkpoints are off. The key is
+    /// never stored in the database, passed in argv or logged.
+    #[arg(
+        long,
+        id = "witness.signing_key_file",
+        env = "EVENT_AUDIT_SIGNING_KEY_FILE"
+    )]
+    pub signing_key_file: Option<PathBuf>,
+    /// How often a checkpoint is signed (only when the log grew), and once at shutdown.
+    #[arg(
+        long,
+        id = "witness.checkpoint_interval",
+        env = "EVENT_AUDIT_CHECKPOINT_INTERVAL"
+    )]
+    pub checkpoint_interval: Option<Dur>,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub place: PlaceArgs,
+}
+
+/// Where checkpoints are witnessed, and the log's name in them.
+#[skip_serializing_none]
+#[derive(clap::Args, Debug, Clone, Default, Serialize)]
+pub struct PlaceArgs {
+    /// JetStream stream witnessing the checkpoints (created with deny-delete, deny-purge).
+    #[arg(
+        long,
+        id = "witness.checkpoint_stream",
+        env = "EVENT_AUDIT_CHECKPOINT_STREAM"
+    )]
+    pub checkpoint_stream: Option<String>,
+    /// Directory of checkpoint files (the daemon writes each one there too; `verify` and
+    /// `prove` read it instead of the stream).
+    #[arg(
+        long,
+        id = "witness.checkpoint_dir",
+        env = "EVENT_AUDIT_CHECKPOINT_DIR"
+    )]
+    pub checkpoint_dir: Option<PathBuf>,
+    /// The log's name in its checkpoints (default: the key's name; keygen's default is
+    /// event-audit/<database name>).
+    #[arg(long, id = "witness.origin", env = "EVENT_AUDIT_ORIGIN")]
+    pub origin: Option<String>,
+}
+
+/// `verify`: checking the log against the witnessed checkpoints.
+#[skip_serializing_none]
+#[derive(clap::Args, Debug, Clone, Default, Serialize)]
+pub struct ReaderArgs {
+    /// The log's public key file (`keygen`'s .pub): verify against the witnessed checkpoints.
+    #[arg(long, id = "witness.public_key", env = "EVENT_AUDIT_PUBLIC_KEY")]
+    pub public_key: Option<PathBuf>,
+    /// Hash every row into the tree again (default: only those after the checkpoint checked
+    /// last time, remembered in the state file).
+    #[arg(long, id = "witness.full")]
+    #[serde(skip_serializing_if = "is_false")]
+    pub full: bool,
+    /// Where the last checked checkpoint is remembered (default
+    /// $HOME/.local/state/event-audit/<origin>.json).
+    #[arg(long, id = "witness.state_file")]
+    pub state_file: Option<PathBuf>,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub place: PlaceArgs,
+}

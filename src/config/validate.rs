@@ -1,0 +1,500 @@
+//! Start-up validation: values that cannot work are refused (never clamped), each error naming
+//! the key, the value (credentials redacted) and what is allowed. Also the URL redaction every
+//! message and report uses.
+
+use std::fmt;
+
+use super::{Dur, Settings};
+
+/// One refused setting.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Invalid {
+    /// Dotted settings path, e.g. `ingest.batch_size` (flag `--batch-size`).
+    pub key: String,
+    /// The value as given (redacted when it may hold a credential).
+    pub value: String,
+    pub reason: String,
+}
+
+/// Every refused setting at once.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct ConfigError(pub Vec<Invalid>);
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, e) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str("; ")?;
+            }
+            write!(f, "setting `{}` = {}: {}", e.key, e.value, e.reason)?;
+        }
+        Ok(())
+    }
+}
+
+struct Check(Vec<Invalid>);
+
+impl Check {
+    fn fail(&mut self, key: &str, value: impl fmt::Display, reason: impl Into<String>) {
+        self.0.push(Invalid {
+            key: key.into(),
+            value: value.to_string(),
+            reason: reason.into(),
+        });
+    }
+
+    fn range<T: PartialOrd + fmt::Display + Copy>(&mut self, key: &str, v: T, lo: T, hi: T) {
+        if v < lo || v > hi {
+            self.fail(key, v, format!("must be between {lo} and {hi}"));
+        }
+    }
+
+    fn dur(&mut self, key: &str, v: Dur, lo: Dur, hi: Dur) {
+        if v < lo || v > hi {
+            self.fail(key, v, format!("must be between {lo} and {hi}"));
+        }
+    }
+
+    fn fraction(&mut self, key: &str, v: f64) {
+        if !(0.0..=1.0).contains(&v) {
+            self.fail(key, v, "must be a fraction between 0 and 1");
+        }
+    }
+}
+
+/// Why a PostgreSQL URL is unusable, if it is.
+pub fn database_url_problem(url: &str) -> Option<&'static str> {
+    let Ok(u) = url::Url::parse(url) else {
+        return Some("not a URL (expected postgres://USER@HOST:PORT/DATABASE)");
+    };
+    if !matches!(u.scheme(), "postgres" | "postgresql") {
+        return Some("the scheme must be postgres:// or postgresql://");
+    }
+    if u.host_str().is_none_or(str::is_empty) {
+        return Some("the URL names no host (expected postgres://USER@HOST:PORT/DATABASE)");
+    }
+    if u.path().trim_start_matches('/').is_empty() {
+        return Some("the URL names no database (expected postgres://USER@HOST:PORT/DATABASE)");
+    }
+    None
+}
+
+fn nats_url_problem(url: &str) -> Option<&'static str> {
+    for part in url.split(',') {
+        let part = part.trim();
+        let with_scheme = if part.contains("://") {
+            part.to_owned()
+        } else {
+            format!("nats://{part}")
+        };
+        let Ok(u) = url::Url::parse(&with_scheme) else {
+            return Some("not a NATS URL (expected nats://HOST:PORT)");
+        };
+        if !matches!(u.scheme(), "nats" | "tls" | "ws" | "wss") {
+            return Some("the scheme must be nats://, tls://, ws:// or wss://");
+        }
+        if u.host_str().is_none_or(str::is_empty) {
+            return Some("the URL names no host");
+        }
+    }
+    None
+}
+
+impl Settings {
+    /// Refuses values that cannot work, naming each key.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let mut c = Check(Vec::new());
+        if let Some(why) = database_url_problem(&self.database.url) {
+            c.fail("database.url", redact_url(&self.database.url), why);
+        }
+        if let Some(why) = database_url_problem(&self.demo.database_url) {
+            c.fail(
+                "demo.database_url",
+                redact_url(&self.demo.database_url),
+                why,
+            );
+        }
+        c.range("database.connections", self.database.connections, 1, 100);
+        c.dur(
+            "database.connect_timeout",
+            self.database.connect_timeout,
+            Dur::millis(100),
+            Dur::secs(600),
+        );
+        c.dur(
+            "database.statement_timeout",
+            self.database.statement_timeout,
+            Dur::millis(100),
+            Dur::secs(86_400),
+        );
+        c.dur(
+            "database.write_timeout",
+            self.database.write_timeout,
+            Dur::millis(100),
+            Dur::secs(86_400),
+        );
+        if let Some(why) = nats_url_problem(&self.nats.url) {
+            c.fail("nats.url", redact_nats_url(&self.nats.url), why);
+        }
+        c.dur(
+            "nats.connect_timeout",
+            self.nats.connect_timeout,
+            Dur::millis(100),
+            Dur::secs(600),
+        );
+        self.validate_nats_auth(&mut c);
+        if self.stream.name.is_empty()
+            || !self
+                .stream
+                .name
+                .chars()
+                .all(|ch| ch.is_ascii_alphanumeric() || ch == '_' || ch == '-')
+        {
+            c.fail(
+                "stream.name",
+                &self.stream.name,
+                "letters, digits, `_` and `-` only, not empty",
+            );
+        }
+        if self.stream.subjects.is_empty() || self.stream.subjects.iter().any(|s| s.is_empty()) {
+            c.fail(
+                "stream.subjects",
+                self.stream.subjects.join(","),
+                "at least one non-empty subject",
+            );
+        }
+        if self.stream.consumer.is_empty() || self.stream.consumer.contains(['.', '*', '>', ' ']) {
+            c.fail(
+                "stream.consumer",
+                &self.stream.consumer,
+                "a non-empty name without `.`, `*`, `>` or spaces",
+            );
+        }
+        c.dur(
+            "stream.ack_wait",
+            self.stream.ack_wait,
+            Dur::secs(1),
+            Dur::secs(3600),
+        );
+        c.range("ingest.batch_size", self.ingest.batch_size, 1, 100_000);
+        c.range("ingest.writers", self.ingest.writers, 1, 16);
+        c.dur(
+            "ingest.linger",
+            self.ingest.linger,
+            Dur::millis(0),
+            Dur::secs(10),
+        );
+        c.dur(
+            "ingest.stall_timeout",
+            self.ingest.stall_timeout,
+            Dur::secs(1),
+            Dur::secs(86_400),
+        );
+        c.dur(
+            "ingest.shutdown_timeout",
+            self.ingest.shutdown_timeout,
+            Dur::millis(100),
+            Dur::secs(3600),
+        );
+        c.dur(
+            "http.header_timeout",
+            self.http.header_timeout,
+            Dur::millis(100),
+            Dur::secs(600),
+        );
+        c.dur(
+            "http.idle_timeout",
+            self.http.idle_timeout,
+            Dur::millis(100),
+            Dur::secs(86_400),
+        );
+        c.range("http.max_connections", self.http.max_connections, 4, 65_536);
+        c.range(
+            "http.max_header_bytes",
+            self.http.max_header_bytes,
+            1024,
+            1 << 20,
+        );
+        if let Some(url) = &self.rest.url {
+            match url::Url::parse(url) {
+                Ok(u) if matches!(u.scheme(), "http" | "https") => {}
+                _ => c.fail("rest.url", "<given>", "an http:// or https:// URL"),
+            }
+        }
+        c.dur(
+            "rest.timeout",
+            self.rest.timeout,
+            Dur::millis(1),
+            Dur::secs(3600),
+        );
+        c.dur(
+            "rest.list_timeout",
+            self.rest.list_timeout,
+            Dur::millis(1),
+            Dur::secs(3600),
+        );
+        c.range("rest.concurrency", self.rest.concurrency, 1, 256);
+        if !(0.0..=100_000.0).contains(&self.rest.rate) {
+            c.fail(
+                "rest.rate",
+                self.rest.rate,
+                "between 0 (no limit) and 100000",
+            );
+        }
+        c.range("rest.retries", self.rest.retries, 0, 20);
+        c.dur(
+            "reconcile.interval",
+            self.reconcile.interval,
+            Dur::secs(1),
+            Dur::secs(86_400 * 7),
+        );
+        if self.reconcile.suppliers.iter().any(|s| s.trim().is_empty()) {
+            c.fail(
+                "reconcile.suppliers",
+                "\"\"",
+                "supplier codes must not be empty",
+            );
+        }
+        for (key, url) in [
+            ("http.public_url", &self.http.public_url),
+            ("rest.graphql_url", &self.rest.graphql_url),
+        ] {
+            if let Some(url) = url {
+                match url::Url::parse(url) {
+                    Ok(u) if matches!(u.scheme(), "http" | "https") && u.has_host() => {}
+                    _ => c.fail(key, redact_url(url), "an http:// or https:// URL"),
+                }
+            }
+        }
+        c.dur(
+            "http.link_ttl",
+            self.http.link_ttl,
+            Dur::secs(60),
+            Dur::secs(86_400),
+        );
+        if !self.rest.token_mutation.contains("mutation") {
+            c.fail(
+                "rest.token_mutation",
+                "<given>",
+                "a GraphQL mutation document (`mutation ... { ... }`)",
+            );
+        }
+        c.dur(
+            "reconcile.close_after",
+            self.reconcile.close_after,
+            Dur::secs(1),
+            Dur::secs(86_400 * 90),
+        );
+        c.dur(
+            "reconcile.registration_grace",
+            self.reconcile.registration_grace,
+            Dur::secs(60),
+            Dur::secs(86_400 * 90),
+        );
+        c.dur(
+            "reconcile.poll",
+            self.reconcile.poll,
+            Dur::secs(1),
+            Dur::secs(3600),
+        );
+        c.range("publish.window", self.publish.window, 1, 65_536);
+        c.range("simulator.window", self.simulator.window, 1, 65_536);
+        let r = &self.simulator.rates;
+        for (key, v) in [
+            ("simulator.rates.drop_completion", r.drop_completion),
+            ("simulator.rates.wrong_identifier", r.wrong_identifier),
+            ("simulator.rates.error_but_created", r.error_but_created),
+            ("simulator.rates.cancelled", r.cancelled),
+            (
+                "simulator.rates.cancelled_but_imported",
+                r.cancelled_but_imported,
+            ),
+            ("simulator.rates.dry_run", r.dry_run),
+            ("simulator.rates.duplicate_events", r.duplicate_events),
+            ("simulator.rates.late_events", r.late_events),
+            ("simulator.rates.left_in_progress", r.left_in_progress),
+            ("simulator.rates.left_pending", r.left_pending),
+            ("simulator.rates.failed", r.failed),
+            ("simulator.rates.missing_in_platform", r.missing_in_platform),
+            (
+                "simulator.rates.registration_in_flight",
+                r.registration_in_flight,
+            ),
+            (
+                "simulator.rates.registration_never_requested",
+                r.registration_never_requested,
+            ),
+            (
+                "simulator.rates.registration_stalled",
+                r.registration_stalled,
+            ),
+            (
+                "simulator.rates.registration_cancelled",
+                r.registration_cancelled,
+            ),
+            (
+                "simulator.rates.registration_reversed",
+                r.registration_reversed,
+            ),
+            ("simulator.rest_5xx", self.simulator.rest_5xx),
+            ("simulator.rest_down", self.simulator.rest_down),
+            ("simulator.rest_slow", self.simulator.rest_slow),
+        ] {
+            c.fraction(key, v);
+        }
+        if c.0.is_empty() {
+            Ok(())
+        } else {
+            Err(ConfigError(c.0))
+        }
+    }
+}
+
+impl Settings {
+    /// One way of authenticating to NATS at a time; a client certificate comes with its key.
+    fn validate_nats_auth(&self, c: &mut Check) {
+        let n = &self.nats;
+        let ways = [
+            ("nats.password_file", n.password_file.is_some()),
+            ("nats.token_file", n.token_file.is_some()),
+            ("nats.nkey_file", n.nkey_file.is_some()),
+            ("nats.creds_file", n.creds_file.is_some()),
+        ];
+        let given: Vec<&str> = ways.iter().filter(|w| w.1).map(|w| w.0).collect();
+        if given.len() > 1 {
+            c.fail(
+                given[1],
+                "<given>",
+                format!(
+                    "only one way of authenticating to NATS at a time (also `{}` is set)",
+                    given[0]
+                ),
+            );
+        }
+        if n.password_file.is_some() && n.user.is_none() {
+            c.fail(
+                "nats.password_file",
+                "<given>",
+                "needs `nats.user` (--nats-user or NATS_USER)",
+            );
+        }
+        if n.user.as_deref().is_some_and(str::is_empty) {
+            c.fail("nats.user", "\"\"", "a non-empty user name");
+        }
+        if n.tls_cert_file.is_some() != n.tls_key_file.is_some() {
+            let (key, missing) = if n.tls_cert_file.is_some() {
+                ("nats.tls_cert_file", "nats.tls_key_file")
+            } else {
+                ("nats.tls_key_file", "nats.tls_cert_file")
+            };
+            c.fail(
+                key,
+                "<given>",
+                format!("needs `{missing}` too (a client certificate comes with its key)"),
+            );
+        }
+    }
+}
+
+/// A database URL without its password and query string (`?password=` is valid for libpq).
+pub fn redact_url(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut u) => {
+            if u.password().is_some() {
+                let _ = u.set_password(Some("***"));
+            }
+            if u.query().is_some() {
+                u.set_query(Some("..."));
+            }
+            u.to_string()
+        }
+        Err(_) => "<unparsable URL>".into(),
+    }
+}
+
+/// A NATS URL (or comma-separated list) with any credentials replaced.
+pub fn redact_nats_url(url: &str) -> String {
+    url.split(',')
+        .map(|part| {
+            let part = part.trim();
+            let with_scheme = if part.contains("://") {
+                part.to_owned()
+            } else {
+                format!("nats://{part}")
+            };
+            match url::Url::parse(&with_scheme) {
+                Ok(mut u) if !u.username().is_empty() || u.password().is_some() => {
+                    let _ = u.set_username("***");
+                    let _ = u.set_password(None);
+                    u.to_string()
+                }
+                Ok(u) => u.to_string(),
+                Err(_) => "<unparsable NATS URL>".to_owned(),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid() {
+        assert_eq!(Settings::default().validate(), Ok(()));
+    }
+
+    #[test]
+    fn refuses_with_key_value_and_range() {
+        let mut s = Settings::default();
+        s.ingest.batch_size = 0;
+        s.ingest.writers = 0;
+        s.stream.ack_wait = Dur::secs(0);
+        s.database.url = "postgresql:/127.0.0.1/x".into();
+        let err = s.validate().expect_err("invalid").to_string();
+        assert!(
+            err.contains("`ingest.batch_size` = 0: must be between 1 and 100000"),
+            "{err}"
+        );
+        assert!(err.contains("`ingest.writers` = 0"), "{err}");
+        assert!(err.contains("`stream.ack_wait` = 0s"), "{err}");
+        assert!(err.contains("`database.url`"), "{err}");
+        s = Settings::default();
+        s.database.url = "mysql://u:secret@h/db".into();
+        let err = s.validate().expect_err("invalid").to_string();
+        assert!(
+            err.contains("postgres://") && !err.contains("secret"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn new_settings_are_refused_out_of_range() {
+        let mut s = Settings::default();
+        s.http.link_ttl = Dur::secs(5);
+        s.http.public_url = Some("ftp://h/".into());
+        s.reconcile.poll = Dur::secs(0);
+        s.reconcile.registration_grace = Dur::secs(1);
+        s.rest.token_mutation = "query { me }".into();
+        let err = s.validate().expect_err("invalid").to_string();
+        for key in [
+            "`http.link_ttl` = 5s",
+            "`http.public_url`",
+            "`reconcile.poll` = 0s",
+            "`reconcile.registration_grace` = 1s",
+            "`rest.token_mutation`",
+        ] {
+            assert!(err.contains(key), "{key}: {err}");
+        }
+    }
+
+    #[test]
+    fn credentials_never_survive_redaction() {
+        let r = redact_nats_url("nats://user:secret@h1:4222, nats://h2:4222");
+        assert!(!r.contains("secret") && !r.contains("user"), "{r}");
+        assert!(r.contains("h2"), "{r}");
+        let d = redact_url("postgres://u:pw@h/db?password=hunter2");
+        assert!(!d.contains("pw") && !d.contains("hunter2"), "{d}");
+    }
+}

@@ -1,0 +1,198 @@
+//! Database errors and their classification by SQLSTATE, in one place: the message's fault
+//! (recorded as data), transient (retried), or permanent (readiness fails, the daemon exits).
+
+use std::time::Duration;
+
+/// How a caller must treat a database error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Class {
+    /// The data was refused (classes 22 data exception, 54 program limit): when a message's
+    /// content caused it, that message is recorded without the refused part, with the reason.
+    Data,
+    /// Connection, serialization, deadlock, resources, shutdown, timeouts: retry.
+    Transient,
+    /// A unique key already present (23505): the caller decides (a redelivery).
+    Duplicate,
+    /// Permissions, undefined objects, configuration, a missing database: retrying cannot help.
+    Permanent,
+}
+
+/// Errors at the database boundary.
+#[derive(Debug, thiserror::Error)]
+pub enum DbError {
+    /// `cause` is not a `#[source]`: the message already says it, once.
+    #[error("PostgreSQL {action}{}: {}", at_place(.place), describe(.cause))]
+    Sql {
+        action: &'static str,
+        place: Option<String>,
+        cause: sqlx::Error,
+    },
+    #[error("PostgreSQL {action} at {place}: no answer within {after:?}; check that the server is up and reachable")]
+    Timeout {
+        action: &'static str,
+        place: String,
+        after: Duration,
+    },
+    #[error("applying migrations at {place}: {message}")]
+    Migrate { place: String, message: String },
+    #[error("invalid database URL {url}: {reason}")]
+    Url { url: String, reason: String },
+    #[error("database {place} does not exist; check the database name (reading commands never create it)")]
+    Missing { place: String },
+    #[error("database {place} holds no audit log (schema `audit` missing); run `event-audit run` against it first")]
+    NotMigrated { place: String },
+    #[error("{what} is corrupt: {why}; run `event-audit verify` to find what changed")]
+    Corrupt {
+        what: &'static str,
+        why: &'static str,
+    },
+}
+
+fn at_place(place: &Option<String>) -> String {
+    place
+        .as_deref()
+        .map_or_else(String::new, |p| format!(" at {p}"))
+}
+
+/// One line per cause, without repeating it (sqlx's `Display` already includes its source).
+fn describe(e: &sqlx::Error) -> String {
+    match e {
+        sqlx::Error::Database(db) => match db.code() {
+            Some(code) => format!("{} (SQLSTATE {code})", db.message()),
+            None => db.message().to_owned(),
+        },
+        sqlx::Error::Io(io) => format!("{io}; check that PostgreSQL listens there"),
+        sqlx::Error::Tls(e) => format!("TLS: {e}"),
+        sqlx::Error::PoolTimedOut => {
+            "no connection available in time (server down or overloaded)".into()
+        }
+        other => other.to_string(),
+    }
+}
+
+/// Adds the action to a `sqlx` result.
+pub trait Ctx<T> {
+    fn ctx(self, action: &'static str) -> Result<T, DbError>;
+}
+
+impl<T> Ctx<T> for Result<T, sqlx::Error> {
+    fn ctx(self, action: &'static str) -> Result<T, DbError> {
+        self.map_err(|cause| DbError::Sql {
+            action,
+            place: None,
+            cause,
+        })
+    }
+}
+
+impl DbError {
+    /// Names where it happened (host, port, database; never credentials).
+    pub fn at(self, place: &str) -> DbError {
+        match self {
+            DbError::Sql { action, cause, .. } => {
+                if sqlstate_of(&cause).as_deref() == Some("3D000") {
+                    return DbError::Missing {
+                        place: place.to_owned(),
+                    };
+                }
+                DbError::Sql {
+                    action,
+                    place: Some(place.to_owned()),
+                    cause,
+                }
+            }
+            other => other,
+        }
+    }
+
+    /// The SQLSTATE, for database errors.
+    pub fn sqlstate(&self) -> Option<String> {
+        match self {
+            DbError::Sql { cause, .. } => sqlstate_of(cause),
+            _ => None,
+        }
+    }
+
+    /// How to treat this error (see [`Class`]).
+    pub fn class(&self) -> Class {
+        match self {
+            DbError::Sql { cause, .. } => match sqlstate_of(cause) {
+                Some(code) => classify(&code),
+                None => match cause {
+                    // The configuration, or the program and the schema disagreeing: retrying
+                    // the same call cannot help.
+                    sqlx::Error::Configuration(_)
+                    | sqlx::Error::Tls(_)
+                    | sqlx::Error::RowNotFound
+                    | sqlx::Error::TypeNotFound { .. }
+                    | sqlx::Error::ColumnIndexOutOfBounds { .. }
+                    | sqlx::Error::ColumnNotFound(_)
+                    | sqlx::Error::ColumnDecode { .. }
+                    | sqlx::Error::Encode(_)
+                    | sqlx::Error::Decode(_) => Class::Permanent,
+                    _ => Class::Transient,
+                },
+            },
+            DbError::Timeout { .. } => Class::Transient,
+            DbError::Migrate { .. }
+            | DbError::Url { .. }
+            | DbError::Missing { .. }
+            | DbError::NotMigrated { .. }
+            | DbError::Corrupt { .. } => Class::Permanent,
+        }
+    }
+
+    pub fn is_transient(&self) -> bool {
+        self.class() == Class::Transient
+    }
+}
+
+fn sqlstate_of(e: &sqlx::Error) -> Option<String> {
+    match e {
+        sqlx::Error::Database(db) => db.code().map(|c| c.into_owned()),
+        _ => None,
+    }
+}
+
+/// SQLSTATE → class (PostgreSQL appendix A).
+pub fn classify(code: &str) -> Class {
+    match code {
+        "23505" => Class::Duplicate,
+        // 57014 query_canceled (statement_timeout), 57P01..57P05 shutdowns and idle timeouts.
+        "57014" | "57P01" | "57P02" | "57P03" | "57P04" | "57P05" => Class::Transient,
+        "55P03" | "55006" => Class::Transient, // lock not available, object in use
+        _ => match &code[..code.len().min(2)] {
+            "22" | "54" => Class::Data,
+            "08" | "40" | "53" | "58" | "XX" => Class::Transient,
+            _ => Class::Permanent,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classes() {
+        for (code, class) in [
+            ("22P02", Class::Data),
+            ("22P05", Class::Data),
+            ("54001", Class::Data),
+            ("08006", Class::Transient),
+            ("40001", Class::Transient),
+            ("40P01", Class::Transient),
+            ("53300", Class::Transient),
+            ("57P01", Class::Transient),
+            ("57014", Class::Transient),
+            ("23505", Class::Duplicate),
+            ("42501", Class::Permanent),
+            ("42P01", Class::Permanent),
+            ("3D000", Class::Permanent),
+            ("28P01", Class::Permanent),
+            ("F0000", Class::Permanent),
+        ] {
+            assert_eq!(classify(code), class, "{code}");
+        }
+    }
+}

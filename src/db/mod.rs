@@ -1,0 +1,300 @@
+//! The PostgreSQL connection: opening the audit log as its writer (create the database if
+//! missing, migrate, work as the writer role) or as a reader (never create, never migrate), and
+//! the one place where database errors are classified by SQLSTATE.
+
+mod error;
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use sqlx::migrate::MigrateDatabase;
+use sqlx::pool::PoolConnection;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::{Connection, Executor, PgConnection, PgPool, Postgres};
+
+use crate::config::{redact_url, DatabaseSettings};
+pub use error::{Class, Ctx, DbError};
+
+/// The role the daemon works as (it cannot UPDATE, DELETE or TRUNCATE the log).
+pub const WRITER_ROLE: &str = "event_audit_writer";
+
+/// How long a readiness ping may take.
+const PING_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// A pool on the audit log's database. Cheap to clone.
+#[derive(Clone)]
+pub struct Db {
+    pool: PgPool,
+    /// Host, port and database, for messages (never credentials).
+    place: String,
+    /// The client-side bound of one batch write (`database.write_timeout`).
+    write_timeout: Duration,
+}
+
+/// `host:port/database` of a URL, for messages.
+fn place_of(opts: &PgConnectOptions) -> String {
+    format!(
+        "{}:{}/{}",
+        opts.get_host(),
+        opts.get_port(),
+        opts.get_database().unwrap_or("?")
+    )
+}
+
+fn options(s: &DatabaseSettings) -> Result<PgConnectOptions, DbError> {
+    if let Some(why) = crate::config::validate::database_url_problem(&s.url) {
+        return Err(DbError::Url {
+            url: redact_url(&s.url),
+            reason: why.to_owned(),
+        });
+    }
+    s.url.parse().map_err(|e: sqlx::Error| DbError::Url {
+        url: redact_url(&s.url),
+        reason: e.to_string().chars().take(200).collect(),
+    })
+}
+
+async fn bounded<T>(
+    place: &str,
+    limit: Duration,
+    action: &'static str,
+    f: impl std::future::Future<Output = Result<T, sqlx::Error>>,
+) -> Result<T, DbError> {
+    match tokio::time::timeout(limit, f).await {
+        Ok(r) => r.ctx(action),
+        Err(_) => Err(DbError::Timeout {
+            action,
+            place: place.to_owned(),
+            after: limit,
+        }),
+    }
+}
+
+impl Db {
+    /// The writer's pool: creates the database if missing, applies the migrations as the
+    /// connecting user, then opens connections that work as [`WRITER_ROLE`].
+    pub async fn open_writer(s: &DatabaseSettings) -> Result<Db, DbError> {
+        let opts = options(s)?;
+        let place = place_of(&opts);
+        let limit = s.connect_timeout.get();
+        let exists = bounded(&place, limit, "look up the database", async {
+            Postgres::database_exists(&s.url).await
+        })
+        .await
+        .map_err(|e| e.at(&place))?;
+        if !exists {
+            let created = bounded(&place, limit, "create the database", async {
+                Postgres::create_database(&s.url).await
+            })
+            .await;
+            // Another instance may have created it meanwhile.
+            if let Err(e) = created {
+                let exists = bounded(&place, limit, "look up the database", async {
+                    Postgres::database_exists(&s.url).await
+                })
+                .await;
+                if !exists.unwrap_or(false) {
+                    return Err(e.at(&place));
+                }
+            }
+        }
+        let mut conn = bounded(&place, limit, "connect", PgConnection::connect_with(&opts))
+            .await
+            .map_err(|e| e.at(&place))?;
+        sqlx::migrate!("./migrations")
+            .run(&mut conn)
+            .await
+            .map_err(|e| DbError::Migrate {
+                place: place.clone(),
+                message: e.to_string(),
+            })?;
+        let _ = conn.close().await;
+        // Every statement and every idle moment inside a transaction is bounded on the server
+        // (a transaction left open by a vanished client must not hold the chain head's lock);
+        // the migrations above ran without these bounds.
+        let bound = format!("{}ms", s.statement_timeout.get().as_millis().max(1));
+        let opts = opts.application_name("event-audit").options([
+            ("statement_timeout", bound.as_str()),
+            ("idle_in_transaction_session_timeout", bound.as_str()),
+        ]);
+        let pool = PgPoolOptions::new()
+            .max_connections(s.connections)
+            .acquire_timeout(limit)
+            .after_connect(|conn, _| {
+                Box::pin(async move {
+                    conn.execute(format!("SET ROLE {WRITER_ROLE}").as_str())
+                        .await?;
+                    Ok(())
+                })
+            })
+            .connect_with(opts)
+            .await
+            .ctx("connect")
+            .map_err(|e| e.at(&place))?;
+        let db = Db {
+            pool,
+            place,
+            write_timeout: s.write_timeout.get(),
+        };
+        db.ensure_partitions(Utc::now()).await?;
+        Ok(db)
+    }
+
+    /// A pool on an existing audit log, as the connecting user: never creates the database and never migrates. A missing database is
+    /// [`DbError::Missing`]; a database without the audit schema is [`DbError::NotMigrated`].
+    pub async fn open_existing(s: &DatabaseSettings, connections: u32) -> Result<Db, DbError> {
+        let opts = options(s)?;
+        let place = place_of(&opts);
+        let pool = PgPoolOptions::new()
+            .max_connections(connections.max(1))
+            .acquire_timeout(s.connect_timeout.get())
+            .connect_with(opts)
+            .await
+            .ctx("connect")
+            .map_err(|e| e.at(&place))?;
+        let migrated: bool = sqlx::query_scalar("SELECT to_regclass('audit.events') IS NOT NULL")
+            .fetch_one(&pool)
+            .await
+            .ctx("look up the audit schema")
+            .map_err(|e| e.at(&place))?;
+        if !migrated {
+            return Err(DbError::NotMigrated { place });
+        }
+        Ok(Db {
+            pool,
+            place,
+            write_timeout: s.write_timeout.get(),
+        })
+    }
+
+    /// Wraps an existing pool (tests); the caller decides the role.
+    pub fn from_pool(pool: PgPool) -> Db {
+        let place = place_of(&pool.connect_options());
+        Db {
+            pool,
+            place,
+            write_timeout: crate::config::defaults::DB_WRITE_TIMEOUT.get(),
+        }
+    }
+
+    /// The client-side bound of one batch write.
+    pub fn write_timeout(&self) -> Duration {
+        self.write_timeout
+    }
+
+    /// A connection of the pool, within the pool's acquire timeout (the connect timeout).
+    pub async fn acquire(&self) -> Result<PoolConnection<Postgres>, DbError> {
+        self.pool
+            .acquire()
+            .await
+            .ctx("acquire a connection")
+            .map_err(|e| e.at(&self.place))
+    }
+
+    /// The error of a call cut off after `after`. The caller must [`forget`] the connection
+    /// the call was using.
+    pub fn timed_out(&self, action: &'static str, after: Duration) -> DbError {
+        DbError::Timeout {
+            action,
+            place: self.place.clone(),
+            after,
+        }
+    }
+
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
+    /// `host:port/database`, for messages.
+    pub fn place(&self) -> &str {
+        &self.place
+    }
+
+    /// Monthly partitions from last month to three months ahead.
+    pub async fn ensure_partitions(&self, now: DateTime<Utc>) -> Result<i32, DbError> {
+        sqlx::query_scalar("SELECT audit.ensure_partitions($1 - interval '1 month', 5)")
+            .bind(now)
+            .fetch_one(&self.pool)
+            .await
+            .ctx("create partitions")
+    }
+
+    /// Ends the server session of a connection that was forgotten after a timeout. A silent
+    /// network can leave that session waiting on its client in the middle of a statement (a
+    /// COPY): PostgreSQL does not cancel a statement that waits on the client, so its
+    /// transaction would keep its row locks and its claimed envelope ids until TCP gives up
+    /// (hours), and the retry of the same batch would wait on them. Runs with the session's own
+    /// login role (`SET LOCAL ROLE NONE`: the writer role may not end sessions); bounded by two
+    /// seconds; a failure is logged, and the server's own timeouts remain the fallback.
+    pub async fn end_session(&self, pid: i32) {
+        let end = async {
+            let mut tx = self.pool.begin().await?;
+            sqlx::query("SET LOCAL ROLE NONE").execute(&mut *tx).await?;
+            let ended: bool = sqlx::query_scalar("SELECT pg_terminate_backend($1)")
+                .bind(pid)
+                .fetch_one(&mut *tx)
+                .await?;
+            tx.commit().await?;
+            Ok::<bool, sqlx::Error>(ended)
+        };
+        match tokio::time::timeout(PING_TIMEOUT, end).await {
+            Ok(Ok(ended)) => tracing::info!(pid, ended, "ended the session of a silent connection"),
+            Ok(Err(cause)) => {
+                let e = DbError::Sql {
+                    action: "end the session of a silent connection",
+                    place: Some(self.place.clone()),
+                    cause,
+                };
+                tracing::warn!(
+                    pid,
+                    error = %e,
+                    "could not end the session of a silent connection; the server ends it at its own timeouts"
+                );
+            }
+            Err(_) => tracing::warn!(
+                pid,
+                "no answer within 2s ending the session of a silent connection; the server ends it at its own timeouts"
+            ),
+        }
+    }
+
+    /// Whether a connection answers a ping within two seconds. A connection that does not is
+    /// forgotten, never returned to the pool (whose check on return would wait for ever on a
+    /// silent network).
+    pub async fn ping(&self) -> bool {
+        let Ok(Ok(mut conn)) = tokio::time::timeout(PING_TIMEOUT, self.pool.acquire()).await else {
+            return false;
+        };
+        match tokio::time::timeout(PING_TIMEOUT, conn.ping()).await {
+            Ok(r) => r.is_ok(),
+            Err(_) => {
+                forget(conn);
+                false
+            }
+        }
+    }
+}
+
+/// The server process behind a connection: what [`Db::end_session`] needs if the connection
+/// later goes silent.
+pub async fn backend_pid(conn: &mut PgConnection) -> Result<i32, DbError> {
+    sqlx::query_scalar("SELECT pg_backend_pid()")
+        .fetch_one(conn)
+        .await
+        .ctx("read the server process id")
+}
+
+/// Takes a connection out of its pool and closes its socket without a word to the server: for
+/// a connection whose call was cut off by a timeout (its state is unknown, and the pool's check
+/// on return could wait for ever). The pool opens a replacement when it needs one; the server
+/// ends the session on its own (`idle_in_transaction_session_timeout`, or the closed socket).
+pub fn forget(conn: PoolConnection<Postgres>) {
+    drop(conn.detach());
+}
+
+/// Drops a database (the demo's own, recreated at each start).
+pub async fn drop_database(url: &str) -> Result<(), DbError> {
+    Postgres::force_drop_database(url)
+        .await
+        .ctx("drop database")
+}

@@ -1,0 +1,9 @@
+//! Development tooling, apart from the production path (the default-on `dev` feature): the
+//! demo, the platform simulator, the load generator, sample payloads from the catalogue, and
+//! the benchmark ceilings. Nothing outside `dev`, `cli` and the tests imports it.
+
+pub mod bench;
+pub mod demo;
+pub mod publish;
+pub mod sample;
+pub mod simulator;

@@ -1,0 +1,482 @@
+//! The simulated batch, planned up front and deterministic for a seed: the accounts (external
+//! and platform numbers), the anomaly of each (at most one, so that verdict counts add up), the
+//! platform's state of each, the events to publish in order, and the verdict reconciliation must
+//! give (the ground truth written by `--expected`).
+//!
+//! Anomalies and what they do (expected verdict with `--grace` below `--age`):
+//! - drop-completion: imported, `account.created` published, no outcome event → `missing_event`
+//! - wrong-identifier: the complete event names another account number → `identifier_mismatch`
+//! - error-but-created: an error event, yet the account was created → `error_but_imported`
+//! - cancelled: a cancelled event; staged data gone (status 404) → `cancelled`
+//! - cancelled-but-imported: a cancelled event, yet the account was created → `cancelled_but_imported`
+//! - dry-run: only a dry-run event (complete or error, alternating); still staged → `dry_run_only`
+//! - duplicate-events: the complete event published twice with one envelope id → `matched`
+//! - late-events: an error event of an earlier attempt (envelope time 2 s before the completion)
+//!   delivered after the batch, i.e. after the completion in stream order → `matched` (latest is
+//!   by envelope time, then stream order)
+//! - left-in-progress: processing never finished, no event; `IN_PROGRESS`, in the all list only
+//!   → `in_progress`
+//! - left-pending: staged, never processed, no event → `pending`
+//! - failed: an error event; still staged (`UNKNOWN`) → `failed`
+//! - missing-in-platform: a complete event, no account (status 404) → `missing_in_platform`
+//!
+//! Every imported account also gets its registration events ([`super::registration`]); the
+//! registration anomalies (import verdict `matched`) change only those.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Duration, Utc};
+use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use serde::Serialize;
+use serde_json::json;
+
+use crate::dev::sample;
+use crate::reconcile::manifest::Manifest;
+use crate::reconcile::registration::Registration;
+use crate::reconcile::verdict::Verdict;
+
+/// The anomalies, each a flag with a rate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Anomaly {
+    DropCompletion,
+    WrongIdentifier,
+    ErrorButCreated,
+    Cancelled,
+    CancelledButImported,
+    DryRun,
+    DuplicateEvents,
+    LateEvents,
+    LeftInProgress,
+    LeftPending,
+    Failed,
+    MissingInPlatform,
+    RegistrationInFlight,
+    RegistrationNeverRequested,
+    RegistrationStalled,
+    RegistrationCancelled,
+    RegistrationReversed,
+}
+
+impl Anomaly {
+    pub const ALL: [Anomaly; 17] = [
+        Anomaly::DropCompletion,
+        Anomaly::WrongIdentifier,
+        Anomaly::ErrorButCreated,
+        Anomaly::Cancelled,
+        Anomaly::CancelledButImported,
+        Anomaly::DryRun,
+        Anomaly::DuplicateEvents,
+        Anomaly::LateEvents,
+        Anomaly::LeftInProgress,
+        Anomaly::LeftPending,
+        Anomaly::Failed,
+        Anomaly::MissingInPlatform,
+        Anomaly::RegistrationInFlight,
+        Anomaly::RegistrationNeverRequested,
+        Anomaly::RegistrationStalled,
+        Anomaly::RegistrationCancelled,
+        Anomaly::RegistrationReversed,
+    ];
+
+    /// The command-line flag.
+    pub fn flag(self) -> &'static str {
+        match self {
+            Anomaly::DropCompletion => "--drop-completion",
+            Anomaly::WrongIdentifier => "--wrong-identifier",
+            Anomaly::ErrorButCreated => "--error-but-created",
+            Anomaly::Cancelled => "--cancelled",
+            Anomaly::CancelledButImported => "--cancelled-but-imported",
+            Anomaly::DryRun => "--dry-run",
+            Anomaly::DuplicateEvents => "--duplicate-events",
+            Anomaly::LateEvents => "--late-events",
+            Anomaly::LeftInProgress => "--left-in-progress",
+            Anomaly::LeftPending => "--left-pending",
+            Anomaly::Failed => "--failed",
+            Anomaly::MissingInPlatform => "--missing-in-platform",
+            Anomaly::RegistrationInFlight => "--registration-in-flight",
+            Anomaly::RegistrationNeverRequested => "--registration-never-requested",
+            Anomaly::RegistrationStalled => "--registration-stalled",
+            Anomaly::RegistrationCancelled => "--registration-cancelled",
+            Anomaly::RegistrationReversed => "--registration-reversed",
+        }
+    }
+
+    /// The verdict reconciliation must give an account with this anomaly.
+    pub fn expected(self) -> Verdict {
+        match self {
+            Anomaly::DropCompletion => Verdict::MissingEvent,
+            Anomaly::WrongIdentifier => Verdict::IdentifierMismatch,
+            Anomaly::ErrorButCreated => Verdict::ErrorButImported,
+            Anomaly::Cancelled => Verdict::Cancelled,
+            Anomaly::CancelledButImported => Verdict::CancelledButImported,
+            Anomaly::DryRun => Verdict::DryRunOnly,
+            Anomaly::DuplicateEvents
+            | Anomaly::LateEvents
+            | Anomaly::RegistrationInFlight
+            | Anomaly::RegistrationNeverRequested
+            | Anomaly::RegistrationStalled
+            | Anomaly::RegistrationCancelled
+            | Anomaly::RegistrationReversed => Verdict::Matched,
+            Anomaly::LeftInProgress => Verdict::InProgress,
+            Anomaly::LeftPending => Verdict::Pending,
+            Anomaly::Failed => Verdict::Failed,
+            Anomaly::MissingInPlatform => Verdict::MissingInPlatform,
+        }
+    }
+}
+
+/// The platform's state of one account.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    Imported,
+    /// Staged, not processed (pending list; status `UNKNOWN`).
+    Pending,
+    /// `IN_PROGRESS`; in the all list only.
+    InProgress,
+    /// No import process (status 404; in no list).
+    Gone,
+}
+
+/// One simulated account.
+#[derive(Debug, Clone)]
+pub struct Account {
+    pub external: String,
+    pub number: String,
+    pub anomaly: Option<Anomaly>,
+    pub state: State,
+    /// Simulated processing time (the account's creation time when imported).
+    pub at: DateTime<Utc>,
+    /// The per-account endpoints always answer 503 for it (`--rest-down`).
+    pub down: bool,
+    pub meter_points: Vec<String>,
+}
+
+impl Account {
+    pub fn expected(&self) -> Verdict {
+        self.anomaly.map_or(Verdict::Matched, Anomaly::expected)
+    }
+
+    /// The registration follow-through must give (imported accounts only).
+    pub fn expected_registration(&self) -> Option<Registration> {
+        let r = match self.anomaly {
+            Some(Anomaly::RegistrationInFlight) => Registration::InFlight,
+            Some(Anomaly::RegistrationNeverRequested) => Registration::NeverRequested,
+            Some(Anomaly::RegistrationStalled) => Registration::Stalled,
+            Some(Anomaly::RegistrationCancelled) => Registration::Cancelled,
+            Some(Anomaly::RegistrationReversed) => Registration::Reversed,
+            _ => Registration::Registered,
+        };
+        (self.state == State::Imported).then_some(r)
+    }
+}
+
+/// What to plan.
+#[derive(Debug, Clone)]
+pub struct PlanConfig {
+    pub supplier: String,
+    pub accounts: usize,
+    pub seed: u64,
+    pub start: DateTime<Utc>,
+    pub rates: BTreeMap<Anomaly, f64>,
+    pub rest_down: f64,
+    pub orders: usize,
+    /// The play time (registrations requested "now" are requested at it).
+    pub now: DateTime<Utc>,
+}
+
+/// The planned batch.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub supplier: String,
+    pub accounts: Vec<Account>,
+    /// Envelopes in publish order.
+    pub events: Vec<Vec<u8>>,
+    /// Order-process events by outcome.
+    pub orders: BTreeMap<String, u64>,
+    /// The external order ids and their outcome, in order.
+    pub order_ids: Vec<(String, &'static str)>,
+}
+
+/// A deterministic 64-bit mix (splitmix64) for per-item decisions.
+pub fn mix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// FNV-1a of bytes, then mixed: a stable hash (not `DefaultHasher`, which may change).
+pub fn hash(seed: u64, parts: &[&[u8]]) -> u64 {
+    let mut h: u64 = 0xCBF2_9CE4_8422_2325 ^ seed;
+    for p in parts {
+        for b in *p {
+            h ^= u64::from(*b);
+            h = h.wrapping_mul(0x0100_0000_01B3);
+        }
+        h ^= 0xFF;
+        h = h.wrapping_mul(0x0100_0000_01B3);
+    }
+    mix(h)
+}
+
+/// A fraction in [0, 1) from a hash.
+pub fn unit(h: u64) -> f64 {
+    (h >> 11) as f64 / (1u64 << 53) as f64
+}
+
+fn time(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+/// Plans the batch. Errors when the anomaly rates add up to more than 1.
+pub fn plan(cfg: &PlanConfig) -> Result<Plan, String> {
+    let n = cfg.accounts;
+    let mut rng = StdRng::seed_from_u64(cfg.seed);
+    let prefix: u32 = rng.gen_range(0x10000..0xFFFFF);
+    let (mul, xor) = (rng.gen::<u32>() | 1, rng.gen::<u32>());
+    let number = |i: usize| format!("A-{:08X}", (i as u32).wrapping_mul(mul) ^ xor);
+    let mut counts = Vec::new();
+    let mut total = 0usize;
+    for (&a, &rate) in &cfg.rates {
+        if !(0.0..=1.0).contains(&rate) {
+            return Err(format!("{} must be between 0 and 1", a.flag()));
+        }
+        let c = (rate * n as f64).round() as usize;
+        total += c;
+        counts.push((a, c));
+    }
+    if total > n {
+        return Err(format!(
+            "the anomaly rates add up to {total} accounts, more than the batch's {n}"
+        ));
+    }
+    let mut order: Vec<usize> = (0..n).collect();
+    order.shuffle(&mut rng);
+    let mut anomaly = vec![None; n];
+    let mut next = order.into_iter();
+    for (a, c) in counts {
+        for i in next.by_ref().take(c) {
+            anomaly[i] = Some(a);
+        }
+    }
+    let step = Duration::milliseconds(10);
+    let mut accounts = Vec::with_capacity(n);
+    let mut events = Vec::with_capacity(n * 2 + cfg.orders);
+    let mut late = Vec::new();
+    for (i, anomaly) in anomaly.into_iter().enumerate() {
+        let external = format!("X{prefix:05X}{i:07}");
+        let at = cfg.start + step * i32::try_from(i).unwrap_or(i32::MAX);
+        let state = match anomaly {
+            Some(Anomaly::Cancelled | Anomaly::MissingInPlatform) => State::Gone,
+            Some(Anomaly::DryRun | Anomaly::LeftPending | Anomaly::Failed) => State::Pending,
+            Some(Anomaly::LeftInProgress) => State::InProgress,
+            _ => State::Imported,
+        };
+        let acc = Account {
+            number: number(i),
+            down: unit(hash(cfg.seed, &[b"down", external.as_bytes()])) < cfg.rest_down,
+            meter_points: (0..1 + i % 2)
+                .map(|k| {
+                    format!(
+                        "{:013}",
+                        mix(cfg.seed ^ (i as u64) << 1 ^ k as u64) % 10_000_000_000_000
+                    )
+                })
+                .collect(),
+            external,
+            anomaly,
+            state,
+            at,
+        };
+        let mut emit = |name: &str, t: DateTime<Utc>, payload: serde_json::Value| {
+            let id = sample::uuid(&mut rng);
+            if i % 2 == 0 {
+                sample::cloudevents(name, &id, &time(t), &payload)
+            } else {
+                sample::eventbridge(name, &id, &time(t), &payload)
+            }
+        };
+        let ext = acc.external.as_str();
+        let complete = |id: &str| json!({"resource_type": "account", "external_identifier": ext, "identifier": id});
+        let error = json!({"resource_type": "account", "external_identifier": ext,
+            "error_code": "ACCOUNT_FAILED_VALIDATION", "error_detail": "customers.0.landline: invalid_phone_number"});
+        let cancelled = json!({"resource_type": "account", "external_identifier": ext,
+            "expiry_window_end": time(at + Duration::days(7))});
+        match anomaly {
+            None
+            | Some(
+                Anomaly::RegistrationInFlight
+                | Anomaly::RegistrationNeverRequested
+                | Anomaly::RegistrationStalled
+                | Anomaly::RegistrationCancelled
+                | Anomaly::RegistrationReversed,
+            ) => events.push(emit(
+                "data_import.import_process.complete-v1",
+                at,
+                complete(&acc.number),
+            )),
+            Some(Anomaly::DropCompletion | Anomaly::LeftInProgress | Anomaly::LeftPending) => {}
+            Some(Anomaly::WrongIdentifier) => events.push(emit(
+                "data_import.import_process.complete-v1",
+                at,
+                complete(&number(n + i)),
+            )),
+            Some(Anomaly::ErrorButCreated | Anomaly::Failed) => {
+                events.push(emit("data_import.import_process.error-v1", at, error))
+            }
+            Some(Anomaly::Cancelled | Anomaly::CancelledButImported) => events.push(emit(
+                "data_import.import_process.cancelled-v1",
+                at,
+                cancelled,
+            )),
+            Some(Anomaly::DryRun) if i % 2 == 0 => events.push(emit(
+                "data_import.import_process.dry_run_complete-v1",
+                at,
+                json!({"resource_type": "account", "external_identifier": ext}),
+            )),
+            Some(Anomaly::DryRun) => events.push(emit(
+                "data_import.import_process.dry_run_error-v1",
+                at,
+                error,
+            )),
+            Some(Anomaly::DuplicateEvents) => {
+                let e = emit(
+                    "data_import.import_process.complete-v1",
+                    at,
+                    complete(&acc.number),
+                );
+                late.push(e.clone());
+                events.push(e);
+            }
+            Some(Anomaly::LateEvents) => {
+                late.push(emit(
+                    "data_import.import_process.error-v1",
+                    at - Duration::seconds(2),
+                    error,
+                ));
+                events.push(emit(
+                    "data_import.import_process.complete-v1",
+                    at,
+                    complete(&acc.number),
+                ));
+            }
+            Some(Anomaly::MissingInPlatform) => events.push(emit(
+                "data_import.import_process.complete-v1",
+                at,
+                complete(&acc.number),
+            )),
+        }
+        if state == State::Imported {
+            let created = json!({"account_number": acc.number,
+                "account_user_emails": [format!("customer{i}@example.com")], "is_imported": true});
+            events.push(emit(
+                "account.created-v1",
+                at + Duration::milliseconds(1),
+                created,
+            ));
+            let process = format!("JS-{prefix:05X}{i:07}");
+            for (name, t, payload) in super::registration::events(
+                &acc.number,
+                &process,
+                &acc.meter_points,
+                acc.expected_registration()
+                    .unwrap_or(Registration::Registered),
+                at,
+                cfg.now,
+            ) {
+                events.push(emit(name, t, payload));
+            }
+        }
+        accounts.push(acc);
+    }
+    events.append(&mut late);
+    let mut orders: BTreeMap<String, u64> = BTreeMap::new();
+    let mut order_ids = Vec::with_capacity(cfg.orders);
+    for k in 0..cfg.orders {
+        let outcome = ["complete", "error", "cancelled"][rng.gen_range(0..3)];
+        let order_id = format!("O{prefix:05X}{k:07}");
+        let payload = match outcome {
+            "complete" => json!({"external_order_id": order_id, "process_id": format!("P-{k}")}),
+            "error" => {
+                json!({"external_order_id": order_id, "error_code": "E", "error_detail": "order failed"})
+            }
+            _ => {
+                json!({"external_order_id": order_id, "expiry_window_end": time(cfg.start + Duration::days(7))})
+            }
+        };
+        let id = sample::uuid(&mut rng);
+        let t = cfg.start + step * i32::try_from(k).unwrap_or(i32::MAX);
+        events.push(sample::cloudevents(
+            &format!("data_import.order_process.{outcome}-v1"),
+            &id,
+            &time(t),
+            &payload,
+        ));
+        *orders.entry(outcome.to_owned()).or_default() += 1;
+        order_ids.push((order_id, outcome));
+    }
+    Ok(Plan {
+        supplier: cfg.supplier.clone(),
+        accounts,
+        events,
+        orders,
+        order_ids,
+    })
+}
+
+impl Plan {
+    /// The batch's manifest: its accounts and its orders.
+    pub fn manifest(&self) -> Manifest {
+        Manifest {
+            name: self.supplier.clone(),
+            accounts: self.accounts.iter().map(|a| a.external.clone()).collect(),
+            orders: self.order_ids.iter().map(|(id, _)| id.clone()).collect(),
+        }
+    }
+
+    /// The ground truth: verdict counts, registration counts and per-account verdicts.
+    pub fn expected(&self) -> serde_json::Value {
+        let mut counts: BTreeMap<&str, u64> =
+            Verdict::ALL.iter().map(|v| (v.as_str(), 0)).collect();
+        let mut registrations: BTreeMap<&str, u64> =
+            Registration::ALL.iter().map(|r| (r.as_str(), 0)).collect();
+        for a in &self.accounts {
+            *counts.entry(a.expected().as_str()).or_default() += 1;
+            if let Some(r) = a.expected_registration() {
+                *registrations.entry(r.as_str()).or_default() += 1;
+            }
+        }
+        let results: Vec<serde_json::Value> = self
+            .accounts
+            .iter()
+            .map(|a| {
+                json!({
+                    "external_account_number": a.external,
+                    "verdict": a.expected(),
+                    "registration": a.expected_registration(),
+                    "anomaly": a.anomaly,
+                    "platform_account_number": (a.state == State::Imported).then_some(&a.number),
+                    "rest_down": a.down,
+                })
+            })
+            .collect();
+        json!({
+            "supplier": self.supplier,
+            "accounts": self.accounts.len(),
+            "events": self.events.len(),
+            "counts": counts,
+            "registration_counts": registrations,
+            "order_processes": self.orders,
+            "orders": self.order_ids.iter()
+                .map(|(id, outcome)| json!({"external_order_id": id, "outcome": outcome}))
+                .collect::<Vec<_>>(),
+            "results": results,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

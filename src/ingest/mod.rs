@@ -1,0 +1,15 @@
+//! Ingest, the hot path: [`source`] (NATS connection, stream and durable consumer, message
+//! metadata) → [`pipeline`] (batching, decoding, writers, retries, ack after commit) →
+//! `writer` (write, retry, ack after the commit) → [`sink`] (one transaction per batch: COPY,
+//! envelope ids, chain link); [`unparsed`] finds and
+//! records the messages the bus client cannot parse.
+
+mod outcome;
+pub mod pipeline;
+pub mod sink;
+pub mod source;
+pub mod unparsed;
+mod writer;
+
+pub use outcome::{IngestError, Totals};
+pub use pipeline::Ingest;

@@ -1,0 +1,387 @@
+//! The ingest pipeline: fetch a batch from the durable consumer, decode it into rows, write it
+//! in one transaction, and only then ack it. Two stages, so decoding batch N+1 overlaps the
+//! database write of batch N; memory is bounded by the batch size and the channel depth.
+//!
+//! Faults: a transient database error retries the batch; a permanent one stops the pipeline
+//! (readiness fails, the daemon exits non-zero); a deleted consumer is recreated where the log
+//! ends (or, with `--bind-only`, stops the daemon); after SIGTERM the batches in hand have
+//! `shutdown_timeout` to commit, then are given up unacked and the run ends in an error naming
+//! them. A message the bus client cannot parse is found and recorded by [`super::unparsed`].
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use async_nats::jetstream::consumer::pull::{MessagesError, MessagesErrorKind};
+use async_nats::jetstream::Message;
+use chrono::{DateTime, Utc};
+use futures::stream::ReadyChunks;
+use futures::StreamExt;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::outcome::{IngestError, Totals};
+use super::sink::Sink;
+use super::source::{self, Binding, Bus, BusError, ConsumerCheck, PullConsumer};
+use super::unparsed;
+use super::writer::{write_and_ack, Batch, Control};
+use crate::audit::record::{record, Naming};
+use crate::config::IngestSettings;
+use crate::telemetry::health::Health;
+use crate::telemetry::metrics::Metrics;
+
+/// What the pipeline needs besides the consumer.
+pub struct Ingest {
+    pub sink: Sink,
+    pub metrics: Arc<Metrics>,
+    pub health: Arc<Health>,
+    pub naming: Naming,
+    pub settings: IngestSettings,
+}
+
+type Chunks = ReadyChunks<async_nats::jetstream::consumer::pull::Stream>;
+type Pulled = Result<Message, MessagesError>;
+
+/// Something the message stream said that needs the server's word on the consumer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Trouble {
+    /// The stream reported the consumer deleted, or missed heartbeats.
+    Reported,
+    /// The stream ended.
+    Ended,
+}
+
+impl Ingest {
+    async fn open(&self, consumer: &PullConsumer) -> Result<Chunks, BusError> {
+        let size = self.settings.batch_size;
+        let messages = consumer
+            .stream()
+            .max_messages_per_batch(size)
+            .heartbeat(Duration::from_secs(5))
+            .expires(Duration::from_secs(30))
+            .messages()
+            .await
+            .map_err(|e| BusError::JetStream {
+                action: "pull from consumer",
+                name: consumer.cached_info().name.clone(),
+                message: e.to_string(),
+            })?;
+        Ok(messages.ready_chunks(size.div_ceil(4).max(1)))
+    }
+
+    /// Messages into `carry`; what the stream reports about the consumer into `trouble`.
+    fn sort_in(chunk: Vec<Pulled>, carry: &mut VecDeque<Message>, trouble: &mut Option<Trouble>) {
+        for m in chunk {
+            match m {
+                Ok(m) => carry.push_back(m),
+                Err(e) => {
+                    tracing::warn!(error = %e, "pull consumer error");
+                    if matches!(
+                        e.kind(),
+                        MessagesErrorKind::ConsumerDeleted
+                            | MessagesErrorKind::MissingHeartbeat
+                            | MessagesErrorKind::NoResponders
+                    ) {
+                        trouble.get_or_insert(Trouble::Reported);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Decodes messages into the batch; returns the time spent decoding.
+    fn add(
+        &self,
+        batch: &mut Batch,
+        msgs: impl Iterator<Item = Message>,
+        received_at: DateTime<Utc>,
+    ) -> Duration {
+        let started = Instant::now();
+        for msg in msgs {
+            let Some(meta) = source::meta_of(&msg) else {
+                tracing::warn!(subject = %msg.subject, "message without JetStream metadata; not acked");
+                continue;
+            };
+            let (msg, acker) = msg.split();
+            batch
+                .records
+                .push(record(meta, msg.payload, &self.naming, received_at));
+            batch.ackers.push(acker);
+        }
+        started.elapsed()
+    }
+
+    /// Asks the server about the consumer after `trouble`; recreates it when it was deleted
+    /// (unless `--bind-only`). `Ok(true)`: reopen the message stream; `Ok(false)`: go on as is;
+    /// `Err(None)`: no conclusion yet, ask again later.
+    async fn recover(
+        &self,
+        bus: &Bus,
+        binding: &Binding,
+        consumer: &mut PullConsumer,
+        floor: &AtomicU64,
+        trouble: Trouble,
+    ) -> Result<bool, Option<IngestError>> {
+        match source::check_consumer(consumer).await {
+            ConsumerCheck::Present(info) => {
+                floor.fetch_max(info.ack_floor.stream_sequence, Ordering::SeqCst);
+                Ok(trouble == Trouble::Ended)
+            }
+            ConsumerCheck::StreamDeleted => Err(Some(
+                BusError::StreamDeleted {
+                    stream: binding.stream.clone(),
+                }
+                .into(),
+            )),
+            ConsumerCheck::Unknown(why) => {
+                tracing::warn!(reason = %why, "cannot check the durable consumer; trying again");
+                Err(None)
+            }
+            ConsumerCheck::Deleted if binding.bind_only => Err(Some(
+                BusError::ConsumerDeleted {
+                    stream: binding.stream.clone(),
+                    consumer: binding.consumer.clone(),
+                }
+                .into(),
+            )),
+            ConsumerCheck::Deleted => {
+                let from = floor.load(Ordering::SeqCst) + 1;
+                let from = i64::try_from(from).unwrap_or(i64::MAX);
+                let start = match self.sink.resume_point(&binding.stream, from).await {
+                    Ok(s) => u64::try_from(s).unwrap_or(1),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "the consumer was deleted; cannot read where the log ends yet");
+                        return Err(None);
+                    }
+                };
+                match bus.recreate(binding, start).await {
+                    Ok(c) => {
+                        *consumer = c;
+                        self.health.consumer_recreated.inc();
+                        tracing::warn!(
+                            stream = %binding.stream,
+                            consumer = %binding.consumer,
+                            start_sequence = start,
+                            "the durable consumer was deleted under the daemon; recreated, delivering from the first sequence the log lacks"
+                        );
+                        Ok(true)
+                    }
+                    Err(e @ BusError::StreamDeleted { .. }) => Err(Some(e.into())),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "cannot recreate the durable consumer yet");
+                        Err(None)
+                    }
+                }
+            }
+        }
+    }
+
+    /// Runs until `stop` is cancelled (then finishes the batches in hand within the shutdown
+    /// timeout) or, with `exit_when_idle`, until the consumer has nothing pending.
+    pub async fn run(
+        &self,
+        bus: &Bus,
+        binding: &Binding,
+        mut consumer: PullConsumer,
+        stop: CancellationToken,
+    ) -> Result<Totals, IngestError> {
+        let size = self.settings.batch_size;
+        let floor = Arc::new(AtomicU64::new(
+            consumer.cached_info().ack_floor.stream_sequence,
+        ));
+        let mut messages = self.open(&consumer).await?;
+        self.health.set_bound(true);
+        let ctl = Arc::new(Control {
+            halt: CancellationToken::new(),
+            give_up: CancellationToken::new(),
+            fatal: Mutex::new(None),
+            abandoned: Mutex::new(Vec::new()),
+            progress_every: (binding.ack_wait / 2).max(Duration::from_millis(500)),
+        });
+        let shutdown_timeout = self.settings.shutdown_timeout.get();
+        let deadline = tokio::spawn({
+            let (ctl, stop) = (ctl.clone(), stop.clone());
+            async move {
+                stop.cancelled().await;
+                tokio::time::sleep(shutdown_timeout).await;
+                ctl.give_up.cancel();
+            }
+        });
+        let watch_stop = CancellationToken::new();
+        let watcher = tokio::spawn(unparsed::watch(
+            unparsed::Watch {
+                bus: bus.clone(),
+                binding: binding.clone(),
+                sink: self.sink.clone(),
+                naming: self.naming.clone(),
+                health: self.health.clone(),
+                metrics: self.metrics.clone(),
+                floor: floor.clone(),
+            },
+            consumer.clone(),
+            watch_stop.clone(),
+        ));
+        let writers = self.settings.writers.max(1);
+        let (tx, rx) = mpsc::channel::<Batch>(writers);
+        let rx = Arc::new(tokio::sync::Mutex::new(rx));
+        let handles: Vec<_> = (0..writers)
+            .map(|_| {
+                let sink = self.sink.clone();
+                let metrics = self.metrics.clone();
+                let health = self.health.clone();
+                let rx = rx.clone();
+                let ctl = ctl.clone();
+                tokio::spawn(async move {
+                    let mut totals = Totals::default();
+                    loop {
+                        let next = rx.lock().await.recv().await;
+                        let Some(batch) = next else { break };
+                        write_and_ack(&sink, &metrics.ingest, &health, &ctl, batch, &mut totals)
+                            .await;
+                    }
+                    totals
+                })
+            })
+            .collect();
+        // Messages pulled beyond a full batch wait here for the next one (a batch never
+        // exceeds the batch size).
+        let mut carry: VecDeque<Message> = VecDeque::new();
+        let mut trouble: Option<Trouble> = None;
+        let mut idle_checks = 0u32;
+        loop {
+            if let Some(t) = trouble.take() {
+                match self.recover(bus, binding, &mut consumer, &floor, t).await {
+                    Ok(false) => {}
+                    Ok(true) => match self.open(&consumer).await {
+                        Ok(m) => {
+                            messages = m;
+                            self.health.set_bound(true);
+                        }
+                        Err(e) => {
+                            tracing::warn!(error = %e, "cannot reopen the message stream yet");
+                            self.health.set_bound(false);
+                            trouble = Some(Trouble::Ended);
+                        }
+                    },
+                    Err(Some(e)) => {
+                        ctl.fail(e, &self.health);
+                        break;
+                    }
+                    // No answer about the consumer: a stream that ended must be reopened, so
+                    // ask again; after missed heartbeats, go on reading and ask at the next.
+                    Err(None) if t == Trouble::Ended => {
+                        self.health.set_bound(false);
+                        trouble = Some(t);
+                    }
+                    Err(None) => {}
+                }
+                if trouble.is_some() {
+                    tokio::select! {
+                        _ = stop.cancelled() => break,
+                        _ = ctl.halt.cancelled() => break,
+                        _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                    }
+                    continue;
+                }
+            }
+            if carry.is_empty() {
+                let next = tokio::select! {
+                    biased;
+                    _ = stop.cancelled() => break,
+                    _ = ctl.halt.cancelled() => break,
+                    n = tokio::time::timeout(Duration::from_secs(1), messages.next()) => n,
+                };
+                match next {
+                    Ok(Some(chunk)) => Self::sort_in(chunk, &mut carry, &mut trouble),
+                    Ok(None) => trouble = Some(Trouble::Ended),
+                    Err(_elapsed) => {
+                        if self.settings.exit_when_idle {
+                            idle_checks += 1;
+                            if idle_checks >= 2
+                                && matches!(source::consumer_state(&consumer).await, Some((0, 0)))
+                            {
+                                break;
+                            }
+                        }
+                    }
+                }
+                if carry.is_empty() {
+                    continue;
+                }
+            }
+            idle_checks = 0;
+            let started = Instant::now();
+            let received_at = Utc::now();
+            let mut batch = Batch {
+                records: Vec::with_capacity(size),
+                ackers: Vec::with_capacity(size),
+                fetched: started,
+            };
+            let take = carry.len().min(size);
+            let mut decoding = self.add(&mut batch, carry.drain(..take), received_at);
+            // Fill the batch up to its size, waiting at most `linger` for more messages.
+            let deadline = tokio::time::Instant::now() + self.settings.linger.get();
+            while batch.records.len() < size && carry.is_empty() && trouble.is_none() {
+                match tokio::time::timeout_at(deadline, messages.next()).await {
+                    Ok(Some(chunk)) => {
+                        Self::sort_in(chunk, &mut carry, &mut trouble);
+                        let take = carry.len().min(size - batch.records.len());
+                        decoding += self.add(&mut batch, carry.drain(..take), received_at);
+                    }
+                    Ok(None) => trouble = Some(Trouble::Ended),
+                    Err(_) => break,
+                }
+            }
+            self.metrics
+                .ingest
+                .decode_seconds
+                .observe(decoding.as_secs_f64());
+            if batch.records.is_empty() {
+                continue;
+            }
+            self.health.batch_taken();
+            // Waiting for a writer must not outlast a stop: a batch not handed over is not
+            // acked, and JetStream redelivers it.
+            let handed = tokio::select! {
+                biased;
+                r = tx.send(batch) => r.is_ok(),
+                _ = stop.cancelled() => false,
+                _ = ctl.halt.cancelled() => false,
+            };
+            if !handed {
+                self.health.batch_dropped();
+                break;
+            }
+        }
+        // Stop fetching (messages pulled but not batched are redelivered); the writers commit
+        // and ack what they hold within the shutdown timeout, then end.
+        self.health.set_bound(false);
+        drop(messages);
+        drop(carry);
+        drop(tx);
+        let mut totals = Totals::default();
+        for h in handles {
+            if let Ok(t) = h.await {
+                totals.add(t);
+            }
+        }
+        watch_stop.cancel();
+        let _ = watcher.await;
+        deadline.abort();
+        if let Some(e) = ctl.fatal.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            return Err(e);
+        }
+        let abandoned =
+            std::mem::take(&mut *ctl.abandoned.lock().unwrap_or_else(|p| p.into_inner()));
+        if !abandoned.is_empty() {
+            return Err(IngestError::ShutdownIncomplete {
+                after: shutdown_timeout,
+                batches: abandoned.len(),
+                messages: abandoned.iter().map(|a| a.0).sum(),
+                first: abandoned.iter().map(|a| a.1).min().unwrap_or(0),
+            });
+        }
+        Ok(totals)
+    }
+}

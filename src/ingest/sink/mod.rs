@@ -1,0 +1,364 @@
+//! The sink: writes one batch in one transaction (binary COPY of the rows, envelope-id claims
+//! and findings, one hash-chain link). On success every message of the batch may be acked.
+
+mod chain;
+mod copy;
+pub mod drift;
+mod ids;
+mod redelivery;
+mod refused;
+
+use crate::audit::chain::batch_digest;
+use crate::audit::columns;
+use sqlx::{Connection, PgConnection};
+
+use crate::audit::record::Record;
+use crate::db::{backend_pid, forget, Class, Ctx, Db, DbError};
+use copy::CopyBuf;
+use ids::{id_findings, insert_findings};
+
+/// What one committed batch did.
+#[derive(Debug, Default, Clone)]
+pub struct BatchOutcome {
+    /// Rows written.
+    pub inserted: usize,
+    /// Messages already in the log (redeliveries): acked, nothing added.
+    pub redelivered: usize,
+    pub duplicates: usize,
+    pub conflicts: usize,
+    /// The chain link this batch added (0 when it added no rows).
+    pub link_seq: i64,
+    /// Payloads PostgreSQL refused as jsonb although they passed the check (kept in `raw`).
+    pub refused: usize,
+    /// Rows PostgreSQL refused as data, kept as bus facts and `raw` with the reason.
+    pub reduced: usize,
+    /// Per event: undeclared field paths the log had never seen before this batch.
+    pub new_fields: Vec<(String, u64)>,
+}
+
+/// Writes batches into the audit log.
+#[derive(Clone)]
+pub struct Sink {
+    db: Db,
+    /// This daemon's name in the links it writes.
+    instance: std::sync::Arc<str>,
+}
+
+impl Sink {
+    pub fn new(db: Db, instance: &str) -> Sink {
+        Sink {
+            db,
+            instance: std::sync::Arc::from(instance),
+        }
+    }
+
+    fn pool(&self) -> &sqlx::PgPool {
+        self.db.pool()
+    }
+
+    /// Records that this binary's catalogue judges rows from now on (first use only).
+    pub async fn register_catalogue(&self, fingerprint: &str) -> Result<(), DbError> {
+        sqlx::query(
+            "INSERT INTO audit.catalogues (fingerprint) VALUES ($1) ON CONFLICT DO NOTHING",
+        )
+        .bind(fingerprint)
+        .execute(self.pool())
+        .await
+        .ctx("record the catalogue fingerprint")?;
+        Ok(())
+    }
+
+    /// Writes one batch in one transaction: rows, id findings, one chain link. Records already
+    /// in the log (redeliveries) are skipped; a payload PostgreSQL refuses as jsonb is kept in
+    /// `raw` only, with the reason, for that message alone; a row PostgreSQL still refuses as
+    /// data is reduced to its bus facts and `raw`, with the reason. On success every message of
+    /// the batch may be acked.
+    ///
+    /// The whole write, connection included, is bounded by `database.write_timeout`: past it
+    /// the connection is forgotten (never returned to the pool) and [`DbError::Timeout`]
+    /// (transient) returned, so a silent network costs a retry, never the pipeline.
+    pub async fn write_batch(&self, recs: &mut [Record]) -> Result<BatchOutcome, DbError> {
+        recs.sort_by(|a, b| a.log_key().cmp(&b.log_key()));
+        let limit = self.db.write_timeout();
+        let mut held = None;
+        // The connection's server process, so that a write cut off by the timeout can end its
+        // session (one round trip per batch, outside the transaction).
+        let mut pid = None;
+        let written = tokio::time::timeout(limit, async {
+            let conn = held.insert(self.db.acquire().await?);
+            pid = Some(backend_pid(conn).await?);
+            self.write_on(conn, recs).await
+        })
+        .await;
+        match written {
+            Ok(r) => r,
+            Err(_) => {
+                if let Some(conn) = held.take() {
+                    forget(conn);
+                }
+                if let Some(pid) = pid {
+                    self.db.end_session(pid).await;
+                }
+                Err(self.db.timed_out("batch write", limit))
+            }
+        }
+    }
+
+    async fn write_on(
+        &self,
+        conn: &mut PgConnection,
+        recs: &mut [Record],
+    ) -> Result<BatchOutcome, DbError> {
+        // Only a redelivery (or a message fetched by its sequence, delivery count 0) can already
+        // be in the log; anything else that is (a consumer recreated over an old stream) shows
+        // up as a unique violation and takes this path too.
+        let mut precheck = recs.iter().any(|r| r.delivery_count != 1);
+        let (mut isolated, mut reduced) = (0usize, 0usize);
+        let mut tried_isolating = false;
+        let mut tried_reducing = false;
+        // A concurrent writer (a redelivery in another batch, another daemon) may commit a row
+        // of this batch after the check: check again, a few times.
+        let mut rechecks = 3;
+        loop {
+            match self.try_write(conn, recs, precheck, true).await {
+                Ok(mut out) => {
+                    out.refused = isolated;
+                    out.reduced = reduced;
+                    return Ok(out);
+                }
+                Err(e) => match e.class() {
+                    Class::Duplicate if !precheck => precheck = true,
+                    Class::Duplicate if rechecks > 0 => rechecks -= 1,
+                    Class::Data if !tried_isolating => {
+                        tried_isolating = true;
+                        isolated = refused::isolate(conn, recs).await?;
+                        tracing::warn!(
+                            sqlstate = e.sqlstate().as_deref().unwrap_or("-"),
+                            refused = isolated,
+                            "payloads refused as jsonb are kept in raw only, with the reason"
+                        );
+                    }
+                    Class::Data if !tried_reducing => {
+                        tried_reducing = true;
+                        reduced = self.reduce_refused_rows(conn, recs, precheck).await?;
+                        tracing::warn!(
+                            sqlstate = e.sqlstate().as_deref().unwrap_or("-"),
+                            rows = reduced,
+                            "rows PostgreSQL refuses as data are kept as bus facts and raw bytes, with the reason"
+                        );
+                    }
+                    _ => return Err(e),
+                },
+            }
+        }
+    }
+
+    /// Finds, by bisection in transactions that are rolled back, the records whose rows
+    /// PostgreSQL refuses as data although their payloads pass, and reduces each to what it
+    /// cannot refuse ([`Record::reduce_to_raw`]). Returns how many.
+    async fn reduce_refused_rows(
+        &self,
+        conn: &mut PgConnection,
+        recs: &mut [Record],
+        precheck: bool,
+    ) -> Result<usize, DbError> {
+        let mut pending: Vec<Vec<usize>> = vec![(0..recs.len()).collect()];
+        let mut refused: Vec<(usize, String)> = Vec::new();
+        while let Some(group) = pending.pop() {
+            if group.is_empty() {
+                continue;
+            }
+            let probe: Vec<Record> = group.iter().map(|&i| recs[i].clone()).collect();
+            match self.try_write(conn, &probe, precheck, false).await {
+                Ok(_) => {}
+                Err(e) if e.class() == Class::Data => {
+                    if group.len() == 1 {
+                        let code = e.sqlstate().unwrap_or_default();
+                        refused.push((
+                            group[0],
+                            format!("row_refused_by_postgres: SQLSTATE {code}"),
+                        ));
+                    } else {
+                        let (a, b) = group.split_at(group.len() / 2);
+                        pending.push(a.to_vec());
+                        pending.push(b.to_vec());
+                    }
+                }
+                // A duplicate in a probe is not this message's fault: the real write sorts it out.
+                Err(e) if e.class() == Class::Duplicate => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let n = refused.len();
+        for (i, reason) in refused {
+            recs[i].reduce_to_raw(reason);
+        }
+        Ok(n)
+    }
+
+    /// The batch's transaction; committed when `commit`, else rolled back (a probe).
+    async fn try_write(
+        &self,
+        conn: &mut PgConnection,
+        recs: &[Record],
+        precheck: bool,
+        commit: bool,
+    ) -> Result<BatchOutcome, DbError> {
+        let mut out = BatchOutcome::default();
+        let mut tx = conn.begin().await.ctx("begin")?;
+        let mut keep: Vec<bool> = vec![true; recs.len()];
+        // Two deliveries of one message within a batch: keep the first.
+        for i in 1..recs.len() {
+            if recs[i - 1].log_key() == recs[i].log_key() {
+                keep[i] = false;
+            }
+        }
+        if precheck {
+            redelivery::skip_present(&mut tx, recs, &mut keep).await?;
+        }
+        out.redelivered = keep.iter().filter(|k| !**k).count();
+        let live: Vec<&Record> = recs
+            .iter()
+            .zip(&keep)
+            .filter_map(|(r, k)| k.then_some(r))
+            .collect();
+        if live.is_empty() {
+            tx.commit().await.ctx("commit")?;
+            return Ok(out);
+        }
+        let batch_id: i64 = sqlx::query_scalar("SELECT nextval('audit.batch_id_seq')")
+            .fetch_one(&mut *tx)
+            .await
+            .ctx("allocate batch id")?;
+        let t0 = std::time::Instant::now();
+        let findings = id_findings(&mut tx, &live).await?;
+        let t_ids = t0.elapsed();
+        out.duplicates = findings.iter().filter(|f| f.duplicate).count();
+        out.conflicts = findings.len() - out.duplicates;
+
+        let body = copy_body(live.iter().copied(), batch_id);
+        let digest = batch_digest(live.iter().map(|r| &r.row_hash));
+        let mut copy = tx.copy_in_raw(&copy_statement()).await.ctx("start COPY")?;
+        copy.send(body).await.ctx("COPY")?;
+        copy.finish().await.ctx("finish COPY")?;
+        let t_copy = t0.elapsed() - t_ids;
+        if !findings.is_empty() {
+            insert_findings(&mut tx, &live, &findings, batch_id).await?;
+        }
+        let t_obs = std::time::Instant::now();
+        if commit {
+            let fp = crate::decode::catalogue::FINGERPRINT;
+            out.new_fields = drift::observe(&mut tx, &live, batch_id, fp).await?;
+        }
+        let t_obs = t_obs.elapsed();
+        let row_hashes: Vec<[u8; 32]> = live.iter().map(|r| r.row_hash).collect();
+        let link_seq = chain::link(&mut tx, batch_id, &row_hashes, &digest, &self.instance).await?;
+        if !commit {
+            tx.rollback().await.ctx("roll back a probe")?;
+            return Ok(out);
+        }
+        tx.commit().await.ctx("commit")?;
+        out.inserted = live.len();
+        tracing::trace!(
+            rows = live.len(),
+            ids_ms = t_ids.as_secs_f64() * 1e3,
+            copy_ms = t_copy.as_secs_f64() * 1e3,
+            observe_ms = t_obs.as_secs_f64() * 1e3,
+            link_commit_ms = (t0.elapsed() - t_ids - t_copy - t_obs).as_secs_f64() * 1e3,
+            "batch timings"
+        );
+        out.link_seq = link_seq;
+        Ok(out)
+    }
+
+    /// Where a recreated consumer resumes on `stream`, every sequence before `from` being in
+    /// the log: the first sequence from `from` on that the log lacks (a message delivered but
+    /// never committed) below the highest one it holds, else the one after that highest.
+    pub async fn resume_point(&self, stream: &str, from: i64) -> Result<i64, DbError> {
+        let from = from.max(1);
+        let mut conn = self.db.acquire().await?;
+        let top: Option<i64> = sqlx::query_scalar(
+            "SELECT max(stream_seq) AS top FROM audit.events WHERE stream = $1 AND stream_seq >= $2",
+        )
+        .bind(stream)
+        .bind(from)
+        .fetch_one(&mut *conn)
+        .await
+        .ctx("find the last sequence in the log")?;
+        let Some(top) = top else {
+            return Ok(from);
+        };
+        let gap: Option<i64> = sqlx::query_scalar(
+            "SELECT min(s) FROM generate_series($2::int8, $3::int8) AS s \
+             WHERE NOT EXISTS (SELECT 1 FROM audit.events e WHERE e.stream = $1 AND e.stream_seq = s)",
+        )
+        .bind(stream)
+        .bind(from)
+        .bind(top)
+        .fetch_one(&mut *conn)
+        .await
+        .ctx("find the first sequence missing from the log")?;
+        Ok(gap.unwrap_or(top + 1))
+    }
+}
+
+impl Sink {
+    /// One transaction holding one COPY of a prepared body and nothing else (the database
+    /// ceiling of `scripts/bench-ingest.sh`: no id claims, no chain link).
+    pub async fn copy_raw(&self, body: Vec<u8>) -> Result<(), DbError> {
+        let mut tx = self.pool().begin().await.ctx("begin")?;
+        let mut copy = tx.copy_in_raw(&copy_statement()).await.ctx("start COPY")?;
+        copy.send(body).await.ctx("COPY")?;
+        copy.finish().await.ctx("finish COPY")?;
+        tx.commit().await.ctx("commit")
+    }
+}
+
+/// The COPY statement the writer uses.
+pub fn copy_statement() -> String {
+    format!(
+        "COPY audit.events ({}) FROM STDIN WITH (FORMAT binary)",
+        columns::copy_list()
+    )
+}
+
+/// The binary COPY body for `recs`, written by the batch writer and, with the same bytes, by the
+/// database-ceiling benchmark.
+pub fn copy_body<'a, I>(recs: I, batch_id: i64) -> Vec<u8>
+where
+    I: IntoIterator<Item = &'a Record>,
+    I::IntoIter: Clone,
+{
+    let recs = recs.into_iter();
+    let mut buf = CopyBuf::with_capacity(recs.clone().map(|r| r.raw.len() * 2 + 256).sum());
+    for r in recs {
+        encode(&mut buf, r, batch_id);
+    }
+    buf.finish()
+}
+
+fn encode(buf: &mut CopyBuf, r: &Record, batch_id: i64) {
+    buf.row(columns::count());
+    buf.text(Some(&r.stream));
+    buf.int8(r.stream_seq);
+    buf.timestamptz(Some(r.published_at));
+    buf.timestamptz(Some(r.received_at));
+    buf.text(Some(&r.subject));
+    buf.int4(r.delivery_count);
+    buf.jsonb(r.headers.as_deref());
+    buf.text(r.envelope);
+    buf.text(r.event_id.as_deref());
+    buf.text(r.event_type.as_deref());
+    buf.text(r.event_version.as_deref());
+    buf.text(Some(r.status.as_str()));
+    buf.jsonb(r.errors.as_deref());
+    buf.jsonb(r.unknown_fields.as_deref());
+    buf.jsonb(r.payload_text());
+    buf.text(r.account_number.as_deref());
+    buf.timestamptz(r.occurred_at);
+    buf.text(r.payload_error.as_deref());
+    buf.text(Some(r.catalogue));
+    buf.bytea(&r.raw);
+    buf.int8(batch_id);
+    buf.bytea(&r.row_hash);
+}

@@ -1,0 +1,217 @@
+//! The pipeline's writers: each takes a batch, writes it through the sink (retrying transient
+//! errors with backoff, telling JetStream the messages are still in progress), and only after
+//! the commit acks its messages. A batch is given up, unacked, when the shutdown timeout passes
+//! or a write fails for good (which stops the pipeline).
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use async_nats::jetstream::message::{AckKind, Acker};
+use chrono::Utc;
+use tokio_util::sync::CancellationToken;
+
+use super::outcome::{IngestError, Totals};
+use super::sink::Sink;
+use crate::audit::record::Record;
+use crate::db::{Class, DbError};
+use crate::telemetry::health::Health;
+use crate::telemetry::metrics::ingest::IngestMetrics;
+
+pub(super) struct Batch {
+    pub(super) records: Vec<Record>,
+    pub(super) ackers: Vec<Acker>,
+    pub(super) fetched: Instant,
+}
+
+/// The signals the fetch loop and the writers share.
+pub(super) struct Control {
+    /// A permanent failure: stop fetching, stop retrying.
+    pub(super) halt: CancellationToken,
+    /// The shutdown timeout passed (or a permanent failure): give up what is not committed.
+    pub(super) give_up: CancellationToken,
+    pub(super) fatal: Mutex<Option<IngestError>>,
+    /// Batches given up: (messages, first stream sequence).
+    pub(super) abandoned: Mutex<Vec<(usize, i64)>>,
+    /// How often a write in progress tells JetStream its messages are still being worked on.
+    pub(super) progress_every: Duration,
+}
+
+impl Control {
+    pub(super) fn fail(&self, e: IngestError, health: &Health) {
+        health.fail(e.to_string());
+        tracing::error!(error = %e, "ingest stops");
+        self.fatal
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_or_insert(e);
+        self.halt.cancel();
+        self.give_up.cancel();
+    }
+
+    pub(super) fn abandon(&self, batch: &Batch, health: &Health) {
+        let first = batch.records.first().map_or(0, |r| r.stream_seq);
+        self.abandoned
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push((batch.records.len(), first));
+        health.batch_dropped();
+    }
+}
+
+/// Sends `kind` for every message, unless `give_up` comes first; whether all were sent.
+async fn ack_all(ackers: &[Acker], kind: AckKind, give_up: &CancellationToken) -> bool {
+    let send = async {
+        for a in ackers {
+            let _ = a.ack_with(kind).await;
+        }
+    };
+    tokio::select! {
+        biased;
+        _ = give_up.cancelled() => false,
+        _ = send => true,
+    }
+}
+
+fn class_name(c: Class) -> &'static str {
+    match c {
+        Class::Data => "data",
+        Class::Transient => "transient",
+        Class::Duplicate => "duplicate",
+        Class::Permanent => "permanent",
+    }
+}
+
+/// Writes one batch, retrying transient errors with backoff (telling JetStream the messages are
+/// still in progress), then acks every message. Never acks before the commit. Gives the batch
+/// up, unacked, when the shutdown timeout passes or a write fails for good.
+pub(super) async fn write_and_ack(
+    sink: &Sink,
+    metrics: &IngestMetrics,
+    health: &Health,
+    ctl: &Control,
+    mut batch: Batch,
+    totals: &mut Totals,
+) {
+    totals.first.get_or_insert(batch.fetched);
+    // The sink writes in (stream, sequence) order; keep each acker beside its record.
+    let mut pairs: Vec<(Record, Acker)> = batch
+        .records
+        .drain(..)
+        .zip(batch.ackers.drain(..))
+        .collect();
+    pairs.sort_by(|(a, _), (b, _)| a.log_key().cmp(&b.log_key()));
+    (batch.records, batch.ackers) = pairs.into_iter().unzip();
+    let mut delay = Duration::from_millis(100);
+    let started = Instant::now();
+    let outcome = loop {
+        // A write slower than the ack wait tells JetStream the messages are still in
+        // progress, so that they are not redelivered meanwhile.
+        let attempt = {
+            let write = sink.write_batch(&mut batch.records);
+            tokio::pin!(write);
+            let mut progress = tokio::time::interval_at(
+                tokio::time::Instant::now() + ctl.progress_every,
+                ctl.progress_every,
+            );
+            loop {
+                tokio::select! {
+                    biased;
+                    _ = ctl.give_up.cancelled() => break None,
+                    r = &mut write => break Some(r),
+                    _ = progress.tick() => {
+                        for a in &batch.ackers {
+                            let _ = a.ack_with(AckKind::Progress).await;
+                        }
+                    }
+                }
+            }
+        };
+        let e = match attempt {
+            None => return ctl.abandon(&batch, health),
+            Some(Ok(o)) => break o,
+            Some(Err(e)) => e,
+        };
+        let class = e.class();
+        health.db_error(class_name(class));
+        if matches!(class, Class::Data | Class::Permanent) {
+            // A data error left after every fallback, or a permanent error: the same write
+            // cannot succeed. (A duplicate left after the checks is a race with another
+            // writer: retried, the redelivery check then skips what it committed.)
+            ctl.abandon(&batch, health);
+            return ctl.fail(IngestError::Permanent(e), health);
+        }
+        metrics.write_retries.inc();
+        log_write_error(&e, batch.records.len(), delay);
+        if !ack_all(&batch.ackers, AckKind::Progress, &ctl.give_up).await {
+            return ctl.abandon(&batch, health);
+        }
+        tokio::select! {
+            biased;
+            _ = ctl.give_up.cancelled() => return ctl.abandon(&batch, health),
+            _ = tokio::time::sleep(delay + jitter(delay)) => {}
+        }
+        delay = (delay * 2).min(Duration::from_secs(10));
+    };
+    let committed = Utc::now();
+    health.batch_committed(committed);
+    health.reduced_rows.inc_by(outcome.reduced as u64);
+    metrics
+        .write_seconds
+        .observe(started.elapsed().as_secs_f64());
+    // The commit stands; an ack lost here (or cut off by the shutdown timeout) means a
+    // redelivery, which adds nothing.
+    if !ack_all(&batch.ackers, AckKind::Ack, &ctl.give_up).await {
+        tracing::warn!(
+            messages = batch.records.len(),
+            "shutdown timeout while acking a committed batch; its messages will be redelivered and skipped"
+        );
+    }
+    metrics.batches.inc();
+    metrics.batch_size.observe(batch.records.len() as f64);
+    metrics.redeliveries.inc_by(outcome.redelivered as u64);
+    metrics.duplicates.inc_by(outcome.duplicates as u64);
+    metrics.conflicts.inc_by(outcome.conflicts as u64);
+    metrics.rows.inc_by(outcome.inserted as u64);
+    metrics.new_fields(&outcome.new_fields);
+    for r in &batch.records {
+        metrics.message(
+            r.catalogue_index,
+            r.status,
+            r.event_name().as_deref(),
+            r.unknown_field_count,
+        );
+        metrics.errors(&r.error_codes);
+        metrics.bytes.inc_by(r.raw.len() as u64);
+        let from = r.occurred_at.unwrap_or(r.published_at);
+        let lag = (committed - from).num_microseconds().unwrap_or(0).max(0) as f64 / 1e6;
+        metrics.lag_seconds.observe(lag);
+        if r.status != crate::decode::verdict::Status::Decoded {
+            // Stream sequence and event name only: never payload values.
+            tracing::debug!(
+                stream_seq = r.stream_seq,
+                event = r.event_name().as_deref().unwrap_or("-"),
+                status = %r.status,
+                "recorded"
+            );
+        }
+    }
+
+    totals.messages += batch.records.len() as u64;
+    totals.inserted += outcome.inserted as u64;
+    totals.batches += 1;
+    totals.last = Some(Instant::now());
+    tracing::debug!(
+        messages = batch.records.len(),
+        inserted = outcome.inserted,
+        link = outcome.link_seq,
+        "batch committed and acked"
+    );
+}
+
+fn jitter(d: Duration) -> Duration {
+    d.mul_f64(rand::random::<f64>() * 0.5)
+}
+
+fn log_write_error(e: &DbError, n: usize, delay: Duration) {
+    tracing::warn!(error = %e, class = ?e.class(), messages = n, retry_in_ms = delay.as_millis() as u64, "batch write failed; retrying, nothing acked");
+}

@@ -1,0 +1,161 @@
+//! `prove`: an evidence bundle for some rows (one event, or an account's events) against one
+//! signed checkpoint: each row's raw bytes and decoded columns, its leaf data (the canonical
+//! encoding, whose SHA-256 is the row hash) and its inclusion proof, plus the checkpoint's
+//! signed note. Every proof is checked here before it is written, so a bundle from a database
+//! that does not match the checkpoint is refused, not handed out.
+
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine;
+use serde::Serialize;
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+use crate::audit::note::Checkpoint;
+use crate::audit::tlog;
+use crate::db::DbError;
+use crate::verify::store::StoredRow;
+use crate::verify::tree_store::{RowPlace, TreeStore};
+
+/// The bundle format's name.
+pub const FORMAT: &str = "event-audit-bundle/1";
+
+/// One proven row.
+#[derive(Debug, Clone, Serialize)]
+pub struct Entry {
+    pub stream: String,
+    pub stream_seq: i64,
+    pub leaf_index: u64,
+    pub raw: String,
+    pub columns: Value,
+    pub leaf_data: String,
+    pub row_hash: String,
+    pub inclusion_proof: Vec<String>,
+}
+
+/// The evidence bundle (see README, "Evidence bundles").
+#[derive(Debug, Clone, Serialize)]
+pub struct Bundle {
+    pub format: &'static str,
+    pub checkpoint: String,
+    pub entries: Vec<Entry>,
+}
+
+/// Why no bundle could be made.
+#[derive(Debug, thiserror::Error)]
+pub enum ProveError {
+    #[error("the log holds no row {0}")]
+    NotFound(String),
+    #[error("row {what} (leaf {index}) is not yet covered by the checkpoint of size {size}; wait for the next checkpoint")]
+    NotWitnessed { what: String, index: u64, size: u64 },
+    #[error("row {0}: the database does not match the checkpoint (its proof fails); run `event-audit verify --public-key …`")]
+    Mismatch(String),
+    #[error(transparent)]
+    Db(#[from] DbError),
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// What a query asks to prove.
+pub enum Query<'a> {
+    Event {
+        stream: &'a str,
+        seq: i64,
+    },
+    Account {
+        number: &'a str,
+        since: &'a str,
+        until: &'a str,
+    },
+}
+
+/// The bundle for `query` against the checkpoint `cp` (whose signed note is `note`).
+pub async fn prove(
+    store: &TreeStore,
+    query: Query<'_>,
+    cp: &Checkpoint,
+    note: &str,
+) -> Result<Bundle, ProveError> {
+    let places: Vec<RowPlace> = match query {
+        Query::Event { stream, seq } => store.place(stream, seq).await?.into_iter().collect(),
+        Query::Account {
+            number,
+            since,
+            until,
+        } => store.account_places(number, since, until).await?,
+    };
+    if places.is_empty() {
+        return Err(ProveError::NotFound(match query {
+            Query::Event { stream, seq } => format!("stream={stream} stream_seq={seq}"),
+            Query::Account { number, .. } => format!("for account {number} in that time"),
+        }));
+    }
+    let mut entries = Vec::with_capacity(places.len());
+    for p in places {
+        let what = format!("stream={} stream_seq={}", p.stream, p.stream_seq);
+        let index = u64::try_from(p.leaf_index).unwrap_or(u64::MAX);
+        if index >= cp.size {
+            return Err(ProveError::NotWitnessed {
+                what,
+                index,
+                size: cp.size,
+            });
+        }
+        let row = store
+            .stored_row(&p.stream, p.stream_seq)
+            .await?
+            .ok_or_else(|| ProveError::NotFound(what.clone()))?;
+        let data = leaf_data(&row).ok_or_else(|| ProveError::Mismatch(what.clone()))?;
+        let row_hash: [u8; 32] = Sha256::digest(&data).into();
+        let proof = store.inclusion(index, cp.size).await?;
+        tlog::verify_inclusion(
+            index,
+            cp.size,
+            &tlog::leaf_hash(&row_hash),
+            &proof,
+            &cp.root,
+        )
+        .map_err(|_| ProveError::Mismatch(what.clone()))?;
+        entries.push(Entry {
+            stream: row.stream.clone(),
+            stream_seq: row.stream_seq,
+            leaf_index: index,
+            raw: B64.encode(&row.raw),
+            columns: columns(&row),
+            leaf_data: B64.encode(&data),
+            row_hash: hex(&row_hash),
+            inclusion_proof: proof.iter().map(|h| B64.encode(h)).collect(),
+        });
+    }
+    Ok(Bundle {
+        format: FORMAT,
+        checkpoint: note.to_owned(),
+        entries,
+    })
+}
+
+/// The decoded columns, for humans (the proof covers them through the leaf data).
+fn columns(r: &StoredRow) -> Value {
+    let js = |t: &Option<String>| {
+        t.as_deref()
+            .and_then(|t| serde_json::from_str::<Value>(t).ok())
+    };
+    json!({
+        "stream": r.stream, "stream_seq": r.stream_seq,
+        "published_at": r.published_at, "received_at": r.received_at,
+        "subject": r.subject, "delivery_count": r.delivery_count,
+        "headers": js(&r.headers), "envelope": r.envelope, "event_id": r.event_id,
+        "event_type": r.event_type, "event_version": r.event_version, "status": r.status,
+        "errors": js(&r.errors), "unknown_fields": js(&r.unknown_fields),
+        "payload": js(&r.payload), "account_number": r.account_number,
+        "occurred_at": r.occurred_at, "payload_error": r.payload_error,
+        "catalogue": r.catalogue,
+    })
+}
+
+/// The canonical encoding of a stored row (the leaf data), built as `verify` builds it; `None`
+/// when a JSON column lost its recorded shape.
+pub fn leaf_data(row: &StoredRow) -> Option<Vec<u8>> {
+    crate::verify::rows::encoding(&row.view())
+}

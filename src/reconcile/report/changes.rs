@@ -1,0 +1,159 @@
+//! Rendering run-to-run changes ([`Diff`]): a table for the terminal, JSON, and an HTML page
+//! (`id="transitions"` with the counts per transition, `id="changes"` with the accounts).
+
+use std::fmt::Write;
+
+use super::super::diff::{Diff, NONE};
+use super::html::{page, timeline_link, tone};
+use super::{esc, pad, time, Format};
+
+/// Renders `d` in `format` (CSV is the JSON's job here: refused by the callers).
+pub fn render(d: &Diff, format: Format) -> String {
+    match format {
+        Format::Table => table(d),
+        Format::Json | Format::Csv => {
+            let mut s = serde_json::to_string(d).unwrap_or_else(|_| "{}".into());
+            s.push('\n');
+            s
+        }
+        Format::Html => html(d),
+    }
+}
+
+fn headline(d: &Diff) -> String {
+    format!(
+        "Changes from run {} ({}) to run {} ({}), scope {}: {} account(s) changed, {} unchanged",
+        d.from_run,
+        time(Some(d.from_finished_at)),
+        d.to_run,
+        time(Some(d.to_finished_at)),
+        d.scope,
+        d.changes.len(),
+        d.unchanged
+    )
+}
+
+pub fn table(d: &Diff) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{}\n", headline(d));
+    if d.is_empty() {
+        return out;
+    }
+    let mut rows = vec![vec!["TRANSITION".to_owned(), "ACCOUNTS".to_owned()]];
+    for (t, n) in &d.transitions {
+        rows.push(vec![t.clone(), n.to_string()]);
+    }
+    for (t, n) in &d.registration_transitions {
+        rows.push(vec![format!("registration {t}"), n.to_string()]);
+    }
+    pad(&mut out, &rows);
+    out.push('\n');
+    let mut rows = vec![["ACCOUNT", "VERDICT", "REGISTRATION", "DETAIL"]
+        .map(str::to_owned)
+        .to_vec()];
+    for c in &d.changes {
+        let pair = |a: &Option<String>, b: &Option<String>| {
+            if a == b {
+                a.clone().unwrap_or_else(|| "-".into())
+            } else {
+                format!(
+                    "{} → {}",
+                    a.as_deref().unwrap_or(NONE),
+                    b.as_deref().unwrap_or(NONE)
+                )
+            }
+        };
+        rows.push(vec![
+            c.external_account_number.clone(),
+            pair(&c.from, &c.to),
+            pair(&c.from_registration, &c.to_registration),
+            c.detail.clone().unwrap_or_default(),
+        ]);
+    }
+    pad(&mut out, &rows);
+    out
+}
+
+fn tagged(v: Option<&str>) -> String {
+    let v = v.unwrap_or(NONE);
+    format!("<span class=\"tag {}\">{}</span>", tone(v), esc(v))
+}
+
+fn pair_html(a: &Option<String>, b: &Option<String>) -> String {
+    if a == b {
+        a.as_deref()
+            .map_or_else(|| "-".to_owned(), |v| tagged(Some(v)))
+    } else {
+        format!("{} → {}", tagged(a.as_deref()), tagged(b.as_deref()))
+    }
+}
+
+pub fn html(d: &Diff) -> String {
+    let mut o = format!(
+        "<p class=\"meta\">{} · <a href=\"/reports/reconciliation?run={}&amp;format=html\">run {}</a> · \
+         <a href=\"/reports/reconciliation?run={}&amp;format=html\">run {}</a></p>\n",
+        esc(&headline(d)),
+        d.from_run,
+        d.from_run,
+        d.to_run,
+        d.to_run
+    );
+    o.push_str("<table id=\"transitions\"><thead><tr><th>Transition</th><th>Accounts</th></tr></thead><tbody>\n");
+    for (t, n) in &d.transitions {
+        let _ = writeln!(o, "<tr><td>{}</td><td class=\"n\">{n}</td></tr>", esc(t));
+    }
+    for (t, n) in &d.registration_transitions {
+        let _ = writeln!(
+            o,
+            "<tr><td>registration {}</td><td class=\"n\">{n}</td></tr>",
+            esc(t)
+        );
+    }
+    o.push_str("</tbody></table>\n<h2>Accounts that changed</h2>\n<table id=\"changes\" class=\"wide\"><thead><tr>\
+        <th>Account</th><th>Verdict</th><th>Registration</th><th class=\"detail\">Detail (now)</th>\
+        </tr></thead><tbody>\n");
+    for c in &d.changes {
+        let _ = writeln!(
+            o,
+            "<tr><td class=\"mono\"><a href=\"{}\">{}</a></td><td>{}</td><td>{}</td><td class=\"detail\">{}</td></tr>",
+            esc(&timeline_link(&c.external_account_number)),
+            esc(&c.external_account_number),
+            pair_html(&c.from, &c.to),
+            pair_html(&c.from_registration, &c.to_registration),
+            c.detail.as_deref().map_or_else(String::new, esc)
+        );
+    }
+    o.push_str("</tbody></table>\n");
+    page(
+        &format!("Changes from run {} to run {}", d.from_run, d.to_run),
+        &o,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::reconcile::diff::diff;
+    use crate::reconcile::report::tests::report;
+    use crate::reconcile::verdict::Verdict;
+
+    #[test]
+    fn every_format_names_the_transitions() {
+        let a = report();
+        let mut b = report();
+        b.run_id = Some(8);
+        b.results[0].verdict = Verdict::Matched;
+        let d = diff(&a, &b);
+        let t = table(&d);
+        assert!(t.contains("identifier_mismatch → matched  1"), "{t}");
+        assert!(t.contains("E<1>"), "{t}");
+        let h = html(&d);
+        assert!(
+            h.contains("id=\"transitions\"") && h.contains("E&lt;1&gt;"),
+            "{h}"
+        );
+        let v: serde_json::Value = serde_json::from_str(&render(&d, Format::Json)).expect("json");
+        assert_eq!(v["transitions"]["identifier_mismatch → matched"], 1);
+        assert_eq!(v["changes"][0]["to"], "matched");
+    }
+}

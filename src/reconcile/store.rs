@@ -1,0 +1,319 @@
+//! Reconciliation SQL: the event side of a run (latest import-process outcome per external
+//! account number, order-process counts, `account.created` lookups, join-supplier events), and
+//! the account timeline; storing runs with their results and reading them back ([`runs`]);
+//! batches ([`batches`]).
+//!
+//! The event side reads only `decoded` rows, skips rows whose envelope id is a `duplicate`
+//! finding, and windows on `occurred_at` (the envelope time). Queries on data_import rows repeat
+//! the partial index's predicate (`event_type LIKE 'data_import.%'`) verbatim so it is used.
+
+mod batches;
+mod runs;
+
+use std::collections::{BTreeMap, HashSet};
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use sqlx::Row;
+
+use super::registration::JoinEvent;
+use crate::db::{Ctx, Db, DbError};
+
+pub use runs::ScopeState;
+
+/// An account's latest `data_import.import_process.*` event.
+#[derive(Debug, Clone)]
+pub struct OutcomeRow {
+    pub external: String,
+    pub event_type: String,
+    pub event_id: Option<String>,
+    pub identifier: Option<String>,
+    pub occurred_at: Option<DateTime<Utc>>,
+}
+
+/// One event of an account's timeline.
+#[derive(Debug, Clone, Serialize)]
+pub struct TimelineEntry {
+    pub occurred_at: Option<DateTime<Utc>>,
+    pub published_at: DateTime<Utc>,
+    pub event: Option<String>,
+    pub event_id: Option<String>,
+    pub status: String,
+    /// `first`, `duplicate` or `conflict` (null without envelope id).
+    pub id_status: Option<String>,
+    pub account_number: Option<String>,
+    pub stream: String,
+    pub stream_seq: i64,
+    pub payload: Option<serde_json::Value>,
+}
+
+const OUTCOME_TYPES: &str = "('data_import.import_process.complete', \
+    'data_import.import_process.error', 'data_import.import_process.cancelled', \
+    'data_import.import_process.dry_run_complete', 'data_import.import_process.dry_run_error')";
+
+const NOT_DUPLICATE: &str = "NOT EXISTS (SELECT 1 FROM audit.id_findings f \
+    WHERE f.stream = e.stream AND f.stream_seq = e.stream_seq \
+    AND f.published_at = e.published_at AND f.finding = 'duplicate')";
+
+const WINDOW: &str = "($1::timestamptz IS NULL OR e.occurred_at >= $1) \
+    AND ($2::timestamptz IS NULL OR e.occurred_at < $2)";
+
+fn to_u64(n: i64) -> u64 {
+    u64::try_from(n).unwrap_or(0)
+}
+
+fn counts_of(v: serde_json::Value) -> BTreeMap<String, u64> {
+    serde_json::from_value(v).unwrap_or_default()
+}
+
+/// Reconciliation's reads and writes.
+#[derive(Clone)]
+pub struct ReconcileStore {
+    db: Db,
+}
+
+impl ReconcileStore {
+    pub fn new(db: Db) -> ReconcileStore {
+        ReconcileStore { db }
+    }
+
+    fn pool(&self) -> &sqlx::PgPool {
+        self.db.pool()
+    }
+
+    /// The latest outcome event per external account number (by envelope time, then stream
+    /// order), in `[since, until)`, for `accounts` only when given.
+    pub async fn import_outcomes(
+        &self,
+        since: Option<DateTime<Utc>>,
+        until: Option<DateTime<Utc>>,
+        accounts: Option<&[String]>,
+    ) -> Result<Vec<OutcomeRow>, DbError> {
+        let only = if accounts.is_some() {
+            "AND e.payload ->> 'external_identifier' = ANY($3)"
+        } else {
+            ""
+        };
+        let sql = format!(
+            "SELECT DISTINCT ON (ext) ext, event_type, event_id, identifier, occurred_at FROM ( \
+               SELECT e.payload ->> 'external_identifier' AS ext, e.event_type, e.event_id, \
+                      e.payload ->> 'identifier' AS identifier, e.occurred_at, e.stream_seq \
+               FROM audit.events e \
+               WHERE e.event_type LIKE 'data_import.%' AND e.event_type IN {OUTCOME_TYPES} \
+                 AND audit.latest_status(e.stream, e.stream_seq, e.published_at, e.status) = 'decoded' AND e.payload ->> 'external_identifier' IS NOT NULL \
+                 AND {WINDOW} {only} AND {NOT_DUPLICATE} \
+             ) x ORDER BY ext, occurred_at DESC NULLS LAST, stream_seq DESC"
+        );
+        let mut q = sqlx::query(&sql).bind(since).bind(until);
+        if let Some(a) = accounts {
+            q = q.bind(a);
+        }
+        let rows = q.fetch_all(self.pool()).await.ctx("read import outcomes")?;
+        Ok(rows
+            .iter()
+            .map(|r| OutcomeRow {
+                external: r.get("ext"),
+                event_type: r.get("event_type"),
+                event_id: r.get("event_id"),
+                identifier: r.get("identifier"),
+                occurred_at: r.get("occurred_at"),
+            })
+            .collect())
+    }
+
+    /// `data_import.order_process.*` events in the window by outcome (`complete`, `error`,
+    /// `cancelled`), duplicates of an envelope id left out.
+    pub async fn order_outcome_counts(
+        &self,
+        since: Option<DateTime<Utc>>,
+        until: Option<DateTime<Utc>>,
+    ) -> Result<BTreeMap<String, u64>, DbError> {
+        let sql = format!(
+            "SELECT substr(e.event_type, length('data_import.order_process.') + 1), count(*) \
+             FROM audit.events e \
+             WHERE e.event_type LIKE 'data_import.%' \
+               AND e.event_type LIKE 'data_import.order\\_process.%' \
+               AND audit.latest_status(e.stream, e.stream_seq, e.published_at, e.status) = 'decoded' AND {WINDOW} AND {NOT_DUPLICATE} \
+             GROUP BY 1"
+        );
+        let rows: Vec<(String, i64)> = sqlx::query_as(&sql)
+            .bind(since)
+            .bind(until)
+            .fetch_all(self.pool())
+            .await
+            .ctx("count order outcomes")?;
+        Ok(rows.into_iter().map(|(k, n)| (k, to_u64(n))).collect())
+    }
+
+    /// Which of `numbers` have a decoded `account.created` event with `is_imported: true`.
+    pub async fn imported_account_created(
+        &self,
+        numbers: &[String],
+    ) -> Result<HashSet<String>, DbError> {
+        if numbers.is_empty() {
+            return Ok(HashSet::new());
+        }
+        let rows: Vec<(String,)> = sqlx::query_as(
+            "SELECT DISTINCT e.account_number FROM audit.events e \
+             JOIN unnest($1::text[]) AS n(num) ON e.account_number = n.num \
+             WHERE e.account_number IS NOT NULL AND e.event_type = 'account.created' \
+               AND audit.latest_status(e.stream, e.stream_seq, e.published_at, e.status) = 'decoded' AND e.payload ->> 'is_imported' = 'true'",
+        )
+        .bind(numbers)
+        .fetch_all(self.pool())
+        .await
+        .ctx("look up account.created events")?;
+        Ok(rows.into_iter().map(|(n,)| n).collect())
+    }
+
+    /// Order-process events of the listed external order ids, in the window, by outcome;
+    /// `no_event` counts the listed orders without any (duplicates of an envelope id left out).
+    pub async fn order_outcome_counts_for(
+        &self,
+        since: Option<DateTime<Utc>>,
+        until: Option<DateTime<Utc>>,
+        orders: &[String],
+    ) -> Result<BTreeMap<String, u64>, DbError> {
+        let sql = format!(
+            "SELECT substr(e.event_type, length('data_import.order_process.') + 1) AS outcome, \
+               count(*) AS events \
+             FROM audit.events e \
+             WHERE e.event_type LIKE 'data_import.%' \
+               AND e.event_type LIKE 'data_import.order\\_process.%' \
+               AND audit.latest_status(e.stream, e.stream_seq, e.published_at, e.status) = 'decoded' AND {WINDOW} \
+               AND e.payload ->> 'external_order_id' = ANY($3) AND {NOT_DUPLICATE} \
+             GROUP BY 1"
+        );
+        let rows = sqlx::query(&sql)
+            .bind(since)
+            .bind(until)
+            .bind(orders)
+            .fetch_all(self.pool())
+            .await
+            .ctx("count the batch's order outcomes")?;
+        let mut out = BTreeMap::new();
+        for r in &rows {
+            out.insert(r.get::<String, _>("outcome"), to_u64(r.get("events")));
+        }
+        let seen: i64 = sqlx::query_scalar(&format!(
+            "SELECT count(DISTINCT e.payload ->> 'external_order_id') FROM audit.events e \
+             WHERE e.event_type LIKE 'data_import.%' \
+               AND e.event_type LIKE 'data_import.order\\_process.%' \
+               AND audit.latest_status(e.stream, e.stream_seq, e.published_at, e.status) = 'decoded' AND {WINDOW} \
+               AND e.payload ->> 'external_order_id' = ANY($3)"
+        ))
+        .bind(since)
+        .bind(until)
+        .bind(orders)
+        .fetch_one(self.pool())
+        .await
+        .ctx("count the batch's orders with events")?;
+        let listed = orders.iter().collect::<HashSet<_>>().len() as u64;
+        out.insert("no_event".into(), listed.saturating_sub(to_u64(seen)));
+        Ok(out)
+    }
+
+    /// The decoded `lifecycle.join-supplier.*` events of these platform account numbers, one
+    /// per supply point they name (`supply_points[]` or `supply_point`), duplicates of an
+    /// envelope id left out.
+    pub async fn join_supplier_events(
+        &self,
+        numbers: &[String],
+    ) -> Result<Vec<JoinEvent>, DbError> {
+        if numbers.is_empty() {
+            return Ok(Vec::new());
+        }
+        let sql = format!(
+            "SELECT e.account_number, sp ->> 'external_identifier' AS mpxn, e.event_type, \
+               e.occurred_at, e.payload ->> 'requested_at' AS requested_at, \
+               e.payload ->> 'join_supplier_process_number' AS process, e.stream_seq \
+             FROM audit.events e \
+             JOIN unnest($1::text[]) AS n(num) ON e.account_number = n.num \
+             CROSS JOIN LATERAL jsonb_array_elements(CASE \
+                 WHEN jsonb_typeof(e.payload -> 'supply_points') = 'array' THEN e.payload -> 'supply_points' \
+                 WHEN jsonb_typeof(e.payload -> 'supply_point') = 'object' THEN jsonb_build_array(e.payload -> 'supply_point') \
+                 ELSE '[]'::jsonb END) AS sp \
+             WHERE e.account_number IS NOT NULL \
+               AND e.event_type LIKE 'lifecycle.join-supplier.%' \
+               AND audit.latest_status(e.stream, e.stream_seq, e.published_at, e.status) = 'decoded' AND sp ->> 'external_identifier' IS NOT NULL \
+               AND {NOT_DUPLICATE}"
+        );
+        let rows = sqlx::query(&sql)
+            .bind(numbers)
+            .fetch_all(self.pool())
+            .await
+            .ctx("read join-supplier events")?;
+        Ok(rows
+            .iter()
+            .map(|r| JoinEvent {
+                account_number: r.get("account_number"),
+                mpxn: r.get("mpxn"),
+                event_type: r.get("event_type"),
+                occurred_at: r.get("occurred_at"),
+                requested_at: r
+                    .get::<Option<String>, _>("requested_at")
+                    .and_then(|t| DateTime::parse_from_rfc3339(&t).ok())
+                    .map(|t| t.with_timezone(&Utc)),
+                process: r.get("process"),
+                stream_seq: r.get("stream_seq"),
+            })
+            .collect())
+    }
+
+    /// The events of one external account number, oldest first: its import-process events, and
+    /// the events of the platform account numbers that its `complete` events or reconciliation
+    /// results name.
+    pub async fn account_timeline(
+        &self,
+        external: &str,
+        limit: i64,
+    ) -> Result<Vec<TimelineEntry>, DbError> {
+        let rows = sqlx::query(
+            "WITH nums AS ( \
+               SELECT e.payload ->> 'identifier' AS num FROM audit.events e \
+                WHERE e.event_type LIKE 'data_import.%' \
+                  AND e.payload ->> 'external_identifier' = $1 \
+                  AND e.payload ->> 'identifier' IS NOT NULL \
+               UNION \
+               SELECT platform_account_number FROM audit.reconcile_results \
+                WHERE external_account_number = $1 AND platform_account_number IS NOT NULL) \
+             SELECT e.occurred_at, e.published_at, \
+               CASE WHEN e.event_version IS NULL THEN e.event_type \
+                    ELSE e.event_type || '-' || e.event_version END AS event, \
+               e.event_id, e.status, \
+               CASE WHEN e.event_id IS NULL THEN NULL ELSE COALESCE(f.finding, 'first') END AS id_status, \
+               e.account_number, e.stream, e.stream_seq, e.payload \
+             FROM audit.events e \
+             LEFT JOIN audit.id_findings f ON f.stream = e.stream \
+               AND f.stream_seq = e.stream_seq AND f.published_at = e.published_at \
+             WHERE (e.event_type LIKE 'data_import.%' AND e.payload ->> 'external_identifier' = $1) \
+                OR e.account_number IN (SELECT num FROM nums) \
+             ORDER BY e.occurred_at NULLS LAST, e.stream_seq LIMIT $2",
+        )
+        .bind(external)
+        .bind(limit)
+        .fetch_all(self.pool())
+        .await
+        .ctx("read account timeline")?;
+        Ok(rows
+            .iter()
+            .map(|r| TimelineEntry {
+                occurred_at: r.get("occurred_at"),
+                published_at: r.get("published_at"),
+                event: r.get("event"),
+                event_id: r.get("event_id"),
+                status: r.get("status"),
+                id_status: r.get("id_status"),
+                account_number: r.get("account_number"),
+                stream: r.get("stream"),
+                stream_seq: r.get("stream_seq"),
+                payload: r.get("payload"),
+            })
+            .collect())
+    }
+}
+
+/// A JSON value of maps with string keys and plain structs (cannot fail; `null` if it did).
+fn json<T: Serialize>(v: &T) -> serde_json::Value {
+    serde_json::to_value(v).unwrap_or(serde_json::Value::Null)
+}

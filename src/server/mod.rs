@@ -1,0 +1,221 @@
+//! The HTTP listener: an index at `/`, health (`/healthz`, `/readyz`), `/metrics`, and the
+//! reconciliation reports ([`reports`]); each router has its own state.
+
+pub mod health;
+pub mod limits;
+pub mod links;
+pub mod reports;
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::Request;
+use axum::http::{header, StatusCode};
+use axum::middleware::Next;
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::net::{TcpListener, TcpStream};
+use tokio_util::sync::CancellationToken;
+
+use limits::{Limits, Slot, Slots, Watched};
+
+use crate::telemetry::health::Health;
+use crate::telemetry::metrics::Registry;
+
+/// The whole listener: health, metrics, reports, and an index page.
+pub fn router(health: Arc<Health>, registry: Registry, reports: reports::ReportState) -> Router {
+    Router::new()
+        .route("/", get(index))
+        .merge(health::router(health))
+        .merge(
+            Router::new()
+                .route("/metrics", get(metrics))
+                .with_state(registry),
+        )
+        .merge(reports::router(reports))
+        .layer(axum::extract::DefaultBodyLimit::max(1024))
+        .layer(axum::middleware::from_fn(plain_paths))
+}
+
+/// A path whose percent-decoding is not UTF-8 text without control characters (`%00`,
+/// `%FF`) is the client's mistake: 400, before any handler sees it.
+async fn plain_paths(req: Request, next: Next) -> Response {
+    if !path_is_plain(req.uri().path()) {
+        return (
+            StatusCode::BAD_REQUEST,
+            "bad path: percent-encoded control characters or invalid UTF-8\n",
+        )
+            .into_response();
+    }
+    next.run(req).await
+}
+
+fn path_is_plain(path: &str) -> bool {
+    let b = path.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        if b[i] == b'%' && i + 2 < b.len() {
+            if let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2])) {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    std::str::from_utf8(&out).is_ok_and(|s| !s.chars().any(char::is_control))
+}
+
+async fn index() -> Html<&'static str> {
+    Html(INDEX)
+}
+
+const INDEX: &str = r#"<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>event-audit</title></head>
+<body style="font-family: sans-serif; max-width: 48em; margin: 2em auto">
+<h1>event-audit</h1>
+<ul>
+<li><a href="/healthz">/healthz</a>: the process answers</li>
+<li><a href="/readyz">/readyz</a>: NATS, PostgreSQL and the consumer are working (503 with the failing part otherwise)</li>
+<li><a href="/metrics">/metrics</a>: Prometheus metrics</li>
+<li><a href="/reports/reconciliation?format=html">/reports/reconciliation</a>: the latest reconciliation run (<code>?run=ID</code>, <code>?format=json|csv|html</code>)</li>
+<li><a href="/reports/reconciliation/runs">/reports/reconciliation/runs</a>: run history (<code>?batch=NAME</code>)</li>
+<li><code>/reports/reconciliation/diff?from=A&amp;to=B</code> (or <code>?batch=NAME</code>): accounts whose verdict changed between two runs (<code>?format=json|html</code>)</li>
+<li><a href="/reports/batches">/reports/batches</a>: registered batches, open and closed</li>
+<li><code>/accounts/{external_account_number}/events</code>: one account's event timeline (<code>?format=json|html</code>)</li>
+</ul>
+<p>Report endpoints require <code>Authorization: Bearer &lt;token&gt;</code>, or a signed link (<code>event-audit reconcile link</code>) in a browser, when a report token is configured.</p>
+</body></html>
+"#;
+
+async fn metrics(axum::extract::State(r): axum::extract::State<Registry>) -> impl IntoResponse {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        crate::telemetry::metrics::render(&r),
+    )
+}
+
+/// How long connections may finish their requests once the listener stops.
+const DRAIN: Duration = Duration::from_secs(2);
+
+/// Serves `router` on an already bound listener until `stop` is cancelled, within `limits`
+/// (see [`limits`]); then lets requests in progress finish for a moment and closes the rest.
+pub async fn serve(listener: TcpListener, router: Router, limits: Limits, stop: CancellationToken) {
+    let slots = Arc::new(Slots::new());
+    let mut conns = tokio::task::JoinSet::new();
+    let mut refused_at = None::<std::time::Instant>;
+    loop {
+        let accepted = tokio::select! {
+            _ = stop.cancelled() => break,
+            Some(_) = conns.join_next(), if !conns.is_empty() => continue,
+            a = listener.accept() => a,
+        };
+        let sock = match accepted {
+            Ok((sock, _)) => sock,
+            Err(e) => {
+                // Out of descriptors (or another accept error): say so, at most once a minute,
+                // and give the closing connections a moment.
+                if refused_at.is_none_or(|t| t.elapsed() > Duration::from_secs(60)) {
+                    tracing::warn!(error = %e, open = slots.len(), "HTTP accept failed");
+                    refused_at = Some(std::time::Instant::now());
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let Some((id, slot)) = slots.admit(limits.max_connections) else {
+            // Every connection is serving a request: this one waits for none.
+            drop(sock);
+            continue;
+        };
+        conns.spawn(serve_one(
+            sock,
+            router.clone(),
+            limits,
+            slot,
+            id,
+            slots.clone(),
+            stop.clone(),
+        ));
+    }
+    let drained =
+        tokio::time::timeout(DRAIN, async { while conns.join_next().await.is_some() {} }).await;
+    if drained.is_err() {
+        conns.abort_all();
+    }
+}
+
+/// One connection: HTTP/1.1 with the head limits, closed when idle too long, when its slot is
+/// given to a newer connection, or (after its request in progress) when the listener stops.
+async fn serve_one(
+    sock: TcpStream,
+    router: Router,
+    limits: Limits,
+    slot: Slot,
+    id: i64,
+    slots: Arc<Slots>,
+    stop: CancellationToken,
+) {
+    let _ = sock.set_nodelay(true);
+    let io = TokioIo::new(Watched::new(sock, &slot, &slots));
+    let busy = slot.busy.clone();
+    let service = hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+        let mut router = router.clone();
+        let busy = busy.clone();
+        busy.fetch_add(1, Ordering::SeqCst);
+        async move {
+            let resp =
+                tower_service::Service::call(&mut router, req.map(axum::body::Body::new)).await;
+            busy.fetch_sub(1, Ordering::SeqCst);
+            resp
+        }
+    });
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_timeout)
+        .max_header_size(limits.max_header_bytes)
+        .max_headers(100);
+    let conn = builder.serve_connection(io, service);
+    tokio::pin!(conn);
+    let mut tick = tokio::time::interval((limits.idle_timeout / 4).max(Duration::from_millis(100)));
+    let idle_ms = i64::try_from(limits.idle_timeout.as_millis()).unwrap_or(i64::MAX);
+    let mut draining = false;
+    loop {
+        tokio::select! {
+            _ = conn.as_mut() => break,
+            _ = slot.close.cancelled() => break,
+            _ = stop.cancelled(), if !draining => {
+                draining = true;
+                conn.as_mut().graceful_shutdown();
+            }
+            _ = tick.tick() => {
+                if slots.now() - slot.last.load(Ordering::SeqCst) > idle_ms {
+                    break;
+                }
+            }
+        }
+    }
+    slots.release(id);
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn control_characters_and_invalid_utf8_in_paths_are_refused() {
+        assert!(super::path_is_plain("/accounts/A-1%20B/events"));
+        assert!(super::path_is_plain("/accounts/%C3%A9/events"));
+        assert!(!super::path_is_plain("/accounts/%00/events"));
+        assert!(!super::path_is_plain("/accounts/%0A/events"));
+        assert!(!super::path_is_plain("/accounts/%FF/events"));
+    }
+}

@@ -1,0 +1,271 @@
+//! `event-audit verify`: checks the chain's links in order, then rehashes every row in parallel
+//! ([`walk`]: binary COPY over several connections, [`copy`] parses it, [`rows`] checks a row)
+//! and lists every break (a row, a link, the head, an unlinked row), naming the first in log
+//! order; [`gaps`] reports which stream sequences the log holds and why the others are missing.
+//! Its SQL is in [`store`]; it opens the database as a reader (never creates, never migrates).
+
+pub mod copy;
+pub mod gaps;
+pub mod reverdicts;
+pub mod rows;
+pub mod store;
+pub mod tree_store;
+pub mod walk;
+pub mod witness;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::config::defaults::VERIFY_MAX_BREAKS;
+use crate::db::DbError;
+use crate::telemetry::metrics::chain::{ChainMetrics, GAP_KINDS};
+use store::LinkRow;
+pub use store::{RunRecord, VerifyStore};
+pub use walk::LeafSink;
+
+/// Why a walk could not be completed (not a break: the log could not be read).
+#[derive(Debug, thiserror::Error)]
+pub enum VerifyError {
+    #[error(transparent)]
+    Db(DbError),
+    #[error("reading the rows of {place}: {source}")]
+    Copy {
+        place: String,
+        source: copy::CopyError,
+    },
+    #[error(transparent)]
+    Gaps(#[from] gaps::GapsError),
+}
+
+/// One thing that does not hold. `why` names it (row by stream and sequence, batch, link).
+#[derive(Debug, Clone, serde::Serialize, PartialEq, Eq)]
+pub struct Break {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub link: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub batch: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stream: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stream_seq: Option<i64>,
+    pub why: String,
+}
+
+/// The outcome of one walk.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct VerifyReport {
+    pub ok: bool,
+    pub links: i64,
+    pub rows: i64,
+    /// The first thing that does not match in log order, naming the row (stream, sequence),
+    /// the batch or the link.
+    pub first_break: Option<String>,
+    /// Every break in log order, the first [`VERIFY_MAX_BREAKS`] of them.
+    pub breaks: Vec<Break>,
+    /// How many breaks there are in all (`breaks` may be cut).
+    pub breaks_total: i64,
+    pub head_link_seq: i64,
+    pub duration_ms: i64,
+    /// Completeness per stream, when it was checked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub completeness: Option<gaps::Completeness>,
+}
+
+/// How to walk.
+#[derive(Debug, Clone, Copy)]
+pub struct WalkOptions {
+    /// Connections streaming rows at once.
+    pub workers: usize,
+    /// Rehash the rows of links from this one on (the links before are still checked against
+    /// each other); `None` rehashes every row.
+    pub from_link: Option<i64>,
+}
+
+impl Default for WalkOptions {
+    fn default() -> Self {
+        WalkOptions {
+            workers: 2,
+            from_link: None,
+        }
+    }
+}
+
+fn link_break(l: &LinkRow, why: String) -> Break {
+    Break {
+        link: Some(l.link_seq),
+        batch: Some(l.batch_id),
+        stream: None,
+        stream_seq: None,
+        why,
+    }
+}
+
+impl store::LastRun {
+    /// Sets the verify metrics from this run (the chain poller's job).
+    pub fn export(&self, m: &ChainMetrics) {
+        m.verify_ok.set(i64::from(self.ok));
+        m.verify_time.set(self.verified_at.timestamp());
+        m.verify_rows.set(self.rows);
+        m.verify_duration
+            .set(self.duration_ms.unwrap_or(0) as f64 / 1000.0);
+        let gaps = [
+            self.gaps_purged,
+            self.gaps_deleted,
+            self.gaps_missing,
+            self.gaps_pending,
+        ];
+        for (kind, n) in GAP_KINDS.iter().zip(gaps) {
+            m.verify_gaps.with_label_values(&[kind]).set(n.unwrap_or(0));
+        }
+        m.verify_witness_ok
+            .set(self.witness_ok.map_or(-1, i64::from));
+    }
+}
+
+impl VerifyReport {
+    /// Adds a break found outside the walk (e.g. in the re-verdicts of `reprocess`).
+    pub fn add_break(&mut self, why: String) {
+        self.breaks_total += 1;
+        if self.breaks.len() < VERIFY_MAX_BREAKS {
+            self.breaks.push(Break {
+                link: None,
+                batch: None,
+                stream: None,
+                stream_seq: None,
+                why: why.clone(),
+            });
+        }
+        self.ok = false;
+        self.first_break.get_or_insert(why);
+    }
+
+    /// Adds the completeness report: every `missing` gap is a break.
+    pub fn add_completeness(&mut self, c: gaps::Completeness) {
+        let missing = c.breaks();
+        self.breaks_total += missing.len() as i64;
+        self.breaks.extend(missing);
+        self.breaks.truncate(VERIFY_MAX_BREAKS);
+        self.ok = self.breaks_total == 0;
+        self.first_break = self.breaks.first().map(|b| b.why.clone());
+        self.completeness = Some(c);
+    }
+}
+
+impl VerifyStore {
+    /// Walks the whole chain with the default options and records the result.
+    pub async fn verify(&self) -> Result<VerifyReport, VerifyError> {
+        let report = self.walk(WalkOptions::default(), None).await?;
+        self.record(&report, None).await?;
+        Ok(report)
+    }
+
+    /// Records a run (through the function the auditor may call).
+    pub async fn record(
+        &self,
+        report: &VerifyReport,
+        witness_ok: Option<bool>,
+    ) -> Result<(), VerifyError> {
+        let c = report.completeness.as_ref();
+        let count = |k| c.map(|c| c.count(k));
+        self.record_run(&RunRecord {
+            ok: report.ok,
+            links: report.links,
+            rows: report.rows,
+            first_break: report.first_break.as_deref(),
+            breaks: report.breaks_total,
+            duration_ms: report.duration_ms,
+            gaps_purged: count(gaps::GapKind::Purged),
+            gaps_deleted: count(gaps::GapKind::Deleted),
+            gaps_missing: count(gaps::GapKind::Missing),
+            gaps_pending: count(gaps::GapKind::Pending),
+            witness_ok,
+        })
+        .await?;
+        Ok(())
+    }
+
+    /// Checks the links against each other and the head, rehashes the rows (see
+    /// [`WalkOptions`]), handing each link's row hashes to `sink` in log order, and looks for
+    /// rows outside the chain. Lists every break.
+    pub async fn walk(
+        &self,
+        opts: WalkOptions,
+        sink: Option<&mut dyn LeafSink>,
+    ) -> Result<VerifyReport, VerifyError> {
+        let started = Instant::now();
+        let links = self.links().await?;
+        let mut breaks = Vec::new();
+        let mut prev: &[u8] = &[0u8; 32];
+        for (expect, l) in (1i64..).zip(&links) {
+            if l.link_seq != expect || l.prev_hash != prev {
+                breaks.push(link_break(
+                    l,
+                    format!(
+                        "link {}: does not follow link {} (chain broken or a link removed)",
+                        l.link_seq,
+                        expect - 1
+                    ),
+                ));
+            }
+            prev = &l.hash;
+        }
+        let head_link_seq = links.last().map_or(0, |l| l.link_seq);
+        let (head_seq, head_hash) = self.chain_head().await?;
+        let head_break = (head_seq != head_link_seq || head_hash != prev).then(|| Break {
+            link: Some(head_seq),
+            batch: None,
+            stream: None,
+            stream_seq: None,
+            why: format!(
+                "chain head (link {head_seq}) does not match the last link ({head_link_seq})"
+            ),
+        });
+        let n_links = links.len() as i64;
+        let linked_total: i64 = links.iter().map(|l| i64::from(l.row_count)).sum();
+        let from = opts.from_link.unwrap_or(i64::MIN);
+        let walked: Vec<LinkRow> = links.into_iter().filter(|l| l.link_seq >= from).collect();
+        let (rows, row_breaks) = walk::rows(self, Arc::new(walked), opts.workers, sink).await?;
+        breaks.extend(row_breaks);
+        // Log order: by link (a link's own break after its rows'), stable otherwise.
+        breaks.sort_by_key(|b| b.link.unwrap_or(i64::MAX));
+        breaks.extend(head_break);
+        // Every row of a linked batch was walked: more rows than that lie outside the chain (the
+        // costly search that names them runs only then).
+        // (Incremental: the links' own counts stand for the rows not walked.)
+        let expected = match opts.from_link {
+            None => rows,
+            Some(_) => linked_total,
+        };
+        let outside = self.row_count().await? != expected;
+        let unlinked = if outside {
+            self.unlinked_rows(VERIFY_MAX_BREAKS as i64).await?
+        } else {
+            Vec::new()
+        };
+        let unlinked_total = unlinked.first().map_or(0, |u| u.total);
+        let mut total = breaks.len() as i64;
+        breaks.extend(unlinked.into_iter().map(|u| Break {
+            link: None,
+            batch: Some(u.batch_id),
+            stream_seq: Some(u.stream_seq),
+            why: format!(
+                "row stream={} stream_seq={}: batch {} has no chain link (row inserted outside the chain)",
+                u.stream, u.stream_seq, u.batch_id
+            ),
+            stream: Some(u.stream),
+        }));
+        total += unlinked_total;
+        breaks.truncate(VERIFY_MAX_BREAKS);
+        Ok(VerifyReport {
+            ok: total == 0,
+            links: n_links,
+            rows,
+            first_break: breaks.first().map(|b| b.why.clone()),
+            breaks,
+            breaks_total: total,
+            head_link_seq,
+            duration_ms: i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX),
+            completeness: None,
+        })
+    }
+}

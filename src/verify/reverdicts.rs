@@ -1,0 +1,112 @@
+//! The re-verdicts' tamper evidence (`reprocess`): every re-verdict row rehashed from its
+//! columns, every closed run's digest recomputed over its rows, and the chain of closed runs
+//! walked from the zero hash. Its own SQL (read-only), streamed: memory stays bounded.
+
+use futures::TryStreamExt;
+use sha2::{Digest, Sha256};
+use sqlx::Row;
+
+use crate::audit::reverdict::{recanonical_errors, recanonical_strings, run_hash, Reverdict};
+use crate::db::{Ctx, Db, DbError};
+
+/// `Ok(Some(why))` names the first re-verdict, run or run end that does not match.
+pub async fn check(db: &Db) -> Result<Option<String>, DbError> {
+    let present: bool = sqlx::query_scalar("SELECT to_regclass('audit.reverdicts') IS NOT NULL")
+        .fetch_one(db.pool())
+        .await
+        .ctx("look up re-verdicts")?;
+    if !present {
+        return Ok(None);
+    }
+    let ends =
+        sqlx::query("SELECT run_id, rows, digest, prev_hash, hash FROM audit.reprocess_run_ends")
+            .fetch_all(db.pool())
+            .await
+            .ctx("read reprocess run ends")?;
+    let mut by_prev = std::collections::HashMap::new();
+    for e in &ends {
+        let prev: Vec<u8> = e.try_get("prev_hash").ctx("read a run end")?;
+        let run_id: i64 = e.try_get("run_id").ctx("read a run end")?;
+        if by_prev.insert(prev, e).is_some() {
+            return Ok(Some(format!(
+                "reprocess run {run_id}: two closed runs follow the same one (run chain forked)"
+            )));
+        }
+    }
+    let mut prev = vec![0u8; 32];
+    let mut walked = 0usize;
+    while let Some(e) = by_prev.get(&prev) {
+        let run_id: i64 = e.try_get("run_id").ctx("read a run end")?;
+        let rows: i64 = e.try_get("rows").ctx("read a run end")?;
+        let digest: Vec<u8> = e.try_get("digest").ctx("read a run end")?;
+        let hash: Vec<u8> = e.try_get("hash").ctx("read a run end")?;
+        if run_hash(&prev, run_id, rows, &digest)[..] != hash[..] {
+            return Ok(Some(format!(
+                "reprocess run {run_id}: closing hash does not match (run end edited)"
+            )));
+        }
+        if let Some(why) = check_run(db, run_id, rows, &digest).await? {
+            return Ok(Some(why));
+        }
+        prev = hash;
+        walked += 1;
+    }
+    if walked != ends.len() {
+        return Ok(Some(format!(
+            "reprocess runs: {} closed runs, {walked} on the chain (a run end removed or edited)",
+            ends.len()
+        )));
+    }
+    Ok(None)
+}
+
+async fn check_run(
+    db: &Db,
+    run_id: i64,
+    rows: i64,
+    digest: &[u8],
+) -> Result<Option<String>, DbError> {
+    let mut stream = sqlx::query(
+        "SELECT stream, stream_seq, published_at, catalogue, old_status, status, \
+             errors::text AS errors, unknown_fields::text AS unknown_fields, row_hash \
+         FROM audit.reverdicts WHERE run_id = $1 ORDER BY stream, stream_seq, published_at",
+    )
+    .bind(run_id)
+    .fetch(db.pool());
+    let mut h = Sha256::new();
+    let mut n = 0i64;
+    while let Some(r) = stream.try_next().await.ctx("read re-verdicts")? {
+        let errors: Option<String> = r.try_get("errors").ctx("read a re-verdict")?;
+        let unknown: Option<String> = r.try_get("unknown_fields").ctx("read a re-verdict")?;
+        let v = Reverdict {
+            run_id,
+            stream: r.try_get("stream").ctx("read a re-verdict")?,
+            stream_seq: r.try_get("stream_seq").ctx("read a re-verdict")?,
+            published_at: r.try_get("published_at").ctx("read a re-verdict")?,
+            catalogue: r.try_get("catalogue").ctx("read a re-verdict")?,
+            old_status: r.try_get("old_status").ctx("read a re-verdict")?,
+            status: r.try_get("status").ctx("read a re-verdict")?,
+            errors: recanonical_errors(errors.as_deref()),
+            unknown_fields: recanonical_strings(unknown.as_deref()),
+        };
+        let stored: Vec<u8> = r.try_get("row_hash").ctx("read a re-verdict")?;
+        if v.hash()[..] != stored[..] {
+            return Ok(Some(format!(
+                "re-verdict run={run_id} stream={} stream_seq={}: hash does not match its columns (re-verdict edited)",
+                v.stream, v.stream_seq
+            )));
+        }
+        h.update(&stored);
+        n += 1;
+    }
+    if n != rows {
+        return Ok(Some(format!("reprocess run {run_id}: {n} re-verdicts found, the run closed with {rows} (re-verdicts deleted or added)")));
+    }
+    let d: [u8; 32] = h.finalize().into();
+    if d[..] != digest[..] {
+        return Ok(Some(format!(
+            "reprocess run {run_id}: re-verdict hashes do not match the run's digest"
+        )));
+    }
+    Ok(None)
+}

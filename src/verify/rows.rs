@@ -1,0 +1,140 @@
+//! One stored row against its hash: its canonical encoding rebuilt from the stored columns
+//! (the JSON columns re-canonicalised, the payload's place in `raw` found again), and its
+//! payload column against what jsonb stores for the payload text inside `raw`, compared in Rust
+//! (PostgreSQL is asked only when they differ). Pure.
+
+use std::collections::BTreeMap;
+
+use crate::audit::canon::{canonical_errors, canonical_headers, canonical_strings, Canon};
+use crate::audit::jsonb::jsonb_text;
+use crate::audit::record::range_in;
+use crate::decode::catalogue::rt::FieldError;
+
+/// One stored row of `audit.events`, borrowed from the COPY stream (jsonb columns as their
+/// text, times as Unix microseconds).
+#[derive(Debug, Clone, Copy)]
+pub struct RowView<'a> {
+    pub stream: &'a str,
+    pub stream_seq: i64,
+    pub published_at_us: i64,
+    pub received_at_us: i64,
+    pub subject: &'a str,
+    pub delivery_count: i32,
+    pub headers: Option<&'a str>,
+    pub envelope: Option<&'a str>,
+    pub event_id: Option<&'a str>,
+    pub event_type: Option<&'a str>,
+    pub event_version: Option<&'a str>,
+    pub status: &'a str,
+    pub errors: Option<&'a str>,
+    pub unknown_fields: Option<&'a str>,
+    pub payload: Option<&'a str>,
+    pub account_number: Option<&'a str>,
+    pub occurred_at_us: Option<i64>,
+    pub payload_error: Option<&'a str>,
+    pub catalogue: Option<&'a str>,
+    pub raw: &'a [u8],
+    pub batch_id: i64,
+    pub row_hash: &'a [u8],
+}
+
+/// What a row check found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Check {
+    /// The row matches; its hash.
+    Ok([u8; 32]),
+    /// The payload column differs from our reading of jsonb's text for the payload in `raw`;
+    /// the caller asks PostgreSQL before calling it an edit.
+    PayloadDiffers { hash: [u8; 32], from_raw: String },
+    /// The row does not match: why.
+    Broken(&'static str),
+}
+
+fn recanon<T: serde::de::DeserializeOwned>(
+    text: Option<&str>,
+    f: impl Fn(&T) -> Option<String>,
+) -> Result<Option<String>, ()> {
+    match text {
+        None => Ok(None),
+        Some(t) => serde_json::from_str::<T>(t).map(|v| f(&v)).map_err(|_| ()),
+    }
+}
+
+/// The payload text a row's raw bytes carry, if any (the same extraction the writer did).
+pub fn payload_of(raw: &[u8]) -> Option<&str> {
+    match crate::decode::envelope::open(raw, Some("-")) {
+        Ok(env) => Some(env.payload),
+        Err(m) => m.payload,
+    }
+}
+
+/// Checks one stored row.
+/// The row's canonical encoding rebuilt from its stored columns, handed to `f` (the walk hashes
+/// it, `prove` hands it out as leaf data); `None` when a JSON column no longer has its recorded
+/// shape. Also returns the payload text found in `raw` when the row has a payload column.
+pub fn with_canon<'a, T>(
+    row: &RowView<'a>,
+    f: impl FnOnce(&Canon<'_>) -> T,
+) -> Option<(T, Option<&'a str>)> {
+    let headers = recanon::<BTreeMap<String, Vec<String>>>(row.headers, canonical_headers);
+    let errors = recanon::<Vec<FieldError>>(row.errors, |e| canonical_errors(e));
+    let unknown = recanon::<Vec<String>>(row.unknown_fields, |u| canonical_strings(u));
+    let (Ok(headers), Ok(errors), Ok(unknown)) = (headers, errors, unknown) else {
+        return None;
+    };
+    let payload_text = row.payload.and(payload_of(row.raw));
+    let canon = Canon {
+        stream: row.stream,
+        stream_seq: row.stream_seq,
+        published_at_us: row.published_at_us,
+        received_at_us: row.received_at_us,
+        subject: row.subject,
+        delivery_count: row.delivery_count,
+        headers: headers.as_deref(),
+        envelope: row.envelope,
+        event_id: row.event_id,
+        event_type: row.event_type,
+        event_version: row.event_version,
+        status: row.status,
+        errors: errors.as_deref(),
+        unknown_fields: unknown.as_deref(),
+        account_number: row.account_number,
+        occurred_at_us: row.occurred_at_us,
+        payload: payload_text
+            .and_then(|p| range_in(row.raw, p))
+            .map(|r| (r.start as u64, r.end as u64)),
+        payload_error: row.payload_error,
+        catalogue: row.catalogue,
+        raw: row.raw,
+    };
+    Some((f(&canon), payload_text))
+}
+
+/// The canonical encoding of a stored row: the Merkle tree's leaf data (its SHA-256 is the row
+/// hash).
+pub fn encoding(row: &RowView<'_>) -> Option<Vec<u8>> {
+    with_canon(row, |c| c.encode()).map(|(e, _)| e)
+}
+
+pub fn check(row: &RowView<'_>) -> Check {
+    let Some((hash, payload_text)) = with_canon(row, |c| c.hash()) else {
+        return Check::Broken("a JSON column no longer has its recorded shape");
+    };
+    if row.row_hash[..] != hash[..] {
+        return Check::Broken("stored columns do not match the row's hash (row edited)");
+    }
+    let Some(stored) = row.payload else {
+        return Check::Ok(hash);
+    };
+    let Some(text) = payload_text else {
+        return Check::Broken("a payload column but no payload in the raw message (payload added)");
+    };
+    match jsonb_text(text) {
+        Ok(t) if t == stored => Check::Ok(hash),
+        Ok(from_raw) => Check::PayloadDiffers { hash, from_raw },
+        Err(_) => Check::PayloadDiffers {
+            hash,
+            from_raw: String::new(),
+        },
+    }
+}

@@ -1,0 +1,301 @@
+//! The SQL of `verify`: chain links, the rows of a range of links streamed with binary COPY
+//! (every column by name), the chain head, unlinked rows, the sequence ranges the log holds per
+//! stream, and the record of verify runs (through `audit.record_verify_run`, which the auditor
+//! role may call). Reads only, but for that record.
+
+use bytes::Bytes;
+use chrono::{DateTime, Utc};
+use futures::stream::BoxStream;
+use sqlx::postgres::PgPoolCopyExt;
+
+use crate::audit::columns;
+use crate::db::{Ctx, Db, DbError};
+
+/// One row of `audit.chain_links`.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct LinkRow {
+    pub link_seq: i64,
+    pub batch_id: i64,
+    pub row_count: i32,
+    pub batch_digest: Vec<u8>,
+    pub prev_hash: Vec<u8>,
+    pub hash: Vec<u8>,
+    /// 1: the hash does not cover the tree; 2: it covers `tree_size` and `tree_root`.
+    pub version: i16,
+    pub tree_size: Option<i64>,
+    pub tree_root: Option<Vec<u8>>,
+}
+
+/// One row of `audit.events`, every column read by name (jsonb as text): `prove` reads one row
+/// at a time this way; the walk streams rows with COPY instead ([`super::rows::RowView`]).
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct StoredRow {
+    pub stream: String,
+    pub stream_seq: i64,
+    pub published_at: DateTime<Utc>,
+    pub received_at: DateTime<Utc>,
+    pub subject: String,
+    pub delivery_count: i32,
+    pub headers: Option<String>,
+    pub envelope: Option<String>,
+    pub event_id: Option<String>,
+    pub event_type: Option<String>,
+    pub event_version: Option<String>,
+    pub status: String,
+    pub errors: Option<String>,
+    pub unknown_fields: Option<String>,
+    pub payload: Option<String>,
+    pub account_number: Option<String>,
+    pub occurred_at: Option<DateTime<Utc>>,
+    pub payload_error: Option<String>,
+    pub catalogue: Option<String>,
+    pub raw: Vec<u8>,
+    pub batch_id: i64,
+    pub row_hash: Vec<u8>,
+}
+
+impl StoredRow {
+    /// The row as the walk checks it.
+    pub fn view(&self) -> super::rows::RowView<'_> {
+        super::rows::RowView {
+            stream: &self.stream,
+            stream_seq: self.stream_seq,
+            published_at_us: self.published_at.timestamp_micros(),
+            received_at_us: self.received_at.timestamp_micros(),
+            subject: &self.subject,
+            delivery_count: self.delivery_count,
+            headers: self.headers.as_deref(),
+            envelope: self.envelope.as_deref(),
+            event_id: self.event_id.as_deref(),
+            event_type: self.event_type.as_deref(),
+            event_version: self.event_version.as_deref(),
+            status: &self.status,
+            errors: self.errors.as_deref(),
+            unknown_fields: self.unknown_fields.as_deref(),
+            payload: self.payload.as_deref(),
+            account_number: self.account_number.as_deref(),
+            occurred_at_us: self.occurred_at.map(|t| t.timestamp_micros()),
+            payload_error: self.payload_error.as_deref(),
+            catalogue: self.catalogue.as_deref(),
+            raw: &self.raw,
+            batch_id: self.batch_id,
+            row_hash: &self.row_hash,
+        }
+    }
+}
+
+/// A row whose batch has no chain link.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Unlinked {
+    pub stream: String,
+    pub stream_seq: i64,
+    pub batch_id: i64,
+    pub total: i64,
+}
+
+/// One run of `verify`, as recorded.
+#[derive(Debug, Clone, Default)]
+pub struct RunRecord<'a> {
+    pub ok: bool,
+    pub links: i64,
+    pub rows: i64,
+    pub first_break: Option<&'a str>,
+    pub breaks: i64,
+    pub duration_ms: i64,
+    /// Gaps by kind; `None` when completeness was not checked.
+    pub gaps_purged: Option<i64>,
+    pub gaps_deleted: Option<i64>,
+    pub gaps_missing: Option<i64>,
+    pub gaps_pending: Option<i64>,
+    /// Whether the witnessed checkpoints held; `None` when not checked.
+    pub witness_ok: Option<bool>,
+}
+
+/// The latest recorded run, as the daemon's chain poller exports it.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct LastRun {
+    pub ok: bool,
+    pub verified_at: DateTime<Utc>,
+    pub rows: i64,
+    pub duration_ms: Option<i64>,
+    pub gaps_purged: Option<i64>,
+    pub gaps_deleted: Option<i64>,
+    pub gaps_missing: Option<i64>,
+    pub gaps_pending: Option<i64>,
+    pub witness_ok: Option<bool>,
+}
+
+/// What verify reads.
+#[derive(Clone)]
+pub struct VerifyStore {
+    db: Db,
+}
+
+/// The COPY statement streaming the rows of links `first..=last` (whose batch ids lie in
+/// `batches`), `link_seq` first, in log order.
+pub fn rows_copy_sql(first: i64, last: i64, batches: (i64, i64)) -> String {
+    let cols: Vec<String> = columns::EVENTS
+        .iter()
+        .map(|c| format!("e.{}", c.name))
+        .collect();
+    format!(
+        "COPY (SELECT l.link_seq, {} FROM audit.chain_links l JOIN audit.events e ON e.batch_id = l.batch_id \
+         WHERE l.link_seq BETWEEN {first} AND {last} AND e.batch_id BETWEEN {} AND {} \
+         ORDER BY l.link_seq, e.stream COLLATE \"C\", e.stream_seq, e.published_at) TO STDOUT (FORMAT binary)",
+        cols.join(", "),
+        batches.0,
+        batches.1
+    )
+}
+
+/// The same columns read out with COPY, without any join or order (the read ceiling of the
+/// verify benchmark).
+pub fn ceiling_copy_sql() -> String {
+    format!(
+        "COPY (SELECT {} FROM audit.events) TO STDOUT (FORMAT binary)",
+        columns::copy_list()
+    )
+}
+
+impl VerifyStore {
+    pub fn new(db: Db) -> VerifyStore {
+        VerifyStore { db }
+    }
+
+    pub fn db(&self) -> &Db {
+        &self.db
+    }
+
+    pub async fn links(&self) -> Result<Vec<LinkRow>, DbError> {
+        sqlx::query_as(
+            "SELECT link_seq, batch_id, row_count, batch_digest, prev_hash, hash, version, tree_size, tree_root \
+             FROM audit.chain_links ORDER BY link_seq",
+        )
+        .fetch_all(self.db.pool())
+        .await
+        .ctx("read chain links")
+    }
+
+    /// The rows of links `first..=last` as a binary COPY stream (see [`rows_copy_sql`]).
+    pub async fn link_rows(
+        &self,
+        first: i64,
+        last: i64,
+        batches: (i64, i64),
+    ) -> Result<BoxStream<'static, Result<Bytes, sqlx::Error>>, DbError> {
+        let sql = rows_copy_sql(first, last, batches);
+        self.db
+            .pool()
+            .copy_out_raw(&sql)
+            .await
+            .ctx("stream rows with COPY")
+    }
+
+    /// Whether PostgreSQL stores `text` as jsonb with exactly the text `stored` (false when it
+    /// refuses it).
+    pub async fn jsonb_equal(&self, text: &str, stored: Option<&str>) -> Result<bool, DbError> {
+        let r: Result<Option<String>, sqlx::Error> = sqlx::query_scalar("SELECT $1::jsonb::text")
+            .bind(text)
+            .fetch_one(self.db.pool())
+            .await;
+        match r {
+            Ok(t) => Ok(t.as_deref() == stored),
+            Err(sqlx::Error::Database(_)) => Ok(false),
+            Err(e) => Err(e).ctx("compare a payload as jsonb"),
+        }
+    }
+
+    /// `(link_seq, hash)` of the chain head.
+    pub async fn chain_head(&self) -> Result<(i64, Vec<u8>), DbError> {
+        sqlx::query_as("SELECT link_seq, hash FROM audit.chain_head")
+            .fetch_one(self.db.pool())
+            .await
+            .ctx("read chain head")
+    }
+
+    /// How many rows the log holds (an index-only scan when the table is vacuumed).
+    pub async fn row_count(&self) -> Result<i64, DbError> {
+        sqlx::query_scalar("SELECT count(*) FROM audit.events")
+            .fetch_one(self.db.pool())
+            .await
+            .ctx("count rows")
+    }
+
+    /// Up to `limit` rows whose batch has no chain link, each with the total count.
+    pub async fn unlinked_rows(&self, limit: i64) -> Result<Vec<Unlinked>, DbError> {
+        sqlx::query_as(
+            "SELECT e.stream, e.stream_seq, e.batch_id, count(*) OVER () AS total FROM audit.events e \
+             WHERE NOT EXISTS (SELECT 1 FROM audit.chain_links l WHERE l.batch_id = e.batch_id) \
+             ORDER BY e.batch_id, e.stream, e.stream_seq LIMIT $1",
+        )
+        .bind(limit)
+        .fetch_all(self.db.pool())
+        .await
+        .ctx("look for unlinked rows")
+    }
+
+    /// Per stream, the runs of consecutive stream sequences the log holds:
+    /// `(stream, first, last)` in stream and sequence order.
+    pub async fn held_ranges(&self) -> Result<Vec<(String, i64, i64)>, DbError> {
+        sqlx::query_as(
+            "SELECT stream, min(stream_seq) AS first, max(stream_seq) AS last FROM ( \
+               SELECT stream, stream_seq, stream_seq - row_number() OVER (PARTITION BY stream ORDER BY stream_seq) AS island \
+               FROM (SELECT DISTINCT stream, stream_seq FROM audit.events) d) s \
+             GROUP BY stream, island ORDER BY stream, first",
+        )
+        .fetch_all(self.db.pool())
+        .await
+        .ctx("read the sequence ranges of the log")
+    }
+
+    /// Distinct sequences of `stream` held within `first..=last` (a second look at a gap).
+    pub async fn held_between(
+        &self,
+        stream: &str,
+        first: i64,
+        last: i64,
+    ) -> Result<Vec<i64>, DbError> {
+        sqlx::query_scalar(
+            "SELECT DISTINCT stream_seq FROM audit.events WHERE stream = $1 \
+             AND stream_seq BETWEEN $2 AND $3 ORDER BY stream_seq",
+        )
+        .bind(stream)
+        .bind(first)
+        .bind(last)
+        .fetch_all(self.db.pool())
+        .await
+        .ctx("look at a gap again")
+    }
+
+    /// Records a run through `audit.record_verify_run` (SECURITY DEFINER: the auditor role may
+    /// record, but neither change nor remove a run).
+    pub async fn record_run(&self, r: &RunRecord<'_>) -> Result<(), DbError> {
+        sqlx::query("SELECT audit.record_verify_run($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)")
+            .bind(r.ok)
+            .bind(r.links)
+            .bind(r.rows)
+            .bind(r.first_break)
+            .bind(r.breaks)
+            .bind(r.duration_ms)
+            .bind(r.gaps_purged)
+            .bind(r.gaps_deleted)
+            .bind(r.gaps_missing)
+            .bind(r.gaps_pending)
+            .bind(r.witness_ok)
+            .execute(self.db.pool())
+            .await
+            .ctx("record verify run")?;
+        Ok(())
+    }
+
+    /// The latest recorded verify run.
+    pub async fn last_run(&self) -> Result<Option<LastRun>, DbError> {
+        sqlx::query_as(
+            "SELECT ok, verified_at, rows, duration_ms, gaps_purged, gaps_deleted, gaps_missing, \
+             gaps_pending, witness_ok FROM audit.verify_runs ORDER BY id DESC LIMIT 1",
+        )
+        .fetch_optional(self.db.pool())
+        .await
+        .ctx("read verify runs")
+    }
+}

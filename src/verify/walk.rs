@@ -1,0 +1,304 @@
+//! The parallel walk: the links are cut into chunks of about [`CHUNK_ROWS`] rows; workers (one
+//! connection each) stream a chunk's rows with binary COPY, rehash every row and check each
+//! link's row count, batch digest and hash; the chunks' results are put back in log order for
+//! the report and for a [`LeafSink`] (the row hashes, link by link, in log order). At most
+//! twice as many chunks as workers are in flight, so memory stays bounded.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use futures::TryStreamExt;
+use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
+
+use super::copy::{CopyError, Tuples};
+use super::rows::{self, Check};
+use super::store::LinkRow;
+use super::{Break, VerifyError, VerifyStore};
+use crate::audit::chain::{batch_digest, stored_link_hash};
+use crate::db::{Ctx, DbError};
+
+/// Rows per chunk, at most (a link is never split).
+pub const CHUNK_ROWS: i64 = 5_000;
+
+/// Receives the row hashes of each link in log order (the leaves of the Merkle tree: each row's
+/// hash recomputed from its columns; the stored one where it cannot be recomputed).
+pub trait LeafSink: Send {
+    fn link(&mut self, link: &LinkRow, row_hashes: &[[u8; 32]]);
+}
+
+/// What one chunk found.
+struct Chunk {
+    rows: i64,
+    breaks: Vec<Break>,
+    /// Per link of the chunk, its row hashes.
+    leaves: Vec<Vec<[u8; 32]>>,
+}
+
+/// Cuts `links` into chunks of whole links of about `target` rows.
+pub fn chunks(links: &[LinkRow], target: i64) -> Vec<std::ops::Range<usize>> {
+    let mut out = Vec::new();
+    let (mut start, mut rows) = (0usize, 0i64);
+    for (i, l) in links.iter().enumerate() {
+        rows += i64::from(l.row_count.max(0));
+        if rows >= target {
+            out.push(start..i + 1);
+            start = i + 1;
+            rows = 0;
+        }
+    }
+    if start < links.len() {
+        out.push(start..links.len());
+    }
+    out
+}
+
+/// Rehashes the rows of `links` (with `workers` connections) and returns `(rows, breaks)`,
+/// handing each link's row hashes to `sink` in log order.
+pub async fn rows(
+    store: &VerifyStore,
+    links: Arc<Vec<LinkRow>>,
+    workers: usize,
+    mut sink: Option<&mut dyn LeafSink>,
+) -> Result<(i64, Vec<Break>), VerifyError> {
+    let total: i64 = links.iter().map(|l| i64::from(l.row_count.max(0))).sum();
+    let workers = workers.max(1);
+    let target = (total / (workers as i64 * 4)).clamp(500, CHUNK_ROWS);
+    let ranges = Arc::new(chunks(&links, target));
+    let next = Arc::new(AtomicUsize::new(0));
+    let window = Arc::new(Semaphore::new(workers * 2));
+    let (tx, mut rx) =
+        mpsc::channel::<(usize, Result<Chunk, VerifyError>, OwnedSemaphorePermit)>(workers * 2);
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..workers.min(ranges.len()) {
+        let (store, links, ranges, next, window, tx) = (
+            store.clone(),
+            links.clone(),
+            ranges.clone(),
+            next.clone(),
+            window.clone(),
+            tx.clone(),
+        );
+        tasks.spawn(async move {
+            loop {
+                // The permit first: chunks are handed out in order, so the earliest one not yet
+                // delivered is always being worked on.
+                let Ok(permit) = window.clone().acquire_owned().await else {
+                    return;
+                };
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                let Some(range) = ranges.get(i) else {
+                    return;
+                };
+                let res = chunk(&store, &links[range.clone()]).await;
+                if tx.send((i, res, permit)).await.is_err() {
+                    return;
+                }
+            }
+        });
+    }
+    drop(tx);
+    let (mut rows, mut breaks) = (0i64, Vec::new());
+    let mut pending = BTreeMap::new();
+    let mut expect = 0usize;
+    while let Some((i, res, permit)) = rx.recv().await {
+        pending.insert(i, (res?, permit));
+        while let Some((c, permit)) = pending.remove(&expect) {
+            let range = ranges[expect].clone();
+            rows += c.rows;
+            breaks.extend(c.breaks);
+            if let Some(s) = sink.as_deref_mut() {
+                for (l, leaves) in links[range].iter().zip(&c.leaves) {
+                    s.link(l, leaves);
+                }
+            }
+            drop(permit);
+            expect += 1;
+        }
+    }
+    while tasks.join_next().await.is_some() {}
+    Ok((rows, breaks))
+}
+
+/// The state of the link being read.
+struct Open {
+    idx: usize,
+    leaves: Vec<[u8; 32]>,
+    stored: Vec<[u8; 32]>,
+}
+
+/// Streams and checks the rows of `links` (contiguous, in order).
+async fn chunk(store: &VerifyStore, links: &[LinkRow]) -> Result<Chunk, VerifyError> {
+    let (Some(first), Some(last)) = (links.first(), links.last()) else {
+        return Ok(Chunk {
+            rows: 0,
+            breaks: Vec::new(),
+            leaves: Vec::new(),
+        });
+    };
+    let lo = links.iter().map(|l| l.batch_id).min().unwrap_or(0);
+    let hi = links.iter().map(|l| l.batch_id).max().unwrap_or(0);
+    let place = || format!("links {}..={}", first.link_seq, last.link_seq);
+    let mut stream = store
+        .link_rows(first.link_seq, last.link_seq, (lo, hi))
+        .await?;
+    let mut t = Tuples::new();
+    let mut out = Chunk {
+        rows: 0,
+        breaks: Vec::new(),
+        leaves: Vec::with_capacity(links.len()),
+    };
+    let mut open = Open {
+        idx: 0,
+        leaves: Vec::with_capacity(row_cap(&links[0])),
+        stored: Vec::with_capacity(row_cap(&links[0])),
+    };
+    let bad = |e: CopyError| VerifyError::Copy {
+        place: place(),
+        source: e,
+    };
+    while let Some(bytes) = stream.try_next().await.ctx("stream rows with COPY")? {
+        t.push(&bytes);
+        while let Some((link_seq, row)) = t.next_row().map_err(bad)? {
+            while links[open.idx].link_seq < link_seq && open.idx + 1 < links.len() {
+                close(&mut open, links, &mut out);
+            }
+            out.rows += 1;
+            let stored: [u8; 32] = row.row_hash.try_into().unwrap_or([0; 32]);
+            open.stored.push(stored);
+            let why = match rows::check(&row) {
+                Check::Ok(h) => {
+                    open.leaves.push(h);
+                    continue;
+                }
+                Check::PayloadDiffers { hash, .. } => {
+                    open.leaves.push(hash);
+                    // Ask PostgreSQL itself before calling it an edit: never a false alarm.
+                    let text = rows::payload_of(row.raw).unwrap_or_default();
+                    if store.jsonb_equal(text, row.payload).await? {
+                        continue;
+                    }
+                    "payload column does not match the raw message (payload edited)"
+                }
+                Check::Broken(why) => {
+                    open.leaves.push(recomputed(&row).unwrap_or(stored));
+                    why
+                }
+            };
+            out.breaks.push(Break {
+                link: Some(link_seq),
+                batch: Some(row.batch_id),
+                stream: Some(row.stream.to_owned()),
+                stream_seq: Some(row.stream_seq),
+                why: format!(
+                    "row stream={} stream_seq={} (batch {}, link {link_seq}): {why}",
+                    row.stream, row.stream_seq, row.batch_id
+                ),
+            });
+        }
+    }
+    t.finish().map_err(bad)?;
+    while out.leaves.len() < links.len() {
+        close(&mut open, links, &mut out);
+    }
+    Ok(out)
+}
+
+/// The hash of a broken row as recomputed from its columns, when it can be.
+fn recomputed(row: &rows::RowView<'_>) -> Option<[u8; 32]> {
+    let mut r = *row;
+    let zero = [0u8; 32];
+    r.row_hash = &zero;
+    match rows::check(&r) {
+        Check::Broken(_) => None,
+        Check::Ok(h) | Check::PayloadDiffers { hash: h, .. } => Some(h),
+    }
+}
+
+fn row_cap(l: &LinkRow) -> usize {
+    usize::try_from(l.row_count).unwrap_or(0).min(100_000)
+}
+
+/// Ends the open link: its row count, digest (over the stored row hashes, which the rows were
+/// checked against) and hash; opens the next.
+fn close(open: &mut Open, links: &[LinkRow], out: &mut Chunk) {
+    let link = &links[open.idx];
+    let LinkRow {
+        link_seq,
+        batch_id,
+        row_count,
+        ..
+    } = *link;
+    let n = i32::try_from(open.stored.len()).unwrap_or(i32::MAX);
+    let why = if n != row_count {
+        Some(format!("batch {batch_id} (link {link_seq}): {n} rows found, the link covers {row_count} (rows deleted or added)"))
+    } else if batch_digest(&open.stored)[..] != link.batch_digest[..] {
+        Some(format!("batch {batch_id} (link {link_seq}): row hashes do not match the link's digest (row hash edited)"))
+    } else if stored_link_hash(
+        link.version,
+        &link.prev_hash,
+        link_seq,
+        batch_id,
+        row_count,
+        &link.batch_digest,
+        link.tree_size.zip(link.tree_root.as_deref()),
+    )
+    .is_none_or(|h| h[..] != link.hash[..])
+    {
+        Some(format!(
+            "link {link_seq}: hash does not match its contents (link edited)"
+        ))
+    } else {
+        None
+    };
+    if let Some(why) = why {
+        out.breaks.push(Break {
+            link: Some(link_seq),
+            batch: Some(batch_id),
+            stream: None,
+            stream_seq: None,
+            why,
+        });
+    }
+    out.leaves.push(std::mem::take(&mut open.leaves));
+    open.stored.clear();
+    open.idx += 1;
+    if let Some(next) = links.get(open.idx) {
+        open.leaves.reserve(row_cap(next));
+    }
+}
+
+/// Only a database error or a stream that is not binary COPY stops the walk.
+impl From<DbError> for VerifyError {
+    fn from(e: DbError) -> Self {
+        VerifyError::Db(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn link(seq: i64, rows: i32) -> LinkRow {
+        LinkRow {
+            link_seq: seq,
+            batch_id: seq,
+            row_count: rows,
+            batch_digest: Vec::new(),
+            prev_hash: Vec::new(),
+            hash: Vec::new(),
+            version: 2,
+            tree_size: None,
+            tree_root: None,
+        }
+    }
+
+    #[test]
+    fn chunks_hold_whole_links_and_cover_all() {
+        let links: Vec<LinkRow> = (1..=10).map(|i| link(i, 3)).collect();
+        let c = chunks(&links, 7);
+        assert_eq!(c, vec![0..3, 3..6, 6..9, 9..10]);
+        assert_eq!(chunks(&links[..0], 7), Vec::<std::ops::Range<usize>>::new());
+        assert_eq!(chunks(&links, 1_000), vec![0..10]);
+    }
+}

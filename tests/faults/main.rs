@@ -1,0 +1,20 @@
+//! The fault suite: the daemon against its own PostgreSQL and nats-server behind a TCP fault
+//! proxy (never the machine's shared instances), one module per fault area; the harness and
+//! its self-tests. `FAULTS_BIN` runs the cases against another build of the daemon.
+#[path = "../common/mod.rs"]
+mod common;
+mod daemon;
+mod env;
+mod harness;
+mod raw;
+mod selftest;
+
+mod bus;
+mod config;
+mod http;
+mod lifecycle;
+mod outage;
+mod poison;
+mod props;
+mod refusal;
+mod secrets;

@@ -1,0 +1,291 @@
+//! Reprocessing after a catalogue change, against the real PostgreSQL: the known mix judged
+//! again with a fixture catalogue (a copy of catalogue/ with a new field and a new version; the
+//! run-time interpreter, proven equal to the generated decoders below) gives exact transitions;
+//! originals are unchanged; `event_log` shows the latest re-verdict; verify checks the
+//! re-verdicts and catches an edited one.
+
+mod common;
+
+use std::path::Path;
+
+use common::cli::event_audit;
+use common::{assert_verifies, mix, verify, TestDb};
+use event_audit::compat;
+use event_audit::db::Db;
+use event_audit::decode::verdict;
+use event_audit::dev::sample::Mix;
+use event_audit::ingest::sink::Sink;
+
+/// A copy of catalogue/ where account.created-v1 gains an optional integer `score` and
+/// account.created-v9 exists (same fields as v1).
+fn fixture_catalogue() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("catalogue");
+    for f in ["shapes.toml", "field_sets.toml", "events.toml"] {
+        std::fs::copy(src.join(f), dir.path().join(f)).expect("copy");
+    }
+    let p = dir.path().join("events.toml");
+    let text = std::fs::read_to_string(&p).expect("read");
+    let from = "  { name = \"is_imported\", type = \"boolean\" },\n]\n";
+    assert!(text.contains(from));
+    let text = text.replacen(
+        from,
+        "  { name = \"is_imported\", type = \"boolean\" },\n  { name = \"score\", type = \"integer\" },\n]\n",
+        1,
+    ) + "\n[[event]]\nname = \"account.created-v9\"\nsection = \"Account events\"\nsource = \"fixture\"\nextends = \"account.created-v1\"\n";
+    std::fs::write(&p, text).expect("write");
+    dir
+}
+
+#[test]
+fn interpreter_equals_the_generated_decoders() {
+    let cat = compat::dynamic(
+        &compat::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("catalogue")).expect("loads"),
+    );
+    assert_eq!(cat.fingerprint, event_audit::decode::catalogue::FINGERPRINT);
+    let corpus = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus/decode.jsonl"),
+    )
+    .expect("corpus");
+    let mix: Vec<Vec<u8>> = Mix::new(5000, 3).map(|s| s.bytes).collect();
+    let mut n = 0;
+    for bytes in corpus.lines().map(|l| l.as_bytes().to_vec()).chain(mix) {
+        let a = verdict::decode(&bytes, None);
+        let b = verdict::decode_with(&bytes, None, &cat);
+        let text = String::from_utf8_lossy(&bytes);
+        assert_eq!(a.status, b.status, "{text}");
+        assert_eq!(a.errors, b.errors, "{text}");
+        assert_eq!(a.unknown_fields, b.unknown_fields, "{text}");
+        assert_eq!(a.unknown_kinds, b.unknown_kinds, "{text}");
+        assert_eq!(a.declared_seen, b.declared_seen, "{text}");
+        assert_eq!(a.account_number, b.account_number, "{text}");
+        n += 1;
+    }
+    assert!(n > 5000);
+}
+
+async fn transitions(db: &str, args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["reprocess", "--database-url", db, "--format", "json"];
+    all.extend_from_slice(args);
+    let run = event_audit(&all, &[]).await;
+    assert_eq!(run.code, Some(0), "{run:?}");
+    run.json()
+}
+
+#[tokio::test]
+async fn reprocess_with_a_changed_catalogue() {
+    let db = TestDb::create().await;
+    let sink = Sink::new(Db::from_pool(db.pool.clone()), "test");
+    sink.write_batch(&mut mix::records("RP"))
+        .await
+        .expect("write");
+    let before: Vec<(i64, String, Vec<u8>)> =
+        sqlx::query_as("SELECT stream_seq, status, row_hash FROM audit.events ORDER BY stream_seq")
+            .fetch_all(&db.pool)
+            .await
+            .expect("rows");
+    let fixture = fixture_catalogue();
+    let dir = fixture.path().to_str().expect("utf-8");
+
+    // A dry run writes nothing.
+    let dry = transitions(&db.url, &["--dry-run", "--catalogue-dir", dir]).await;
+    assert_eq!(dry["run_id"], serde_json::Value::Null);
+    let stored: i64 = sqlx::query_scalar("SELECT count(*) FROM audit.reverdicts")
+        .fetch_one(&db.pool)
+        .await
+        .expect("count");
+    assert_eq!(stored, 0);
+
+    let run = transitions(&db.url, &["--catalogue-dir", dir]).await;
+    let want = serde_json::json!({
+        "decoded→decoded": 4, "decoded→invalid": 1, "invalid→invalid": 2,
+        "unknown_version→decoded": 1, "unknown_type→unknown_type": 2,
+    });
+    assert_eq!(run["totals"], want, "{run}");
+    assert_eq!(dry["totals"], want, "the dry run finds the same");
+    assert_eq!(run["rows"], 10);
+    let changed: Vec<(String, String, String, Vec<String>)> = run["transitions"]
+        .as_array()
+        .expect("transitions")
+        .iter()
+        .filter(|t| t["old"] != t["new"])
+        .map(|t| {
+            let s = |k: &str| t[k].as_str().unwrap_or_default().to_owned();
+            let ex = t["examples"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|e| e.as_str().map(str::to_owned))
+                        .collect()
+                })
+                .unwrap_or_default();
+            (s("event"), s("old"), s("new"), ex)
+        })
+        .collect();
+    assert_eq!(
+        changed,
+        vec![
+            (
+                "account.created-v1".into(),
+                "decoded".into(),
+                "invalid".into(),
+                vec!["RP:3".into()]
+            ),
+            (
+                "account.created-v9".into(),
+                "unknown_version".into(),
+                "decoded".into(),
+                vec!["RP:8".into()]
+            ),
+        ]
+    );
+    let fixture_fp = run["catalogue"].as_str().expect("fingerprint").to_owned();
+    assert_ne!(fixture_fp, event_audit::decode::catalogue::FINGERPRINT);
+
+    // Originals unchanged; event_log shows the latest re-verdict beside them.
+    let after: Vec<(i64, String, Vec<u8>)> =
+        sqlx::query_as("SELECT stream_seq, status, row_hash FROM audit.events ORDER BY stream_seq")
+            .fetch_all(&db.pool)
+            .await
+            .expect("rows");
+    assert_eq!(before, after);
+    let (status, rv, cat): (String, Option<String>, Option<String>) = sqlx::query_as(
+        "SELECT status, reverdict_status, reverdict_catalogue FROM event_log WHERE stream_seq = 3",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .expect("event_log");
+    assert_eq!(
+        (status.as_str(), rv.as_deref(), cat.as_deref()),
+        ("decoded", Some("invalid"), Some(fixture_fp.as_str()))
+    );
+    assert_verifies(&db.url, 10).await;
+    // Reconciliation reads the latest verdict.
+    let latest: Vec<String> = sqlx::query_scalar(
+        "SELECT audit.latest_status(stream, stream_seq, published_at, status) FROM audit.events \
+         WHERE stream_seq IN (3, 8) ORDER BY stream_seq",
+    )
+    .fetch_all(&db.pool)
+    .await
+    .expect("latest");
+    assert_eq!(latest, vec!["invalid", "decoded"]);
+
+    // A second run with the built-in catalogue, on the unknown versions only: the latest
+    // re-verdict is its.
+    let second = transitions(&db.url, &["--status", "unknown_version"]).await;
+    assert_eq!(
+        second["totals"],
+        serde_json::json!({"unknown_version→unknown_version": 1})
+    );
+    let rv: Option<String> =
+        sqlx::query_scalar("SELECT reverdict_status FROM event_log WHERE stream_seq = 8")
+            .fetch_one(&db.pool)
+            .await
+            .expect("event_log");
+    assert_eq!(rv.as_deref(), Some("unknown_version"));
+    assert_verifies(&db.url, 10).await;
+
+    // An empty range says so and exits 0.
+    let empty = event_audit(
+        &[
+            "reprocess",
+            "--database-url",
+            &db.url,
+            "--since",
+            "2030-01-01",
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(empty.code, Some(0), "{empty:?}");
+    assert!(empty.stderr.contains("nothing to reprocess"), "{empty:?}");
+
+    // An edited re-verdict is caught.
+    sqlx::query("ALTER TABLE audit.reverdicts DISABLE TRIGGER reverdicts_no_change")
+        .execute(&db.pool)
+        .await
+        .expect("disable");
+    sqlx::query("UPDATE audit.reverdicts SET status = 'decoded' WHERE stream_seq = 3")
+        .execute(&db.pool)
+        .await
+        .expect("edit");
+    let v = verify(&db.url).await;
+    assert_eq!(v.code, Some(1), "{v:?}");
+    assert!(
+        v.first_break().contains("re-verdict") && v.first_break().contains("stream_seq=3"),
+        "{v:?}"
+    );
+}
+
+#[tokio::test]
+async fn reprocess_resumes_a_run() {
+    let db = TestDb::create().await;
+    let sink = Sink::new(Db::from_pool(db.pool.clone()), "test");
+    sink.write_batch(&mut mix::records("RS"))
+        .await
+        .expect("write");
+    // A run that stopped after its first page: opened, three re-verdicts written, not closed.
+    let store = event_audit::reprocess::store::ReprocessStore::new(Db::from_pool(db.pool.clone()));
+    let sel = event_audit::reprocess::Selection::default();
+    let id = store
+        .open_run(
+            event_audit::decode::catalogue::FINGERPRINT,
+            &serde_json::to_string(&sel).expect("json"),
+        )
+        .await
+        .expect("open");
+    let page = store
+        .page(&sel, &event_audit::reprocess::Cursor::start(), 3)
+        .await
+        .expect("page");
+    let judge = event_audit::reprocess::Judge::BuiltIn;
+    let out: Vec<_> = page
+        .iter()
+        .map(|s| {
+            let (status, errors, unknown_fields) = judge.judge(s);
+            (
+                event_audit::audit::reverdict::Reverdict {
+                    run_id: id,
+                    stream: s.stream.clone(),
+                    stream_seq: s.stream_seq,
+                    published_at: s.published_at,
+                    catalogue: judge.fingerprint(),
+                    old_status: s.status.clone(),
+                    status,
+                    errors,
+                    unknown_fields,
+                },
+                None,
+            )
+        })
+        .collect();
+    store.write(&out).await.expect("write a page");
+    let resumed = transitions(&db.url, &["--resume", &id.to_string(), "--page-size", "4"]).await;
+    assert_eq!(resumed["run_id"], id);
+    assert_eq!(resumed["rows"], 10, "{resumed}");
+    let per_key: i64 = sqlx::query_scalar(
+        "SELECT count(DISTINCT (stream, stream_seq)) FROM audit.reverdicts WHERE run_id = $1",
+    )
+    .bind(id)
+    .fetch_one(&db.pool)
+    .await
+    .expect("count");
+    assert_eq!(per_key, 10, "every row judged once");
+    let again = event_audit(
+        &[
+            "reprocess",
+            "--database-url",
+            &db.url,
+            "--resume",
+            &id.to_string(),
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(
+        again.code,
+        Some(2),
+        "a finished run does not resume: {again:?}"
+    );
+    assert_verifies(&db.url, 10).await;
+}

@@ -1,0 +1,228 @@
+//! The sink end to end against real NATS JetStream and Postgres: redeliveries add nothing
+//! (through the in-process daemon, and batch by batch through `write_batch`), and duplicate and
+//! conflicting envelope ids are told apart.
+
+mod common;
+
+use chrono::{DateTime, Utc};
+
+use common::records::{now_us, records};
+use common::{
+    assert_verifies, count_rows, ingest_load, run_until_idle, seq_stats, settings, TestDb,
+    TestStream,
+};
+use event_audit::db::Db;
+use event_audit::ingest::sink::Sink;
+use event_audit::verify::VerifyStore;
+
+#[tokio::test]
+async fn redelivery_to_a_recreated_consumer_adds_nothing() {
+    let db = TestDb::create().await;
+    let ts = TestStream::create("redeliver").await;
+    ingest_load(&db, &ts, 300, 7, 100).await;
+    let (links_before, last_received): (i64, DateTime<Utc>) = sqlx::query_as(
+        "SELECT (SELECT count(*) FROM audit.chain_links), max(received_at) FROM audit.events",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .expect("links");
+    assert!(
+        links_before >= 3,
+        "{links_before} links for 300 messages in batches of 100"
+    );
+
+    // New messages, and a consumer recreated under the same name: DeliverPolicy::All hands
+    // every message over again, each with delivery count 1, mixed with the new ones.
+    ts.publish_load(100, 8).await;
+    ts.delete_consumer().await;
+    let mut s = settings(&db, &ts);
+    s.ingest.batch_size = 500;
+    let d = run_until_idle(s).await;
+    let info = ts.consumer_info().await;
+    assert_eq!(
+        (info.num_pending, info.num_ack_pending),
+        (0, 0),
+        "everything acked"
+    );
+    assert_eq!(info.delivered.stream_sequence, 400);
+
+    assert_eq!(
+        seq_stats(&db.pool, &ts.name).await,
+        (400, 400, Some(1), Some(400)),
+        "log:\n{}",
+        d.log
+    );
+    let (old_rows, old_received, redelivered): (i64, DateTime<Utc>, i64) = sqlx::query_as(
+        "SELECT count(*), max(received_at), count(*) FILTER (WHERE delivery_count <> 1) \
+         FROM audit.events WHERE stream_seq <= 300",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .expect("old rows");
+    assert_eq!(
+        (old_rows, old_received, redelivered),
+        (300, last_received, 0),
+        "the first 300 rows are untouched"
+    );
+    let findings: i64 = sqlx::query_scalar("SELECT count(*) FROM audit.id_findings")
+        .fetch_one(&db.pool)
+        .await
+        .expect("findings");
+    assert_eq!(findings, 0, "a redelivery is not a duplicate envelope id");
+    let links_after: i64 = sqlx::query_scalar("SELECT count(*) FROM audit.chain_links")
+        .fetch_one(&db.pool)
+        .await
+        .expect("links");
+    assert!(links_after > links_before, "the new rows are linked");
+    assert_verifies(&db.url, 400).await;
+}
+
+#[tokio::test]
+async fn write_batch_twice_inserts_once() {
+    let db = TestDb::create().await;
+    let sink = Sink::new(Db::from_pool(db.pool.clone()), "test");
+    let t0 = now_us();
+    let n = 50;
+
+    let first = sink
+        .write_batch(&mut records("LIB", n, 1, t0))
+        .await
+        .expect("first write");
+    assert_eq!(
+        (
+            first.inserted,
+            first.redelivered,
+            first.duplicates,
+            first.conflicts
+        ),
+        (n, 0, 0, 0)
+    );
+    assert_eq!(first.link_seq, 1);
+
+    // The same messages redelivered (delivery count 2): nothing added, no link.
+    let second = sink
+        .write_batch(&mut records("LIB", n, 2, t0))
+        .await
+        .expect("second write");
+    assert_eq!(
+        (
+            second.inserted,
+            second.redelivered,
+            second.duplicates,
+            second.conflicts
+        ),
+        (0, n, 0, 0)
+    );
+    assert_eq!(second.link_seq, 0, "no chain link for an empty batch");
+
+    // Delivered afresh (count 1, as to a recreated consumer) together with new messages: only
+    // the new ones are written.
+    let mut mixed = records("LIB", n + 5, 1, t0);
+    let third = sink.write_batch(&mut mixed).await.expect("third write");
+    assert_eq!(
+        (
+            third.inserted,
+            third.redelivered,
+            third.duplicates,
+            third.conflicts
+        ),
+        (5, n, 0, 0)
+    );
+    assert_eq!(third.link_seq, 2);
+
+    // Two deliveries of one message in one batch: the first is kept.
+    let mut twice = records("LIB2", 1, 1, t0);
+    twice.extend(records("LIB2", 1, 2, t0));
+    let fourth = sink.write_batch(&mut twice).await.expect("fourth write");
+    assert_eq!((fourth.inserted, fourth.redelivered), (1, 1));
+
+    assert_eq!(
+        seq_stats(&db.pool, "LIB").await,
+        (n as i64 + 5, n as i64 + 5, Some(1), Some(n as i64 + 5))
+    );
+    let counts: Vec<i32> = sqlx::query_scalar("SELECT DISTINCT delivery_count FROM audit.events")
+        .fetch_all(&db.pool)
+        .await
+        .expect("delivery counts");
+    assert_eq!(
+        counts,
+        [1],
+        "rows keep the delivery count they were first written with"
+    );
+    let report = VerifyStore::new(Db::from_pool(db.pool.clone()))
+        .verify()
+        .await
+        .expect("verify");
+    assert!(report.ok, "{report:?}");
+    assert_eq!(
+        (report.rows, report.links, report.head_link_seq),
+        (n as i64 + 6, 3, 3)
+    );
+}
+
+/// A CloudEvents `account.created-v1` with this id and data text.
+fn ce_with(id: &str, data: &str) -> Vec<u8> {
+    format!(r#"{{"specversion":"1.0","type":"account.created-v1","source":"/kraken/events","id":"{id}","time":"2026-01-05T10:00:00Z","data":{data}}}"#).into_bytes()
+}
+
+#[tokio::test]
+async fn duplicate_and_conflicting_envelope_ids() {
+    let db = TestDb::create().await;
+    let ts = TestStream::create("dupes").await;
+    let subject = ts.subject("in");
+    let data = r#"{"account_number":"A-1","account_user_emails":["jo@example.com"]}"#;
+    let other = r#"{"account_number":"A-1","account_user_emails":["sam@example.com"]}"#;
+    let reordered = r#"{ "account_user_emails" : [ "jo@example.com" ],
+        "account_number" : "A-1" }"#;
+
+    // Id X: the first occurrence in an earlier batch (and daemon run) than its repeats.
+    let x1 = ts.publish(&subject, &[], &ce_with("X", data)).await;
+    run_until_idle(settings(&db, &ts)).await;
+    let x2 = ts.publish(&subject, &[], &ce_with("X", data)).await;
+    let x3 = ts.publish(&subject, &[], &ce_with("X", other)).await;
+    let x4 = ts.publish(&subject, &[], &ce_with("X", reordered)).await;
+    // Id Y: all four occurrences published together (typically one batch).
+    let y1 = ts.publish(&subject, &[], &ce_with("Y", data)).await;
+    let y2 = ts.publish(&subject, &[], &ce_with("Y", data)).await;
+    let y3 = ts.publish(&subject, &[], &ce_with("Y", other)).await;
+    let y4 = ts.publish(&subject, &[], &ce_with("Y", reordered)).await;
+    run_until_idle(settings(&db, &ts)).await;
+
+    assert_eq!(count_rows(&db.pool).await, 8, "every message is recorded");
+    let expect = [
+        (x1, "first", None),
+        (x2, "duplicate", Some(x1)),
+        (x3, "conflict", Some(x1)),
+        (x4, "duplicate", Some(x1)),
+        (y1, "first", None),
+        (y2, "duplicate", Some(y1)),
+        (y3, "conflict", Some(y1)),
+        (y4, "duplicate", Some(y1)),
+    ];
+    #[allow(clippy::type_complexity)] // one row of a five-column query
+    let rows: Vec<(i64, Option<String>, Option<String>, Option<i64>, String)> = sqlx::query_as(
+        "SELECT stream_seq, id_status, duplicate_of_stream, duplicate_of_seq, status FROM event_log ORDER BY stream_seq",
+    )
+    .fetch_all(&db.pool)
+    .await
+    .expect("event_log");
+    let got: Vec<(u64, &str, Option<u64>)> = rows
+        .iter()
+        .map(|(seq, st, _, of, _)| {
+            (
+                *seq as u64,
+                st.as_deref().unwrap_or("NULL"),
+                of.map(|s| s as u64),
+            )
+        })
+        .collect();
+    assert_eq!(got, expect);
+    for (seq, _, of_stream, of, status) in &rows {
+        assert_eq!(status, "decoded", "seq {seq}");
+        assert_eq!(of_stream.is_some(), of.is_some(), "seq {seq}");
+        if let Some(s) = of_stream {
+            assert_eq!(s, &ts.name);
+        }
+    }
+    assert_verifies(&db.url, 8).await;
+}

@@ -1,0 +1,253 @@
+//! Tampering and roles against real NATS JetStream and Postgres: `verify` names edited and
+//! deleted rows, and the roles keep the log append-only.
+
+mod common;
+
+use sqlx::PgPool;
+
+use common::records::{now_us, records};
+use common::{assert_verifies, count_rows, ingest_load, verify, TestDb, TestStream};
+use event_audit::db::Db;
+use event_audit::ingest::sink::Sink;
+use event_audit::verify::VerifyStore;
+
+#[tokio::test]
+async fn verify_names_an_edited_row_and_a_deleted_one() {
+    let db = TestDb::create().await;
+    let ts = TestStream::create("tamper").await;
+    ingest_load(&db, &ts, 40, 3, 10).await;
+    let (pool, url) = (&db.pool, db.url.as_str());
+
+    // A superuser edits a row with the triggers off (replica mode): a row of the last link, so
+    // that an earlier link exists for the deletion below.
+    let k: i64 = sqlx::query_scalar(
+        "SELECT min(e.stream_seq) FROM audit.events e JOIN audit.chain_links l ON l.batch_id = e.batch_id \
+         WHERE l.link_seq = (SELECT max(link_seq) FROM audit.chain_links)",
+    )
+    .fetch_one(pool)
+    .await
+    .expect("row K");
+    let ks = Some(k.to_string());
+    let (orig_account, batch_k): (Option<String>, i64) =
+        sqlx::query_as("SELECT account_number, batch_id FROM audit.events WHERE stream_seq = $1")
+            .bind(k)
+            .fetch_one(pool)
+            .await
+            .expect("row K");
+    // `binds` fills the statement's parameters, in order.
+    let as_replica = |sql: &'static str, binds: Vec<Option<String>>| {
+        let pool = pool.clone();
+        async move {
+            let mut tx = pool.begin().await.expect("begin");
+            sqlx::query("SET LOCAL session_replication_role = replica")
+                .execute(&mut *tx)
+                .await
+                .expect("replica mode");
+            let mut q = sqlx::query(sql);
+            for b in binds {
+                q = q.bind(b);
+            }
+            let n = q.execute(&mut *tx).await.expect("tamper").rows_affected();
+            tx.commit().await.expect("commit");
+            n
+        }
+    };
+    let edited = as_replica(
+        "UPDATE audit.events SET account_number = 'X' WHERE stream_seq = $1::text::bigint",
+        vec![ks.clone()],
+    )
+    .await;
+    assert_eq!(edited, 1);
+    let v = verify(url).await;
+    assert_eq!(v.code, Some(1), "{v:?}");
+    assert_eq!(v.report["ok"], false, "{v:?}");
+    let at = format!("stream_seq={k} ");
+    assert!(
+        v.first_break().contains(&at) && v.first_break().contains("row edited"),
+        "{v:?}"
+    );
+    assert!(
+        v.stderr.contains("chain BROKEN") && v.stderr.contains(&at),
+        "{v:?}"
+    );
+
+    // Put it back: the chain is intact again, so the walk really compares the columns.
+    let restored = as_replica(
+        "UPDATE audit.events SET account_number = $1 WHERE stream_seq = $2::text::bigint",
+        vec![orig_account, ks.clone()],
+    )
+    .await;
+    assert_eq!(restored, 1);
+    assert_verifies(url, 40).await;
+
+    // The payload column is checked against the raw message.
+    let edited = as_replica(
+        "UPDATE audit.events SET payload = '{\"x\": 1}' WHERE stream_seq = $1::text::bigint",
+        vec![ks.clone()],
+    )
+    .await;
+    assert_eq!(edited, 1);
+    let v = verify(url).await;
+    assert_eq!(v.code, Some(1), "{v:?}");
+    assert!(
+        v.first_break().contains(&at) && v.first_break().contains("payload edited"),
+        "{v:?}"
+    );
+
+    // A deleted row in a batch linked earlier than row K's is reported first, naming its batch.
+    // (With concurrent writers link order need not follow batch ids, so go by link order.)
+    let (d, batch_d): (i64, i64) = sqlx::query_as(
+        "SELECT e.stream_seq, e.batch_id FROM audit.events e \
+         JOIN audit.chain_links l ON l.batch_id = e.batch_id \
+         WHERE l.link_seq < (SELECT l2.link_seq FROM audit.chain_links l2 WHERE l2.batch_id = $1) \
+         ORDER BY l.link_seq, e.stream_seq LIMIT 1",
+    )
+    .bind(batch_k)
+    .fetch_one(pool)
+    .await
+    .expect("a row linked before row K");
+    let deleted = as_replica(
+        "DELETE FROM audit.events WHERE stream_seq = $1::text::bigint",
+        vec![Some(d.to_string())],
+    )
+    .await;
+    assert_eq!(deleted, 1);
+    let v = verify(url).await;
+    assert_eq!(v.code, Some(1), "{v:?}");
+    let batch = format!("batch {batch_d} ");
+    assert!(
+        v.first_break().contains(&batch) && v.first_break().contains("rows deleted"),
+        "{v:?}"
+    );
+    assert!(v.stderr.contains(&batch), "{v:?}");
+}
+
+/// Runs `sql` in a transaction as `role` (or as the superuser), then rolls back.
+async fn as_role(pool: &PgPool, role: Option<&str>, sql: &str) -> Result<u64, sqlx::Error> {
+    let mut tx = pool.begin().await.expect("begin");
+    if let Some(r) = role {
+        sqlx::query(&format!("SET LOCAL ROLE {r}"))
+            .execute(&mut *tx)
+            .await
+            .expect("set role");
+    }
+    let res = sqlx::query(sql)
+        .execute(&mut *tx)
+        .await
+        .map(|r| r.rows_affected());
+    tx.rollback().await.expect("rollback");
+    res
+}
+
+/// Asserts `sql` fails as `role` with SQLSTATE 42501, the message containing `says`.
+async fn refused(pool: &PgPool, role: Option<&str>, sql: &str, says: &str) {
+    match as_role(pool, role, sql).await {
+        Ok(n) => panic!("{sql} as {role:?} succeeded ({n} rows)"),
+        Err(sqlx::Error::Database(e)) => {
+            assert_eq!(e.code().as_deref(), Some("42501"), "{sql} as {role:?}: {e}");
+            assert!(e.message().contains(says), "{sql} as {role:?}: {e}");
+        }
+        Err(e) => panic!("{sql} as {role:?}: {e}"),
+    }
+}
+
+#[tokio::test]
+async fn the_log_is_append_only_for_writer_owner_and_auditor() {
+    let db = TestDb::create().await;
+    let pool = &db.pool;
+    let n = 10;
+    Sink::new(Db::from_pool(pool.clone()), "test")
+        .write_batch(&mut records("ROLES", n, 1, now_us()))
+        .await
+        .expect("write");
+    let writer = Some("event_audit_writer");
+    let owner = Some("event_audit_owner");
+    let auditor = Some("event_audit_auditor");
+    let denied = "permission denied";
+    let append_only = "append-only";
+    let insert = "INSERT INTO audit.events (stream, stream_seq, published_at, received_at, subject, \
+                  delivery_count, status, raw, batch_id, row_hash) \
+                  VALUES ('ROLES', 1000, now(), now(), 'ROLES.x', 1, 'decoded', '\\x00', 0, '\\x00')";
+
+    // The daemon's role: INSERT yes; UPDATE, DELETE, TRUNCATE no, on the table or a partition.
+    assert_eq!(
+        as_role(pool, writer, insert).await.expect("writer inserts"),
+        1
+    );
+    assert_eq!(
+        as_role(pool, writer, "SELECT * FROM event_log")
+            .await
+            .expect("writer reads"),
+        n as u64
+    );
+    refused(
+        pool,
+        writer,
+        "UPDATE audit.events SET account_number = 'X'",
+        denied,
+    )
+    .await;
+    refused(pool, writer, "DELETE FROM audit.events", denied).await;
+    refused(pool, writer, "TRUNCATE audit.events", denied).await;
+    refused(pool, writer, "DELETE FROM audit.events_default", denied).await;
+    refused(
+        pool,
+        writer,
+        "UPDATE audit.chain_links SET row_count = 0",
+        denied,
+    )
+    .await;
+    refused(pool, writer, "DELETE FROM audit.event_ids", denied).await;
+    refused(pool, writer, "DELETE FROM audit.chain_head", denied).await;
+
+    // The owner and a superuser have the privileges; the triggers refuse.
+    for role in [owner, None] {
+        refused(
+            pool,
+            role,
+            "UPDATE audit.events SET account_number = 'X'",
+            append_only,
+        )
+        .await;
+        refused(pool, role, "DELETE FROM audit.events", append_only).await;
+        refused(pool, role, "TRUNCATE audit.events", append_only).await;
+        refused(pool, role, "DELETE FROM audit.chain_links", append_only).await;
+        refused(
+            pool,
+            role,
+            "UPDATE audit.chain_head SET link_seq = 0",
+            "forward only",
+        )
+        .await;
+    }
+
+    // The auditor reads and writes nothing.
+    assert_eq!(
+        as_role(pool, auditor, "SELECT * FROM event_log")
+            .await
+            .expect("auditor reads"),
+        n as u64
+    );
+    assert_eq!(
+        as_role(pool, auditor, "SELECT * FROM audit.chain_links")
+            .await
+            .expect("auditor reads links"),
+        1
+    );
+    refused(pool, auditor, insert, denied).await;
+    refused(
+        pool,
+        auditor,
+        "UPDATE audit.events SET account_number = 'X'",
+        denied,
+    )
+    .await;
+    refused(pool, auditor, "DELETE FROM audit.events", denied).await;
+
+    assert_eq!(count_rows(pool).await, n as i64);
+    let report = VerifyStore::new(Db::from_pool(pool.clone()))
+        .verify()
+        .await
+        .expect("verify");
+    assert!(report.ok && report.rows == n as i64, "{report:?}");
+}
