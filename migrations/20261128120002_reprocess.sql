@@ -1,8 +1,10 @@
 -- Reprocessing after a catalogue upgrade: stored events judged again by another catalogue.
--- Originals are never changed; each re-verdict is a row of its own, hashed (see
--- src/audit/reverdict.rs), and each finished run is closed by a row whose hash chains the
--- closed runs (SHA-256(prev || run_id || rows || digest of the run's re-verdict hashes)).
--- Insert-only, like the log.
+-- Originals are never changed. A re-verdict is stored only where the verdict changes (status,
+-- errors or unknown fields differ from the event's latest verdict): each is a row of its own,
+-- hashed (see src/audit/reverdict.rs). Every page judged is recorded with its counts, so a run
+-- says which rows it judged unchanged as well; each finished run is closed by a row whose hash
+-- chains the closed runs (SHA-256(prev || run_id || rows || changed || digest of the run's
+-- re-verdict hashes)). Insert-only, like the log.
 CREATE TABLE audit.reprocess_runs (
     id          bigserial   PRIMARY KEY,
     started_at  timestamptz NOT NULL DEFAULT now(),
@@ -16,7 +18,7 @@ CREATE TABLE audit.reverdicts (
     stream_seq      bigint      NOT NULL,
     published_at    timestamptz NOT NULL,
     catalogue       text COLLATE "C" NOT NULL,
-    old_status      text        NOT NULL,   -- the original row's status
+    old_status      text        NOT NULL,   -- the verdict it replaces: the latest before this run
     status          text        NOT NULL CHECK (status IN ('decoded', 'invalid', 'unknown_version', 'unknown_type', 'malformed')),
     errors          jsonb,
     unknown_fields  jsonb,
@@ -27,10 +29,25 @@ CREATE TABLE audit.reverdicts (
 -- The latest re-verdict of an event (event_log, reconciliation).
 CREATE INDEX reverdicts_event_idx ON audit.reverdicts (stream, stream_seq, published_at, run_id DESC);
 
+-- One row per page judged, written in the page's transaction: where the page ends (a run
+-- resumes after its last page), how many rows it judged and changed, and its transitions
+-- ([{"event", "old", "new", "count", "examples"}]).
+CREATE TABLE audit.reprocess_pages (
+    run_id       bigint      NOT NULL REFERENCES audit.reprocess_runs (id),
+    last_stream  text COLLATE "C" NOT NULL,
+    last_seq     bigint      NOT NULL,
+    last_at      timestamptz NOT NULL,
+    rows         bigint      NOT NULL,
+    changed      bigint      NOT NULL,
+    transitions  jsonb       NOT NULL,
+    PRIMARY KEY (run_id, last_stream, last_seq, last_at)
+);
+
 CREATE TABLE audit.reprocess_run_ends (
     run_id       bigint      PRIMARY KEY REFERENCES audit.reprocess_runs (id),
     finished_at  timestamptz NOT NULL DEFAULT now(),
-    rows         bigint      NOT NULL,
+    rows         bigint      NOT NULL,   -- rows judged
+    changed      bigint      NOT NULL,   -- re-verdicts stored (verdicts that changed)
     transitions  jsonb       NOT NULL,   -- {"old→new": count}
     digest       bytea       NOT NULL,   -- SHA-256 over the run's re-verdict hashes, key order
     prev_hash    bytea       NOT NULL,
@@ -40,15 +57,20 @@ CREATE TABLE audit.reprocess_run_ends (
 ALTER TABLE audit.reprocess_runs OWNER TO event_audit_owner;
 ALTER TABLE audit.reverdicts OWNER TO event_audit_owner;
 ALTER TABLE audit.reprocess_run_ends OWNER TO event_audit_owner;
+ALTER TABLE audit.reprocess_pages OWNER TO event_audit_owner;
 ALTER SEQUENCE audit.reprocess_runs_id_seq OWNER TO event_audit_owner;
-REVOKE ALL ON audit.reprocess_runs, audit.reverdicts, audit.reprocess_run_ends FROM PUBLIC;
-GRANT SELECT, INSERT ON audit.reprocess_runs, audit.reverdicts, audit.reprocess_run_ends TO event_audit_writer;
+REVOKE ALL ON audit.reprocess_runs, audit.reverdicts, audit.reprocess_pages, audit.reprocess_run_ends FROM PUBLIC;
+GRANT SELECT, INSERT ON audit.reprocess_runs, audit.reverdicts, audit.reprocess_pages, audit.reprocess_run_ends TO event_audit_writer;
 GRANT USAGE ON SEQUENCE audit.reprocess_runs_id_seq TO event_audit_writer;
-GRANT SELECT ON audit.reprocess_runs, audit.reverdicts, audit.reprocess_run_ends TO event_audit_auditor;
+GRANT SELECT ON audit.reprocess_runs, audit.reverdicts, audit.reprocess_pages, audit.reprocess_run_ends TO event_audit_auditor;
 CREATE TRIGGER reprocess_runs_no_change BEFORE UPDATE OR DELETE ON audit.reprocess_runs
     FOR EACH ROW EXECUTE FUNCTION audit.refuse_change();
 CREATE TRIGGER reverdicts_no_change BEFORE UPDATE OR DELETE ON audit.reverdicts
     FOR EACH ROW EXECUTE FUNCTION audit.refuse_change();
+CREATE TRIGGER reprocess_pages_no_change BEFORE UPDATE OR DELETE ON audit.reprocess_pages
+    FOR EACH ROW EXECUTE FUNCTION audit.refuse_change();
+CREATE TRIGGER reprocess_pages_no_truncate BEFORE TRUNCATE ON audit.reprocess_pages
+    FOR EACH STATEMENT EXECUTE FUNCTION audit.refuse_change();
 CREATE TRIGGER reprocess_run_ends_no_change BEFORE UPDATE OR DELETE ON audit.reprocess_run_ends
     FOR EACH ROW EXECUTE FUNCTION audit.refuse_change();
 CREATE TRIGGER reprocess_runs_no_truncate BEFORE TRUNCATE ON audit.reprocess_runs

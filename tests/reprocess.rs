@@ -64,6 +64,13 @@ fn interpreter_equals_the_generated_decoders() {
     assert!(n > 5000);
 }
 
+async fn count(pool: &sqlx::PgPool, table: &str) -> i64 {
+    sqlx::query_scalar(&format!("SELECT count(*) FROM {table}"))
+        .fetch_one(pool)
+        .await
+        .expect("count")
+}
+
 async fn transitions(db: &str, args: &[&str]) -> serde_json::Value {
     let mut all = vec!["reprocess", "--database-url", db, "--format", "json"];
     all.extend_from_slice(args);
@@ -87,14 +94,25 @@ async fn reprocess_with_a_changed_catalogue() {
     let fixture = fixture_catalogue();
     let dir = fixture.path().to_str().expect("utf-8");
 
+    // The catalogue that judged them finds every verdict unchanged: the run records its page
+    // and counts, and stores no re-verdict.
+    let same = transitions(&db.url, &[]).await;
+    assert_eq!(same["rows"], 10, "{same}");
+    assert_eq!(same["changed"], 0, "{same}");
+    assert!(same["totals"]
+        .as_object()
+        .expect("totals")
+        .keys()
+        .all(|k| k.split('→').next() == k.split('→').nth(1)));
+    assert_eq!(count(&db.pool, "audit.reverdicts").await, 0);
+    assert_eq!(count(&db.pool, "audit.reprocess_pages").await, 1);
+    assert_verifies(&db.url, 10).await;
+
     // A dry run writes nothing.
     let dry = transitions(&db.url, &["--dry-run", "--catalogue-dir", dir]).await;
     assert_eq!(dry["run_id"], serde_json::Value::Null);
-    let stored: i64 = sqlx::query_scalar("SELECT count(*) FROM audit.reverdicts")
-        .fetch_one(&db.pool)
-        .await
-        .expect("count");
-    assert_eq!(stored, 0);
+    assert_eq!(count(&db.pool, "audit.reverdicts").await, 0);
+    assert_eq!(count(&db.pool, "audit.reprocess_pages").await, 1);
 
     let run = transitions(&db.url, &["--catalogue-dir", dir]).await;
     let want = serde_json::json!({
@@ -104,6 +122,29 @@ async fn reprocess_with_a_changed_catalogue() {
     assert_eq!(run["totals"], want, "{run}");
     assert_eq!(dry["totals"], want, "the dry run finds the same");
     assert_eq!(run["rows"], 10);
+    // Exactly the changed verdicts are stored: the two status changes, and a decoded
+    // account.created-v1 row whose `score` is no longer an undeclared field.
+    assert_eq!(run["changed"], dry["changed"]);
+    let changed_rows = run["changed"].as_i64().expect("changed");
+    assert_eq!(count(&db.pool, "audit.reverdicts").await, changed_rows);
+    assert_eq!(changed_rows, 3, "{run}");
+    // The third: RP:2 stays decoded, `score` no longer undeclared.
+    let same_status: Vec<(i64, Option<String>, Option<String>)> = sqlx::query_as(
+        "SELECT r.stream_seq, e.unknown_fields::text, r.unknown_fields::text \
+         FROM audit.reverdicts r JOIN audit.events e USING (stream, stream_seq, published_at) \
+         WHERE r.old_status = r.status",
+    )
+    .fetch_all(&db.pool)
+    .await
+    .expect("same-status re-verdicts");
+    assert_eq!(
+        same_status,
+        vec![(
+            2,
+            Some(r#"["nickname", "score"]"#.to_owned()),
+            Some(r#"["nickname"]"#.to_owned())
+        )]
+    );
     let changed: Vec<(String, String, String, Vec<String>)> = run["transitions"]
         .as_array()
         .expect("transitions")
@@ -170,13 +211,15 @@ async fn reprocess_with_a_changed_catalogue() {
     .expect("latest");
     assert_eq!(latest, vec!["invalid", "decoded"]);
 
-    // A second run with the built-in catalogue, on the unknown versions only: the latest
-    // re-verdict is its.
+    // A second run with the built-in catalogue, on the rows first recorded as unknown versions:
+    // compared with their latest verdict (the fixture's `decoded`), the verdict changes back,
+    // and the latest re-verdict is its.
     let second = transitions(&db.url, &["--status", "unknown_version"]).await;
     assert_eq!(
         second["totals"],
-        serde_json::json!({"unknown_version→unknown_version": 1})
+        serde_json::json!({"decoded→unknown_version": 1})
     );
+    assert_eq!(second["changed"], 1);
     let rv: Option<String> =
         sqlx::query_scalar("SELECT reverdict_status FROM event_log WHERE stream_seq = 8")
             .fetch_one(&db.pool)
@@ -224,12 +267,17 @@ async fn reprocess_resumes_a_run() {
     sink.write_batch(&mut mix::records("RS"))
         .await
         .expect("write");
-    // A run that stopped after its first page: opened, three re-verdicts written, not closed.
+    // A run that stopped after its first page: opened, its first three rows judged by the
+    // fixture catalogue and written with their page record, not closed.
+    let fixture = fixture_catalogue();
+    let dir = fixture.path().to_str().expect("utf-8");
+    let cat = compat::dynamic(&compat::load(fixture.path()).expect("fixture loads"));
+    let judge = event_audit::reprocess::Judge::Loaded(&cat);
     let store = event_audit::reprocess::store::ReprocessStore::new(Db::from_pool(db.pool.clone()));
     let sel = event_audit::reprocess::Selection::default();
     let id = store
         .open_run(
-            event_audit::decode::catalogue::FINGERPRINT,
+            &judge.fingerprint(),
             &serde_json::to_string(&sel).expect("json"),
         )
         .await
@@ -238,31 +286,97 @@ async fn reprocess_resumes_a_run() {
         .page(&sel, &event_audit::reprocess::Cursor::start(), 3)
         .await
         .expect("page");
-    let judge = event_audit::reprocess::Judge::BuiltIn;
-    let out: Vec<_> = page
-        .iter()
-        .map(|s| {
-            let (status, errors, unknown_fields) = judge.judge(s);
-            (
+    let mut reverdicts = Vec::new();
+    let mut transitions_of_page: Vec<event_audit::reprocess::Transition> = Vec::new();
+    for s in &page {
+        let (status, errors, unknown_fields) = judge.judge(s);
+        let ev = match (&s.event_type, &s.event_version) {
+            (Some(t), Some(v)) => format!("{t}-{v}"),
+            (Some(t), None) => t.clone(),
+            _ => String::new(),
+        };
+        match transitions_of_page
+            .iter_mut()
+            .find(|t| t.event == ev && t.old == s.latest.status && t.new == status)
+        {
+            Some(t) => {
+                t.count += 1;
+                t.examples.push(format!("{}:{}", s.stream, s.stream_seq));
+            }
+            None => transitions_of_page.push(event_audit::reprocess::Transition {
+                event: ev.clone(),
+                old: s.latest.status.clone(),
+                new: status.clone(),
+                count: 1,
+                examples: vec![format!("{}:{}", s.stream, s.stream_seq)],
+            }),
+        }
+        if (&status, &errors, &unknown_fields)
+            != (&s.latest.status, &s.latest.errors, &s.latest.unknown_fields)
+        {
+            reverdicts.push((
                 event_audit::audit::reverdict::Reverdict {
                     run_id: id,
                     stream: s.stream.clone(),
                     stream_seq: s.stream_seq,
                     published_at: s.published_at,
                     catalogue: judge.fingerprint(),
-                    old_status: s.status.clone(),
+                    old_status: s.latest.status.clone(),
                     status,
                     errors,
                     unknown_fields,
                 },
-                None,
-            )
-        })
-        .collect();
-    store.write(&out).await.expect("write a page");
-    let resumed = transitions(&db.url, &["--resume", &id.to_string(), "--page-size", "4"]).await;
+                Some(ev),
+            ));
+        }
+    }
+    let last = page.last().expect("a first page");
+    store
+        .write(
+            id,
+            &event_audit::reprocess::store::Page {
+                reverdicts,
+                last: event_audit::reprocess::Cursor(
+                    last.stream.clone(),
+                    last.stream_seq,
+                    last.published_at,
+                ),
+                rows: page.len() as u64,
+                transitions: transitions_of_page,
+            },
+        )
+        .await
+        .expect("write a page");
+    let resumed = transitions(
+        &db.url,
+        &[
+            "--resume",
+            &id.to_string(),
+            "--page-size",
+            "4",
+            "--catalogue-dir",
+            dir,
+        ],
+    )
+    .await;
     assert_eq!(resumed["run_id"], id);
     assert_eq!(resumed["rows"], 10, "{resumed}");
+    // The same counts as a run that never stopped.
+    assert_eq!(
+        resumed["totals"],
+        serde_json::json!({
+            "decoded→decoded": 4, "decoded→invalid": 1, "invalid→invalid": 2,
+            "unknown_version→decoded": 1, "unknown_type→unknown_type": 2,
+        })
+    );
+    let (pages, judged): (i64, i64) = sqlx::query_as(
+        "SELECT count(*), sum(rows)::int8 FROM audit.reprocess_pages WHERE run_id = $1",
+    )
+    .bind(id)
+    .fetch_one(&db.pool)
+    .await
+    .expect("pages");
+    assert_eq!((pages, judged), (3, 10), "every row judged once");
     let per_key: i64 = sqlx::query_scalar(
         "SELECT count(DISTINCT (stream, stream_seq)) FROM audit.reverdicts WHERE run_id = $1",
     )
@@ -270,7 +384,7 @@ async fn reprocess_resumes_a_run() {
     .fetch_one(&db.pool)
     .await
     .expect("count");
-    assert_eq!(per_key, 10, "every row judged once");
+    assert_eq!(per_key, resumed["changed"].as_i64().expect("changed"));
     let again = event_audit(
         &[
             "reprocess",
@@ -278,6 +392,8 @@ async fn reprocess_resumes_a_run() {
             &db.url,
             "--resume",
             &id.to_string(),
+            "--catalogue-dir",
+            dir,
         ],
         &[],
     )

@@ -1,6 +1,7 @@
-//! A re-verdict: a stored event judged again by another catalogue (`reprocess`). Its canonical
-//! encoding and hash, the digest of a run's re-verdicts, and the hash chaining the runs' ends —
-//! shared by `reprocess` (which writes them) and `verify` (which recomputes them). Pure.
+//! A re-verdict: a stored event whose verdict changed when judged again by another catalogue
+//! (`reprocess`). Its canonical encoding and hash, the digest of a run's re-verdicts, and the
+//! hash chaining the runs' ends — shared by `reprocess` (which writes them) and `verify` (which
+//! recomputes them). Pure.
 //!
 //! Encoding v1: the tag `reverdict v1`, then each field length-prefixed (u32 big-endian; a
 //! missing value is length `u32::MAX`): run id, stream, stream sequence, bus time (µs), catalogue
@@ -56,14 +57,16 @@ impl Reverdict {
     }
 }
 
-/// The hash closing a run: `SHA-256(prev ‖ run_id ‖ rows ‖ digest)`, where `digest` is the
-/// SHA-256 over the run's re-verdict hashes in (stream, sequence, bus time) order and `prev` the
-/// previous closed run's hash (32 zero bytes for the first).
-pub fn run_hash(prev: &[u8], run_id: i64, rows: i64, digest: &[u8]) -> [u8; 32] {
+/// The hash closing a run: `SHA-256(prev ‖ run_id ‖ rows ‖ changed ‖ digest)`, where `rows` is
+/// how many rows the run judged, `changed` how many re-verdicts it stored, `digest` the SHA-256
+/// over those re-verdicts' hashes in (stream, sequence, bus time) order and `prev` the previous
+/// closed run's hash (32 zero bytes for the first).
+pub fn run_hash(prev: &[u8], run_id: i64, rows: i64, changed: i64, digest: &[u8]) -> [u8; 32] {
     let mut h = Sha256::new();
     h.update(prev);
     h.update(run_id.to_be_bytes());
     h.update(rows.to_be_bytes());
+    h.update(changed.to_be_bytes());
     h.update(digest);
     h.finalize().into()
 }

@@ -117,24 +117,33 @@ pub fn run(args: ReprocessArgs) -> anyhow::Result<ExitCode> {
         let run = if args.dry_run {
             None
         } else if let Some(id) = args.resume {
-            let Some((catalogue, selection, closed, cursor)) = store.run(id).await? else {
+            let Some(r) = store.run(id).await? else {
                 anyhow::bail!("reprocess run {id} does not exist");
             };
-            if closed {
+            if r.closed {
                 anyhow::bail!("reprocess run {id} is already finished; start a new run");
             }
-            if catalogue != judge.fingerprint() {
+            if r.catalogue != judge.fingerprint() {
                 anyhow::bail!(
-                    "reprocess run {id} judges with catalogue {catalogue}, this one is {}; resume it with that catalogue (--catalogue-dir)",
+                    "reprocess run {id} judges with catalogue {}, this one is {}; resume it with that catalogue (--catalogue-dir)",
+                    r.catalogue,
                     judge.fingerprint()
                 );
             }
-            sel = serde_json::from_str(&selection)?;
-            Some((id, cursor))
+            sel = serde_json::from_str(&r.selection)?;
+            Some(reprocess::RunStart {
+                id,
+                cursor: r.cursor,
+                done: r.pages,
+            })
         } else {
             let selection = serde_json::to_string(&sel)?;
             let id = store.open_run(&judge.fingerprint(), &selection).await?;
-            Some((id, reprocess::Cursor::start()))
+            Some(reprocess::RunStart {
+                id,
+                cursor: reprocess::Cursor::start(),
+                done: Vec::new(),
+            })
         };
         let outcome = reprocess::reprocess(&store, &judge, &sel, run, page, |n| {
             tracing::debug!(rows = n, "reprocessed");

@@ -1,8 +1,10 @@
 //! Reprocessing after a catalogue upgrade: stored rows judged again, from their `raw` bytes, by
-//! this binary's catalogue (or one read from a directory). Originals are never changed; each
-//! re-verdict is a hashed row of `audit.reverdicts` naming its catalogue, and a finished run is
-//! closed by a row chaining the runs. Pages of rows in key order (bounded memory); a run stopped
-//! half-way resumes after its last re-verdict (`--resume RUN`).
+//! this binary's catalogue (or one read from a directory), and compared with each row's latest
+//! verdict. Originals are never changed; a verdict that changed is a hashed row of
+//! `audit.reverdicts` naming its catalogue; every page judged is recorded with its transitions
+//! (unchanged verdicts counted too), and a finished run is closed by a row chaining the runs.
+//! Pages of rows in key order (bounded memory); a run stopped half-way resumes after its last
+//! recorded page (`--resume RUN`).
 
 pub mod store;
 
@@ -17,7 +19,7 @@ use crate::db::DbError;
 use crate::decode::catalogue::rt::dynamic::DynCatalogue;
 use crate::decode::catalogue::rt::FieldError;
 use crate::decode::verdict;
-use store::ReprocessStore;
+use store::{Page, ReprocessStore};
 
 /// Which stored rows to judge again.
 #[derive(Debug, Clone, Default, Serialize, serde::Deserialize, PartialEq, Eq)]
@@ -53,6 +55,16 @@ pub struct Stored {
     pub event_version: Option<String>,
     pub status: String,
     pub raw: Vec<u8>,
+    /// Its latest verdict: its latest re-verdict, else the original.
+    pub latest: Latest,
+}
+
+/// A verdict as stored: status, and the canonical JSON of its errors and unknown fields.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Latest {
+    pub status: String,
+    pub errors: Option<String>,
+    pub unknown_fields: Option<String>,
 }
 
 impl Stored {
@@ -65,8 +77,8 @@ impl Stored {
     }
 }
 
-/// Old → new status of one event, with a count and example keys (`stream:seq`).
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+/// Latest → new status of one event, with a count and example keys (`stream:seq`).
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, Eq)]
 pub struct Transition {
     pub event: String,
     pub old: String,
@@ -82,6 +94,8 @@ pub struct Outcome {
     pub run_id: Option<i64>,
     pub catalogue: String,
     pub rows: u64,
+    /// Rows whose verdict changed (status, errors or unknown fields): the re-verdicts stored.
+    pub changed: u64,
     /// (old → new) → count, every event together.
     pub totals: BTreeMap<String, u64>,
     /// Per event and (old → new); unchanged verdicts included.
@@ -149,29 +163,83 @@ fn totals_of(transitions: &[Transition]) -> BTreeMap<String, u64> {
     totals
 }
 
-/// Judges the selection again. `run`: `None` for a dry run (nothing written), else the run id
-/// and where to start (its cursor). Pages of `page_size` rows.
+/// Counts per (event, old, new) with the first examples in key order.
+#[derive(Default)]
+struct Tally(BTreeMap<(String, String, String), (u64, Vec<String>)>);
+
+impl Tally {
+    fn add(&mut self, event: &str, old: &str, new: &str, count: u64, examples: &[String]) {
+        let e = self
+            .0
+            .entry((event.to_owned(), old.to_owned(), new.to_owned()))
+            .or_default();
+        e.0 += count;
+        for x in examples {
+            if e.1.len() < EXAMPLES {
+                e.1.push(x.clone());
+            }
+        }
+    }
+
+    fn merge(&mut self, ts: &[Transition]) {
+        for t in ts {
+            self.add(&t.event, &t.old, &t.new, t.count, &t.examples);
+        }
+    }
+
+    fn transitions(&self) -> Vec<Transition> {
+        self.0
+            .iter()
+            .map(|((event, old, new), (count, examples))| Transition {
+                event: event.clone(),
+                old: old.clone(),
+                new: new.clone(),
+                count: *count,
+                examples: examples.clone(),
+            })
+            .collect()
+    }
+}
+
+/// A stored run to carry on: its id, where to start, and its recorded pages' transitions.
+pub struct RunStart {
+    pub id: i64,
+    pub cursor: Cursor,
+    pub done: Vec<Vec<Transition>>,
+}
+
+/// Judges the selection again. `run`: `None` for a dry run (nothing written), else the run to
+/// write into. Pages of `page_size` rows; each page's changed verdicts and record are written in
+/// one transaction while the next page is read.
 pub async fn reprocess(
     store: &ReprocessStore,
     judge: &Judge<'_>,
     sel: &Selection,
-    run: Option<(i64, Cursor)>,
+    run: Option<RunStart>,
     page_size: i64,
     mut progress: impl FnMut(u64),
 ) -> Result<Outcome, DbError> {
     let fingerprint = judge.fingerprint();
-    let mut cursor = run.as_ref().map_or_else(Cursor::start, |(_, c)| c.clone());
-    let run_id = run.as_ref().map(|(id, _)| *id);
-    let mut counts: BTreeMap<(String, String, String), (u64, Vec<String>)> = BTreeMap::new();
+    let mut total = Tally::default();
+    let (run_id, mut cursor) = match run {
+        Some(r) => {
+            for page in &r.done {
+                total.merge(page);
+            }
+            (Some(r.id), r.cursor)
+        }
+        None => (None, Cursor::start()),
+    };
     let mut rows = 0u64;
-    // One page written while the next is read: at most one write in flight, and writes commit
-    // in key order, so a run that stops resumes after its last committed page.
-    let mut pending: Option<Vec<(Reverdict, Option<String>)>> = None;
+    let mut changed = 0u64;
+    // At most one write in flight, and pages commit in key order, so a run that stops resumes
+    // after its last committed page.
+    let mut pending: Option<Page> = None;
     loop {
         let write = async {
-            match pending.take() {
-                Some(p) => store.write(&p).await,
-                None => Ok(()),
+            match (pending.take(), run_id) {
+                (Some(p), Some(id)) => store.write(id, &p).await,
+                _ => Ok(()),
             }
         };
         let (page, written) = tokio::join!(store.page(sel, &cursor, page_size), write);
@@ -179,40 +247,52 @@ pub async fn reprocess(
         let page = page?;
         let Some(last) = page.last() else { break };
         cursor = Cursor(last.stream.clone(), last.stream_seq, last.published_at);
-        let mut out = Vec::with_capacity(page.len());
+        let mut tally = Tally::default();
+        let mut reverdicts = Vec::new();
         for s in &page {
-            let (status, errors, unknown) = judge.judge(s);
+            let (status, errors, unknown_fields) = judge.judge(s);
             let event = s.event();
-            if run_id.is_none() {
-                let e = counts
-                    .entry((
-                        event.clone().unwrap_or_default(),
-                        s.status.clone(),
-                        status.clone(),
-                    ))
-                    .or_default();
-                e.0 += 1;
-                if e.1.len() < EXAMPLES {
-                    e.1.push(format!("{}:{}", s.stream, s.stream_seq));
-                }
+            let example = [format!("{}:{}", s.stream, s.stream_seq)];
+            tally.add(
+                event.as_deref().unwrap_or_default(),
+                &s.latest.status,
+                &status,
+                1,
+                &example,
+            );
+            let same = status == s.latest.status
+                && errors == s.latest.errors
+                && unknown_fields == s.latest.unknown_fields;
+            if same {
+                continue;
             }
-            out.push((
-                Reverdict {
-                    run_id: run_id.unwrap_or(0),
-                    stream: s.stream.clone(),
-                    stream_seq: s.stream_seq,
-                    published_at: s.published_at,
-                    catalogue: fingerprint.clone(),
-                    old_status: s.status.clone(),
-                    status,
-                    errors,
-                    unknown_fields: unknown,
-                },
-                event,
-            ));
+            changed += 1;
+            if let Some(id) = run_id {
+                reverdicts.push((
+                    Reverdict {
+                        run_id: id,
+                        stream: s.stream.clone(),
+                        stream_seq: s.stream_seq,
+                        published_at: s.published_at,
+                        catalogue: fingerprint.clone(),
+                        old_status: s.latest.status.clone(),
+                        status,
+                        errors,
+                        unknown_fields,
+                    },
+                    event,
+                ));
+            }
         }
+        let transitions = tally.transitions();
+        total.merge(&transitions);
         if run_id.is_some() {
-            pending = Some(out);
+            pending = Some(Page {
+                reverdicts,
+                last: cursor.clone(),
+                rows: page.len() as u64,
+                transitions,
+            });
         }
         rows += page.len() as u64;
         progress(rows);
@@ -220,37 +300,23 @@ pub async fn reprocess(
             break;
         }
     }
-    if let Some(p) = pending.take() {
-        store.write(&p).await?;
+    if let (Some(p), Some(id)) = (pending.take(), run_id) {
+        store.write(id, &p).await?;
     }
+    let transitions = total.transitions();
     let mut outcome = Outcome {
         run_id,
         catalogue: fingerprint,
-        rows,
-        ..Outcome::default()
+        rows: transitions.iter().map(|t| t.count).sum(),
+        changed,
+        totals: totals_of(&transitions),
+        transitions,
+        run_hash: None,
     };
-    match run_id {
-        None => {
-            outcome.transitions = counts
-                .into_iter()
-                .map(|((event, old, new), (count, examples))| Transition {
-                    event,
-                    old,
-                    new,
-                    count,
-                    examples,
-                })
-                .collect();
-        }
-        Some(id) => {
-            outcome.transitions = store.transitions(id, EXAMPLES as i64).await?;
-            outcome.rows = outcome.transitions.iter().map(|t| t.count).sum();
-        }
-    }
-    outcome.totals = totals_of(&outcome.transitions);
     if let Some(id) = run_id {
         let json = serde_json::to_string(&outcome.totals).unwrap_or_else(|_| "{}".into());
-        let end = store.close(id, &json).await?;
+        let end = store.close(id, outcome.rows, &json).await?;
+        outcome.changed = u64::try_from(end.changed).unwrap_or(0);
         outcome.run_hash = Some(end.hash.iter().map(|b| format!("{b:02x}")).collect());
     }
     Ok(outcome)
@@ -265,8 +331,8 @@ pub fn table(o: &Outcome) -> String {
         .map_or_else(|| "dry run".to_owned(), |id| format!("run {id}"));
     let _ = writeln!(
         out,
-        "# {run}: {} rows judged by catalogue {}",
-        o.rows, o.catalogue
+        "# {run}: {} rows judged by catalogue {}; {} verdicts changed",
+        o.rows, o.catalogue, o.changed
     );
     for (k, n) in &o.totals {
         let _ = writeln!(out, "{k}\t{n}");

@@ -1,11 +1,11 @@
-//! The SQL of `reprocess`: stored rows by key pages, re-verdicts written per page, runs opened,
-//! resumed and closed (the closing hash chained under an advisory lock).
+//! The SQL of `reprocess`: stored rows (with their latest verdicts) by key pages, each judged
+//! page written with its changed verdicts, runs opened, resumed and closed (the closing hash chained under an advisory lock).
 
 use futures::TryStreamExt;
 use sqlx::Row;
 
-use super::{Cursor, Selection, Stored, Transition};
-use crate::audit::reverdict::{run_hash, Reverdict};
+use super::{Cursor, Latest, Selection, Stored, Transition};
+use crate::audit::reverdict::{recanonical_errors, recanonical_strings, run_hash, Reverdict};
 use crate::db::{Ctx, Db, DbError};
 
 /// Serializes the closing of runs (the chain of run ends).
@@ -15,10 +15,31 @@ pub struct ReprocessStore {
     db: Db,
 }
 
+/// A run to resume (see [`ReprocessStore::run`]).
+#[derive(Debug, Clone)]
+pub struct Resume {
+    pub catalogue: String,
+    pub selection: String,
+    pub closed: bool,
+    pub cursor: Cursor,
+    /// Each recorded page's transitions, in key order.
+    pub pages: Vec<Vec<Transition>>,
+}
+
+/// One judged page as written: its re-verdicts, where it ends, its counts.
+#[derive(Debug, Clone)]
+pub struct Page {
+    pub reverdicts: Vec<(Reverdict, Option<String>)>,
+    pub last: Cursor,
+    pub rows: u64,
+    pub transitions: Vec<Transition>,
+}
+
 /// A closed run.
 #[derive(Debug, Clone)]
 pub struct RunEnd {
     pub rows: i64,
+    pub changed: i64,
     pub digest: [u8; 32],
     pub hash: [u8; 32],
 }
@@ -37,9 +58,20 @@ impl ReprocessStore {
     ) -> Result<Vec<Stored>, DbError> {
         // Only the filters given: a plain keyset scan of the primary key when there are none
         // (a generic plan of `$n IS NULL OR ...` could scan the whole log per page).
+        // Each row comes with its latest verdict (its latest re-verdict, else the original), which
+        // the new verdict is compared with.
         let mut sql = String::from(
-            "SELECT stream, stream_seq, published_at, envelope, event_type, event_version, status, raw \
-             FROM audit.events WHERE (stream, stream_seq, published_at) > ($1::text, $2::int8, $3::timestamptz)",
+            "SELECT e.stream, e.stream_seq, e.published_at, e.envelope, e.event_type, \
+                 e.event_version, e.status, e.raw, COALESCE(rv.status, e.status) AS latest_status, \
+                 CASE WHEN rv.status IS NULL THEN e.errors ELSE rv.errors END::text AS latest_errors, \
+                 CASE WHEN rv.status IS NULL THEN e.unknown_fields ELSE rv.unknown_fields END::text \
+                     AS latest_unknown \
+             FROM audit.events e LEFT JOIN LATERAL ( \
+                 SELECT r.status, r.errors, r.unknown_fields FROM audit.reverdicts r \
+                 WHERE r.stream = e.stream AND r.stream_seq = e.stream_seq \
+                     AND r.published_at = e.published_at \
+                 ORDER BY r.run_id DESC LIMIT 1) rv ON true \
+             WHERE (e.stream, e.stream_seq, e.published_at) > ($1::text, $2::int8, $3::timestamptz)",
         );
         let mut n = 3;
         let mut next = |cond: &str| {
@@ -47,23 +79,23 @@ impl ReprocessStore {
             format!(" AND {}", cond.replace('$', &format!("${n}")))
         };
         if sel.since.is_some() {
-            sql += &next("published_at >= $::timestamptz");
+            sql += &next("e.published_at >= $::timestamptz");
         }
         if sel.until.is_some() {
-            sql += &next("published_at < $::timestamptz");
+            sql += &next("e.published_at < $::timestamptz");
         }
         if sel.stream.is_some() {
-            sql += &next("stream = $::text");
+            sql += &next("e.stream = $::text");
         }
         if sel.seq.is_some() {
-            sql += &next("stream_seq >= $::int8");
-            sql += &next("stream_seq <= $::int8");
+            sql += &next("e.stream_seq >= $::int8");
+            sql += &next("e.stream_seq <= $::int8");
         }
         if !sel.statuses.is_empty() {
-            sql += &next("status = ANY($::text[])");
+            sql += &next("e.status = ANY($::text[])");
         }
         sql += &format!(
-            " ORDER BY stream, stream_seq, published_at LIMIT ${}",
+            " ORDER BY e.stream, e.stream_seq, e.published_at LIMIT ${}",
             n + 1
         );
         let mut q = sqlx::query(&sql).bind(&after.0).bind(after.1).bind(after.2);
@@ -98,6 +130,19 @@ impl ReprocessStore {
                 event_version: r.try_get("event_version").ctx("read a stored row")?,
                 status: r.try_get("status").ctx("read a stored row")?,
                 raw: r.try_get("raw").ctx("read a stored row")?,
+                latest: Latest {
+                    status: r.try_get("latest_status").ctx("read a stored row")?,
+                    errors: recanonical_errors(
+                        r.try_get::<Option<String>, _>("latest_errors")
+                            .ctx("read a stored row")?
+                            .as_deref(),
+                    ),
+                    unknown_fields: recanonical_strings(
+                        r.try_get::<Option<String>, _>("latest_unknown")
+                            .ctx("read a stored row")?
+                            .as_deref(),
+                    ),
+                },
             });
         }
         Ok(out)
@@ -115,8 +160,9 @@ impl ReprocessStore {
         .ctx("open a reprocess run")
     }
 
-    /// A run to resume: its catalogue, its selection, whether it is closed, and its cursor.
-    pub async fn run(&self, id: i64) -> Result<Option<(String, String, bool, Cursor)>, DbError> {
+    /// A run to resume: its catalogue, its selection, whether it is closed, its cursor (after its
+    /// last recorded page) and the transitions of its recorded pages, in key order.
+    pub async fn run(&self, id: i64) -> Result<Option<Resume>, DbError> {
         let Some(r) = sqlx::query(
             "SELECT r.catalogue, r.selection::text AS selection, \
                  EXISTS (SELECT 1 FROM audit.reprocess_run_ends x WHERE x.run_id = r.id) AS closed \
@@ -129,32 +175,69 @@ impl ReprocessStore {
         else {
             return Ok(None);
         };
-        let last = sqlx::query(
-            "SELECT stream, stream_seq, published_at FROM audit.reverdicts WHERE run_id = $1 \
-             ORDER BY stream DESC, stream_seq DESC, published_at DESC LIMIT 1",
+        let pages = sqlx::query(
+            "SELECT last_stream, last_seq, last_at, transitions::text AS transitions \
+             FROM audit.reprocess_pages WHERE run_id = $1 \
+             ORDER BY last_stream, last_seq, last_at",
         )
         .bind(id)
-        .fetch_optional(self.db.pool())
+        .fetch_all(self.db.pool())
         .await
-        .ctx("find where a reprocess run stopped")?;
-        let cursor = match last {
-            Some(l) => Cursor(
-                l.try_get("stream").ctx("read a cursor")?,
-                l.try_get("stream_seq").ctx("read a cursor")?,
-                l.try_get("published_at").ctx("read a cursor")?,
-            ),
-            None => Cursor::start(),
-        };
-        Ok(Some((
-            r.try_get("catalogue").ctx("read a run")?,
-            r.try_get("selection").ctx("read a run")?,
-            r.try_get("closed").ctx("read a run")?,
+        .ctx("read the pages of a reprocess run")?;
+        let mut cursor = Cursor::start();
+        let mut done = Vec::with_capacity(pages.len());
+        for p in pages {
+            cursor = Cursor(
+                p.try_get("last_stream").ctx("read a page")?,
+                p.try_get("last_seq").ctx("read a page")?,
+                p.try_get("last_at").ctx("read a page")?,
+            );
+            let text: String = p.try_get("transitions").ctx("read a page")?;
+            let t: Vec<Transition> = serde_json::from_str(&text).map_err(|_| DbError::Corrupt {
+                what: "a page of a reprocess run (audit.reprocess_pages)",
+                why: "its transitions are not readable",
+            })?;
+            done.push(t);
+        }
+        Ok(Some(Resume {
+            catalogue: r.try_get("catalogue").ctx("read a run")?,
+            selection: r.try_get("selection").ctx("read a run")?,
+            closed: r.try_get("closed").ctx("read a run")?,
             cursor,
-        )))
+            pages: done,
+        }))
     }
 
-    /// Writes one page of re-verdicts (one transaction).
-    pub async fn write(&self, page: &[(Reverdict, Option<String>)]) -> Result<(), DbError> {
+    /// Writes one judged page in one transaction: its re-verdicts (the changed verdicts) and its
+    /// record (where it ends, its counts and transitions).
+    pub async fn write(&self, run_id: i64, page: &Page) -> Result<(), DbError> {
+        let mut tx = self.db.pool().begin().await.ctx("begin")?;
+        Self::insert_reverdicts(&mut tx, &page.reverdicts).await?;
+        let transitions = serde_json::to_string(&page.transitions).unwrap_or_else(|_| "[]".into());
+        sqlx::query(
+            "INSERT INTO audit.reprocess_pages \
+                 (run_id, last_stream, last_seq, last_at, rows, changed, transitions) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb)",
+        )
+        .bind(run_id)
+        .bind(&page.last.0)
+        .bind(page.last.1)
+        .bind(page.last.2)
+        .bind(i64::try_from(page.rows).unwrap_or(i64::MAX))
+        .bind(i64::try_from(page.reverdicts.len()).unwrap_or(i64::MAX))
+        .bind(transitions)
+        .execute(&mut *tx)
+        .await
+        .ctx("record a reprocessed page")?;
+        tx.commit().await.ctx("commit")?;
+        Ok(())
+    }
+
+    /// Inserts re-verdicts (none: nothing).
+    async fn insert_reverdicts(
+        tx: &mut sqlx::PgConnection,
+        page: &[(Reverdict, Option<String>)],
+    ) -> Result<(), DbError> {
         if page.is_empty() {
             return Ok(());
         }
@@ -204,54 +287,28 @@ impl ReprocessStore {
         .bind(&unk)
         .bind(&ev)
         .bind(&hash)
-        .execute(self.db.pool())
+        .execute(&mut *tx)
         .await
         .ctx("write re-verdicts")?;
         Ok(())
     }
 
-    /// The run's transitions from the stored re-verdicts: (event, old, new) → count and up to
-    /// `examples` keys each (a resumed run counts whole).
-    pub async fn transitions(
+    /// Closes a run that judged `rows` rows: digest of its re-verdict hashes in key order,
+    /// chained to the previous closed run's hash.
+    pub async fn close(
         &self,
         run_id: i64,
-        examples: i64,
-    ) -> Result<Vec<Transition>, DbError> {
-        let rows = sqlx::query(
-            "SELECT COALESCE(event, '') AS event, old_status, status, count(*) AS n, \
-                 (array_agg(stream || ':' || stream_seq ORDER BY stream, stream_seq))[1:$2] AS examples \
-             FROM audit.reverdicts WHERE run_id = $1 \
-             GROUP BY 1, 2, 3 ORDER BY 1, 2, 3",
-        )
-        .bind(run_id)
-        .bind(examples)
-        .fetch_all(self.db.pool())
-        .await
-        .ctx("count a run's transitions")?;
-        let mut out = Vec::with_capacity(rows.len());
-        for r in rows {
-            let n: i64 = r.try_get("n").ctx("read transitions")?;
-            out.push(Transition {
-                event: r.try_get("event").ctx("read transitions")?,
-                old: r.try_get("old_status").ctx("read transitions")?,
-                new: r.try_get("status").ctx("read transitions")?,
-                count: u64::try_from(n).unwrap_or(0),
-                examples: r.try_get("examples").ctx("read transitions")?,
-            });
-        }
-        Ok(out)
-    }
-
-    /// Closes a run: digest of its re-verdict hashes in key order, chained to the previous
-    /// closed run's hash.
-    pub async fn close(&self, run_id: i64, transitions: &str) -> Result<RunEnd, DbError> {
+        rows: u64,
+        transitions: &str,
+    ) -> Result<RunEnd, DbError> {
+        let rows = i64::try_from(rows).unwrap_or(i64::MAX);
         let mut tx = self.db.pool().begin().await.ctx("begin")?;
         sqlx::query("SELECT pg_advisory_xact_lock($1)")
             .bind(RUN_END_LOCK)
             .execute(&mut *tx)
             .await
             .ctx("lock the chain of reprocess runs")?;
-        let (digest, rows) = {
+        let (digest, changed) = {
             let mut hashes = sqlx::query(
                 "SELECT row_hash FROM audit.reverdicts WHERE run_id = $1 \
                  ORDER BY stream, stream_seq, published_at",
@@ -259,14 +316,14 @@ impl ReprocessStore {
             .bind(run_id)
             .fetch(&mut *tx);
             let mut h = <sha2::Sha256 as sha2::Digest>::new();
-            let mut rows = 0i64;
+            let mut changed = 0i64;
             while let Some(r) = hashes.try_next().await.ctx("read re-verdict hashes")? {
                 let b: Vec<u8> = r.try_get("row_hash").ctx("read a re-verdict hash")?;
                 sha2::Digest::update(&mut h, &b);
-                rows += 1;
+                changed += 1;
             }
             let d: [u8; 32] = sha2::Digest::finalize(h).into();
-            (d, rows)
+            (d, changed)
         };
         let prev: Vec<u8> = sqlx::query_scalar(
             "SELECT e.hash FROM audit.reprocess_run_ends e WHERE NOT EXISTS \
@@ -276,13 +333,15 @@ impl ReprocessStore {
         .await
         .ctx("find the last closed reprocess run")?
         .unwrap_or_else(|| vec![0; 32]);
-        let hash = run_hash(&prev, run_id, rows, &digest);
+        let hash = run_hash(&prev, run_id, rows, changed, &digest);
         sqlx::query(
-            "INSERT INTO audit.reprocess_run_ends (run_id, rows, transitions, digest, prev_hash, hash) \
-             VALUES ($1, $2, $3::jsonb, $4, $5, $6)",
+            "INSERT INTO audit.reprocess_run_ends \
+                 (run_id, rows, changed, transitions, digest, prev_hash, hash) \
+             VALUES ($1, $2, $3, $4::jsonb, $5, $6, $7)",
         )
         .bind(run_id)
         .bind(rows)
+        .bind(changed)
         .bind(transitions)
         .bind(digest.to_vec())
         .bind(&prev)
@@ -291,6 +350,11 @@ impl ReprocessStore {
         .await
         .ctx("close a reprocess run")?;
         tx.commit().await.ctx("commit")?;
-        Ok(RunEnd { rows, digest, hash })
+        Ok(RunEnd {
+            rows,
+            changed,
+            digest,
+            hash,
+        })
     }
 }

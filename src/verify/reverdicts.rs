@@ -18,11 +18,12 @@ pub async fn check(db: &Db) -> Result<Option<String>, DbError> {
     if !present {
         return Ok(None);
     }
-    let ends =
-        sqlx::query("SELECT run_id, rows, digest, prev_hash, hash FROM audit.reprocess_run_ends")
-            .fetch_all(db.pool())
-            .await
-            .ctx("read reprocess run ends")?;
+    let ends = sqlx::query(
+        "SELECT run_id, rows, changed, digest, prev_hash, hash FROM audit.reprocess_run_ends",
+    )
+    .fetch_all(db.pool())
+    .await
+    .ctx("read reprocess run ends")?;
     let mut by_prev = std::collections::HashMap::new();
     for e in &ends {
         let prev: Vec<u8> = e.try_get("prev_hash").ctx("read a run end")?;
@@ -38,14 +39,15 @@ pub async fn check(db: &Db) -> Result<Option<String>, DbError> {
     while let Some(e) = by_prev.get(&prev) {
         let run_id: i64 = e.try_get("run_id").ctx("read a run end")?;
         let rows: i64 = e.try_get("rows").ctx("read a run end")?;
+        let changed: i64 = e.try_get("changed").ctx("read a run end")?;
         let digest: Vec<u8> = e.try_get("digest").ctx("read a run end")?;
         let hash: Vec<u8> = e.try_get("hash").ctx("read a run end")?;
-        if run_hash(&prev, run_id, rows, &digest)[..] != hash[..] {
+        if run_hash(&prev, run_id, rows, changed, &digest)[..] != hash[..] {
             return Ok(Some(format!(
                 "reprocess run {run_id}: closing hash does not match (run end edited)"
             )));
         }
-        if let Some(why) = check_run(db, run_id, rows, &digest).await? {
+        if let Some(why) = check_run(db, run_id, changed, &digest).await? {
             return Ok(Some(why));
         }
         prev = hash;
@@ -63,7 +65,7 @@ pub async fn check(db: &Db) -> Result<Option<String>, DbError> {
 async fn check_run(
     db: &Db,
     run_id: i64,
-    rows: i64,
+    changed: i64,
     digest: &[u8],
 ) -> Result<Option<String>, DbError> {
     let mut stream = sqlx::query(
@@ -99,8 +101,8 @@ async fn check_run(
         h.update(&stored);
         n += 1;
     }
-    if n != rows {
-        return Ok(Some(format!("reprocess run {run_id}: {n} re-verdicts found, the run closed with {rows} (re-verdicts deleted or added)")));
+    if n != changed {
+        return Ok(Some(format!("reprocess run {run_id}: {n} re-verdicts found, the run closed with {changed} (re-verdicts deleted or added)")));
     }
     let d: [u8; 32] = h.finalize().into();
     if d[..] != digest[..] {
