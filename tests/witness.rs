@@ -2,7 +2,9 @@
 //! publishes them to a witness stream; `verify --public-key` holds on the genuine log, and
 //! names the first divergent checkpoint of a history a superuser rewrote with every hash inside
 //! the database recomputed; a wrong key is exit 1; a foreign checkpoint is reported and not
-//! trusted; `prove` writes a bundle whose proofs hold; `keygen` writes its files 0600/public.
+//! trusted; `prove` writes a bundle whose proofs hold; `keygen` writes its files 0600/public; a
+//! second database filled from altered events by a daemon without the key fails at the first
+//! checkpoint.
 
 mod common;
 
@@ -379,4 +381,63 @@ async fn checkpoints_wait_for_an_unreachable_witness_and_go_out_in_order() {
     // Nothing new: no checkpoint, nothing published again.
     let idle = signer.round().await.expect("round");
     assert_eq!((idle.signed, idle.published), (None, 0));
+}
+
+#[tokio::test]
+async fn the_witness_detects_a_second_database_filled_from_altered_events_without_the_key() {
+    // The genuine log: a daemon with the key, checkpoints at sizes 40 and 70.
+    let genuine = TestDb::create().await;
+    let ts = TestStream::create("witness_gen").await;
+    let cps = format!("{}_CP", ts.name);
+    let _w = Witness(cps.clone());
+    let tmp = tempfile::tempdir().expect("tmp");
+    let origin = format!("event-audit/{}", genuine.name);
+    let (private, public, _) = write_keys(tmp.path(), &origin, 17);
+    let dir = tmp.path().join("checkpoints");
+    ts.publish_load(40, 31).await;
+    run_until_idle(signing(&genuine, &ts, &private, &cps, &dir)).await;
+    ts.publish_load(30, 32).await;
+    run_until_idle(signing(&genuine, &ts, &private, &cps, &dir)).await;
+
+    // The substitute: a second database filled, by a daemon that has no key, from altered
+    // events (another load of the same size), offered as the same log. Every hash inside it
+    // agrees with every other: the chain walk alone says intact.
+    let substitute = TestDb::create().await;
+    let altered = TestStream::create("witness_alt").await;
+    altered.publish_load(40, 33).await;
+    let mut s = settings(&substitute, &altered);
+    s.ingest.batch_size = 15;
+    assert!(s.witness.signing_key_file.is_none());
+    run_until_idle(s.clone()).await;
+    altered.publish_load(30, 34).await;
+    run_until_idle(s).await;
+    common::assert_verifies(&substitute.url, 70).await;
+    let signed: i64 = sqlx::query_scalar("SELECT count(*) FROM audit.checkpoints")
+        .fetch_one(&substitute.pool)
+        .await
+        .expect("checkpoints");
+    assert_eq!(signed, 0, "a daemon without the key signs nothing");
+
+    // Against the witnessed checkpoints (the genuine log's origin), the substitute fails at the
+    // first checkpoint; the genuine log holds.
+    let (st1, st2) = (tmp.path().join("s1.json"), tmp.path().join("s2.json"));
+    let (st1, st2) = (st1.to_str().expect("utf-8"), st2.to_str().expect("utf-8"));
+    let caught = verify_witness(
+        &substitute.url,
+        &public,
+        &cps,
+        &["--origin", &origin, "--full", "--state-file", st1],
+    )
+    .await;
+    assert_eq!(caught.code, Some(1), "{caught:?}");
+    assert!(caught.stderr.contains("checkpoint size 40"), "{caught:?}");
+    let holds = verify_witness(
+        &genuine.url,
+        &public,
+        &cps,
+        &["--origin", &origin, "--full", "--state-file", st2],
+    )
+    .await;
+    assert_eq!(holds.code, Some(0), "{holds:?}");
+    assert!(holds.stdout.contains("\"trusted\":2"), "{holds:?}");
 }
