@@ -76,7 +76,7 @@ for line in open(path).read().split("\n"):
     out.append(line)
     if line == "fields = [":
         if n % every == 0:
-            out.append('  { name = "added_in_the_upgrade", type = "string", required = true },')
+            out.append(f'  {{ name = "added_in_the_upgrade_{n}", type = "string", required = true }},')
         n += 1
 open(path, "w").write("\n".join(out))
 PY

@@ -2,7 +2,8 @@
 //! gives a golden `drift` report (undeclared fields with their kinds, optional fields never
 //! seen, required fields missing, type mismatches, unknown versions and types), counts new
 //! undeclared paths once, and `drift --suggest` prints a patch that applies to catalogue/ and
-//! adds the observed optional fields.
+//! adds the observed optional fields (top-level ones to their events, nested ones to their
+//! shapes).
 
 mod common;
 
@@ -91,6 +92,16 @@ async fn drift_reports_a_known_mix() {
     .await;
     assert!(none.stdout.contains("no observations"), "{none:?}");
 
+    // A field nested in a shape: suggested for the shape, in shapes.toml.
+    let mut nested = mix::records_of(
+        "DRIFT3",
+        &[(
+            "account.communications_preferences_updated-v1",
+            r#"{"account_number":"A10","changes":{"requires_postal_comms":[true],"channel":"sms"}}"#,
+        )],
+    );
+    sink.write_batch(&mut nested).await.expect("write nested");
+
     // The suggestion applies to a copy of catalogue/ and adds the fields with their types.
     let dir = tempfile::tempdir().expect("temp dir");
     let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("catalogue");
@@ -132,6 +143,19 @@ async fn drift_reports_a_known_mix() {
         Some(("object".into(), false))
     );
     assert_eq!(field("account.occupied-v1", "tags"), None);
+    let shape_field = cat
+        .shapes
+        .iter()
+        .find(|s| s.name == "accounts-accounts-AccountCommsPreferencesChanges")
+        .and_then(|s| s.fields.iter().find(|f| f.name == "channel"))
+        .map(|f| (f.ty.text(), f.required));
+    assert_eq!(shape_field, Some(("string".into(), false)));
+    assert!(
+        s.stderr.contains(
+            "shape accounts-accounts-AccountCommsPreferencesChanges gains channel (string)"
+        ),
+        "{s:?}"
+    );
 }
 
 #[tokio::test]

@@ -1,6 +1,7 @@
 //! `event-audit drift`: what live traffic carries that the catalogue does not declare, per event
 //! version, from the aggregates ingest writes (a reader: never creates the database, never
-//! migrates). `--suggest` prints a patch to catalogue/events.toml, never applies it.
+//! migrates). `--suggest` prints a patch to catalogue/ (events.toml, shapes.toml), never applies
+//! it.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -33,7 +34,7 @@ pub struct DriftArgs {
     #[arg(long, value_enum, default_value = "table")]
     #[serde(skip)]
     pub format: ListFormat,
-    /// Print a patch to events.toml adding the observed optional fields (never applied).
+    /// Print a patch to catalogue/ adding the observed optional fields (never applied).
     #[arg(long)]
     #[serde(skip)]
     pub suggest: bool,
@@ -55,16 +56,20 @@ pub fn run(args: DriftArgs) -> anyhow::Result<ExitCode> {
         anyhow::Ok(drift::assemble(&rows, FINGERPRINT))
     })?;
     if args.suggest {
-        let path = args.catalogue_dir.join("events.toml");
-        let text = std::fs::read_to_string(&path)
-            .with_context(|| format!("read {} (set --catalogue-dir)", path.display()))?;
-        let s = drift::suggest::suggest(&report, &text);
+        let read = |file: &str| {
+            let path = args.catalogue_dir.join(file);
+            std::fs::read_to_string(&path)
+                .with_context(|| format!("read {} (set --catalogue-dir)", path.display()))
+        };
+        let (events, shapes) = (read("events.toml")?, read("shapes.toml")?);
+        let cat = crate::compat::load(&args.catalogue_dir)?;
+        let s = drift::suggest::suggest(&report, &cat, &events, &shapes);
         print!("{}", s.patch);
         for n in &s.notes {
             eprintln!("note: {n}");
         }
         if s.patch.is_empty() {
-            eprintln!("nothing to suggest: no undeclared top-level field with one observed type");
+            eprintln!("nothing to suggest: no undeclared field with one observed type");
         }
         return Ok(ExitCode::SUCCESS);
     }

@@ -79,14 +79,19 @@ pub fn run(args: ProveArgs) -> anyhow::Result<ExitCode> {
             },
             _ => anyhow::bail!("give --stream and --seq, or --account"),
         };
+        let started = std::time::Instant::now();
         let bundle = prove(&store, query, &cp, &note).await?;
+        let took = started.elapsed();
         let body = serde_json::to_string_pretty(&bundle)? + "\n";
         super::output::emit(args.output.as_deref(), &body)?;
+        let rows = bundle.entries.len().max(1) as f64;
         eprintln!(
-            "{} row(s) proven against the checkpoint of size {} ({})",
+            "{} row(s) proven against the checkpoint of size {} ({}) in {:.1} ms, {:.2} ms per row",
             bundle.entries.len(),
             cp.size,
-            cp.origin
+            cp.origin,
+            took.as_secs_f64() * 1e3,
+            took.as_secs_f64() * 1e3 / rows
         );
         Ok(ExitCode::SUCCESS)
     })

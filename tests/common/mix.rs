@@ -56,7 +56,14 @@ pub const MIX: [(&str, &str); 10] = [
 
 /// The mix as records of stream `stream` (sequences from 1).
 pub fn records(stream: &str) -> Vec<Record> {
-    MIX.iter()
+    records_of(stream, &MIX)
+}
+
+/// (event, payload) pairs as CloudEvents records of stream `stream` (sequences from 1, a second
+/// apart from [`t0`]).
+pub fn records_of(stream: &str, items: &[(&str, &str)]) -> Vec<Record> {
+    items
+        .iter()
         .enumerate()
         .map(|(i, (name, data))| {
             let at = t0() + Duration::seconds(i as i64);
