@@ -8,7 +8,8 @@
 # Prints events/s for each, the ratio of (3) to the lower of (1) and (2), the ratio of (3) to (4),
 # and the daemon's peak RSS. Installs nats-py and asyncpg with pip when missing.
 # Usage: scripts/bench-ingest.sh [N]   (default N=1000000; env BATCH=2000, RUN_ARGS="--writers 3",
-#        BIN=another build of event-audit, e.g. one from before a change)
+#        BIN=another build of event-audit, e.g. one from before a change; PEER=0 skips (4), for
+#        comparing two builds back to back)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-${N:-1000000}}
@@ -58,9 +59,13 @@ PY
 rows=$(psql -tA "$PG/$RUN_DB" -c "select count(*) from audit.events")
 verify=$("$BIN" verify --database-url "$PG/$RUN_DB" 2>&1 | tail -1)
 psql -q "$PG/postgres" -c "DROP DATABASE IF EXISTS $RUN_DB"
+if [ "${PEER:-1}" = 0 ]; then
+    n4=0; s4=0; r4=0
+else
 echo "(4) the Python peer ..."
 psql -q "$PG/postgres" -c "CREATE DATABASE $PEER_DB"
 read -r _ n4 s4 r4 < <(python3 scripts/bench_peer.py "$NATS_URL" "$STREAM" peer "$PG/$PEER_DB" "$N")
+fi
 rss_kb=$(awk -F: '/Maximum resident set size/ {gsub(/ /,"",$2); print $2}' "$OUT/time")
 
 ceiling=$(( r1 < r2 ? r1 : r2 ))
@@ -70,8 +75,12 @@ printf '\n%-34s %10s %9s %12s\n' "measurement" "messages" "seconds" "events/s"
 printf '%-34s %10s %9s %12s\n' "(1) ack-only consumer (bus)" "$n1" "$s1" "$r1"
 printf '%-34s %10s %9s %12s\n' "(2) COPY same rows (database)" "$n2" "$s2" "$r2"
 printf '%-34s %10s %9s %12s\n' "(3) event-audit run (end to end)" "$n3" "$s3" "$r3"
-printf '%-34s %10s %9s %12s\n' "(4) Python peer (nats-py, asyncpg)" "$n4" "$s4" "$r4"
+if [ "${PEER:-1}" = 0 ]; then
+    echo "(4) Python peer: skipped (PEER=0)"
+else
+    printf '%-34s %10s %9s %12s\n' "(4) Python peer (nats-py, asyncpg)" "$n4" "$s4" "$r4"
+fi
 echo "ratio (3) / min((1),(2)) = $ratio"
-echo "ratio (3) / (4) = $peer_ratio"
+[ "${PEER:-1}" = 0 ] || echo "ratio (3) / (4) = $peer_ratio"
 echo "daemon peak RSS = $((rss_kb / 1024)) MB"
 echo "rows in audit log = $rows; $verify"

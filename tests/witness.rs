@@ -385,7 +385,8 @@ async fn checkpoints_wait_for_an_unreachable_witness_and_go_out_in_order() {
 
 #[tokio::test]
 async fn the_witness_detects_a_second_database_filled_from_altered_events_without_the_key() {
-    // The genuine log: a daemon with the key, checkpoints at sizes 40 and 70.
+    // The genuine log: a daemon with the key, checkpoints at sizes 40 and 70; one row per batch,
+    // so the witness pass reads its 70 links in more than one range.
     let genuine = TestDb::create().await;
     let ts = TestStream::create("witness_gen").await;
     let cps = format!("{}_CP", ts.name);
@@ -394,10 +395,20 @@ async fn the_witness_detects_a_second_database_filled_from_altered_events_withou
     let origin = format!("event-audit/{}", genuine.name);
     let (private, public, _) = write_keys(tmp.path(), &origin, 17);
     let dir = tmp.path().join("checkpoints");
+    let one_per_batch = || {
+        let mut s = signing(&genuine, &ts, &private, &cps, &dir);
+        s.ingest.batch_size = 1;
+        s
+    };
     ts.publish_load(40, 31).await;
-    run_until_idle(signing(&genuine, &ts, &private, &cps, &dir)).await;
+    run_until_idle(one_per_batch()).await;
     ts.publish_load(30, 32).await;
-    run_until_idle(signing(&genuine, &ts, &private, &cps, &dir)).await;
+    run_until_idle(one_per_batch()).await;
+    let links: i64 = sqlx::query_scalar("SELECT count(*) FROM audit.chain_links")
+        .fetch_one(&genuine.pool)
+        .await
+        .expect("links");
+    assert_eq!(links, 70);
 
     // The substitute: a second database filled, by a daemon that has no key, from altered
     // events (another load of the same size), offered as the same log. Every hash inside it
@@ -440,4 +451,6 @@ async fn the_witness_detects_a_second_database_filled_from_altered_events_withou
     .await;
     assert_eq!(holds.code, Some(0), "{holds:?}");
     assert!(holds.stdout.contains("\"trusted\":2"), "{holds:?}");
+    // Every one of the 70 rows went through the witness pass (two ranges of links).
+    assert!(holds.stdout.contains("\"rows_hashed\":70"), "{holds:?}");
 }

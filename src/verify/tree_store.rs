@@ -102,15 +102,28 @@ impl TreeStore {
         .ctx("read chain links")
     }
 
-    /// The stored row hashes of every row in links whose tree is larger than `after_size`, in
-    /// log order (link, then the batch's row order): one streamed query.
-    pub fn leaves_after(&self, after_size: i64) -> BoxStream<'_, Result<LeafRow, sqlx::Error>> {
+    /// The stored row hashes of the rows of links `first..=last`, whose batch ids lie in
+    /// `batches`, in log order (link, then the batch's row order): one streamed query. The batch
+    /// id bounds let PostgreSQL read one range of the batch index instead of probing it per link;
+    /// the statement is planned with these values (not persistent), as the walk's COPY is.
+    pub fn leaves_of(
+        &self,
+        first: i64,
+        last: i64,
+        batches: (i64, i64),
+    ) -> BoxStream<'_, Result<LeafRow, sqlx::Error>> {
         sqlx::query_as(
             "SELECT l.link_seq, e.row_hash FROM audit.chain_links l \
-             JOIN audit.events e ON e.batch_id = l.batch_id WHERE l.tree_size > $1 \
+             JOIN audit.events e ON e.batch_id = l.batch_id \
+             WHERE l.link_seq BETWEEN $1 AND $2 AND l.tree_size IS NOT NULL \
+                 AND e.batch_id BETWEEN $3 AND $4 \
              ORDER BY l.link_seq, e.stream COLLATE \"C\", e.stream_seq, e.published_at",
         )
-        .bind(after_size)
+        .bind(first)
+        .bind(last)
+        .bind(batches.0)
+        .bind(batches.1)
+        .persistent(false)
         .fetch(self.db.pool())
     }
 

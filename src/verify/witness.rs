@@ -22,6 +22,9 @@ use crate::audit::note::{self, Checkpoint, NoteError, PublicKey};
 use crate::audit::tlog::{self, Frontier, Hash};
 use crate::db::{Ctx, DbError};
 
+/// How many chain links' rows the witness pass reads per query.
+const LINKS_PER_READ: usize = 64;
+
 /// One checkpoint as read from the witness, with where it was found (stream sequence, file).
 #[derive(Debug, Clone)]
 pub struct Witnessed {
@@ -300,9 +303,22 @@ pub async fn check(
         .iter()
         .filter(|(c, _)| c.size >= tree.size())
         .collect();
-    let links: HashMap<i64, (Option<i64>, Option<Vec<u8>>)> = store
+    let after = store
         .links_after(i64::try_from(tree.size()).unwrap_or(i64::MAX))
-        .await?
+        .await?;
+    // The rows are read a range of links at a time (bounded by their batch ids).
+    let chunks: Vec<(i64, i64, (i64, i64))> = after
+        .iter()
+        .filter(|l| l.tree_size.is_some())
+        .collect::<Vec<_>>()
+        .chunks(LINKS_PER_READ)
+        .map(|c| {
+            let lo = c.iter().map(|l| l.batch_id).min().unwrap_or(0);
+            let hi = c.iter().map(|l| l.batch_id).max().unwrap_or(0);
+            (c[0].link_seq, c[c.len() - 1].link_seq, (lo, hi))
+        })
+        .collect();
+    let links: HashMap<i64, (Option<i64>, Option<Vec<u8>>)> = after
         .into_iter()
         .map(|l| (l.link_seq, (l.tree_size, l.tree_root)))
         .collect();
@@ -331,32 +347,34 @@ pub async fn check(
         }
     };
     check_cp(&tree, &mut report, &mut next);
-    let mut rows = store.leaves_after(i64::try_from(tree.size()).unwrap_or(i64::MAX));
     let mut current: Option<i64> = None;
     let mut bad_node: Option<String> = None;
-    while let Some(r) = rows.try_next().await.ctx("read row hashes in log order")? {
-        if current.is_some_and(|c| c != r.link_seq) {
-            if let Some(why) = link_tree_break(current, &links, &tree) {
-                report.fail(None, why);
+    for &(first, last, batches) in &chunks {
+        let mut rows = store.leaves_of(first, last, batches);
+        while let Some(r) = rows.try_next().await.ctx("read row hashes in log order")? {
+            if current.is_some_and(|c| c != r.link_seq) {
+                if let Some(why) = link_tree_break(current, &links, &tree) {
+                    report.fail(None, why);
+                }
             }
-        }
-        current = Some(r.link_seq);
-        tree.append(tlog::leaf_hash(&r.row_hash), |node, h| {
-            if node.level > 0
-                && node.level % TILE_HEIGHT == 0
-                && bad_node.is_none()
-                && stored.get(&node).map(Vec::as_slice) != Some(&h[..])
-            {
-                bad_node = Some(format!(
-                    "stored subtree height {} index {} does not match the rows (tree edited)",
-                    node.level, node.index
-                ));
+            current = Some(r.link_seq);
+            tree.append(tlog::leaf_hash(&r.row_hash), |node, h| {
+                if node.level > 0
+                    && node.level % TILE_HEIGHT == 0
+                    && bad_node.is_none()
+                    && stored.get(&node).map(Vec::as_slice) != Some(&h[..])
+                {
+                    bad_node = Some(format!(
+                        "stored subtree height {} index {} does not match the rows (tree edited)",
+                        node.level, node.index
+                    ));
+                }
+            });
+            report.rows_hashed += 1;
+            check_cp(&tree, &mut report, &mut next);
+            if !report.ok {
+                return Ok(report);
             }
-        });
-        report.rows_hashed += 1;
-        check_cp(&tree, &mut report, &mut next);
-        if !report.ok {
-            return Ok(report);
         }
     }
     if let Some(why) = link_tree_break(current, &links, &tree) {
