@@ -4,7 +4,7 @@
 //! row hashes in log order after a tree size. Reads only; every read is O(log n) rows or a
 //! range, never a scan, but for the streamed row hashes.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use futures::stream::BoxStream;
 
@@ -54,12 +54,26 @@ fn to_hash(v: &[u8]) -> Result<Hash, DbError> {
     })
 }
 
-/// The rows of the links covering leaves `[$1, $2)`, each with its leaf index.
-const LEAVES_SQL: &str = "WITH l AS (SELECT batch_id, tree_size - row_count AS start FROM audit.chain_links \
-      WHERE tree_size > $1 AND tree_size - row_count < $2) \
-   SELECT (l.start + row_number() OVER (PARTITION BY e.batch_id \
-          ORDER BY e.stream COLLATE \"C\", e.stream_seq, e.published_at) - 1)::int8 AS leaf, e.row_hash \
-   FROM l JOIN audit.events e ON e.batch_id = l.batch_id";
+/// Spans of one height at most this far apart are read in one query.
+const MERGE_GAP: u64 = 256;
+
+/// The links covering leaves `[$1, $2)`: their batch and first leaf.
+const LINKS_OF_LEAVES_SQL: &str =
+    "SELECT batch_id, tree_size - row_count AS start FROM audit.chain_links \
+     WHERE tree_size > $1 AND tree_size - row_count < $2";
+
+/// The row hashes of batches `$1` in log order within each batch. Read by batch id alone (the
+/// B-tree on it) and planned with the values at hand: whatever the statistics say, a proof
+/// reads its few batches, never the table.
+const BATCH_HASHES_SQL: &str = "SELECT e.batch_id, e.row_hash FROM audit.events e \
+     WHERE e.batch_id = ANY($1) ORDER BY e.batch_id, e.stream COLLATE \"C\", e.stream_seq, e.published_at";
+
+/// Where one row sits in its batch: how many of the batch's rows come before it in log order.
+/// The row comparison stays outside the batch's read (`OFFSET 0`), so PostgreSQL does not
+/// combine it with the primary key into a scan of half the table.
+const RANK_IN_BATCH_SQL: &str = "SELECT count(*) FROM (SELECT stream, stream_seq, published_at \
+     FROM audit.events WHERE batch_id = $1 OFFSET 0) b \
+     WHERE (b.stream COLLATE \"C\", b.stream_seq, b.published_at) < ($2 COLLATE \"C\", $3, $4)";
 
 impl TreeStore {
     pub fn new(db: Db) -> TreeStore {
@@ -148,17 +162,36 @@ impl TreeStore {
             .collect())
     }
 
-    /// The leaf hashes of leaves `[from, to)`.
+    /// The leaf hashes of leaves `[from, to)`: the links covering them, then their batches' rows.
     async fn leaves(&self, from: u64, to: u64) -> Result<Vec<Hash>, DbError> {
-        let rows: Vec<(i64, Vec<u8>)> = sqlx::query_as(LEAVES_SQL)
+        let links: Vec<(i64, i64)> = sqlx::query_as(LINKS_OF_LEAVES_SQL)
             .bind(i64::try_from(from).unwrap_or(i64::MAX))
             .bind(i64::try_from(to).unwrap_or(i64::MAX))
+            .persistent(false)
+            .fetch_all(self.db.pool())
+            .await
+            .ctx("read the links of a leaf range")?;
+        let start: HashMap<i64, i64> = links.iter().copied().collect();
+        let batches: Vec<i64> = links.iter().map(|(b, _)| *b).collect();
+        let rows: Vec<(i64, Vec<u8>)> = sqlx::query_as(BATCH_HASHES_SQL)
+            .bind(&batches)
+            .persistent(false)
             .fetch_all(self.db.pool())
             .await
             .ctx("read the row hashes of a leaf range")?;
         let mut out = vec![None; usize::try_from(to - from).unwrap_or(0)];
-        for (leaf, h) in rows {
-            if let Some(i) = u64::try_from(leaf).ok().filter(|l| (from..to).contains(l)) {
+        let mut rank = (i64::MIN, 0i64);
+        for (batch, h) in rows {
+            rank = if rank.0 == batch {
+                (batch, rank.1 + 1)
+            } else {
+                (batch, 0)
+            };
+            let leaf = start.get(&batch).map(|s| s + rank.1);
+            if let Some(i) = leaf
+                .and_then(|l| u64::try_from(l).ok())
+                .filter(|l| (from..to).contains(l))
+            {
                 out[(i - from) as usize] = Some(tlog::leaf_hash(&h));
             }
         }
@@ -190,28 +223,71 @@ impl TreeStore {
         rows.iter().map(|(_, h)| to_hash(h)).collect()
     }
 
+    /// What a perfect subtree is made of: `[first, end)` at its base height (a multiple of
+    /// [`TILE_HEIGHT`]: stored subtrees, or the rows' hashes at height 0).
+    fn parts_of(n: Node) -> (u32, u64, u64) {
+        let base = n.level / TILE_HEIGHT * TILE_HEIGHT;
+        if base == n.level && base > 0 {
+            return (base, n.index, n.index + 1);
+        }
+        let first = n.index << (n.level - base);
+        (base, first, first + (1u64 << (n.level - base)))
+    }
+
+    /// The hashes `[first, end)` at height `base`.
+    async fn read_parts(&self, base: u32, first: u64, end: u64) -> Result<Vec<Hash>, DbError> {
+        if base == 0 {
+            self.leaves(first, end).await
+        } else {
+            self.stored(base, first, end).await
+        }
+    }
+
     /// The hash of one perfect subtree: a stored one, or made from at most 255 hashes one
     /// stored height below it (stored subtrees, or the rows' hashes at the bottom).
     pub async fn node(&self, n: Node) -> Result<Hash, DbError> {
-        let base = n.level / TILE_HEIGHT * TILE_HEIGHT;
-        if base == n.level && base > 0 {
-            return self.stored(base, n.index, n.index + 1).await.map(|v| v[0]);
-        }
-        let span = 1u64 << (n.level - base);
-        let first = n.index << (n.level - base);
-        let parts = if base == 0 {
-            self.leaves(first, first + span).await?
-        } else {
-            self.stored(base, first, first + span).await?
-        };
-        Ok(tlog::root_of(&parts))
+        let (base, first, end) = Self::parts_of(n);
+        Ok(tlog::root_of(&self.read_parts(base, first, end).await?))
     }
 
-    /// The hashes of `ranges` (the elements of a proof, or a root).
+    /// The hashes of `ranges` (the elements of a proof, or a root). The subtrees needed are
+    /// read together: per base height, spans at most [`MERGE_GAP`] apart in one query (a
+    /// proof's siblings below one stored height share a tile, so one read of its rows).
     pub async fn ranges(&self, ranges: &[(u64, u64)]) -> Result<Vec<Hash>, DbError> {
+        let needed = tlog::nodes_needed(ranges);
+        let mut spans: BTreeMap<u32, Vec<(u64, u64)>> = BTreeMap::new();
+        for n in &needed {
+            let (base, first, end) = Self::parts_of(*n);
+            spans.entry(base).or_default().push((first, end));
+        }
+        // (base, first, the hashes read from there on)
+        let mut read: Vec<(u32, u64, Vec<Hash>)> = Vec::new();
+        for (base, mut v) in spans {
+            v.sort_unstable();
+            let mut groups: Vec<(u64, u64)> = Vec::new();
+            for (a, b) in v {
+                match groups.last_mut() {
+                    Some(g) if a <= g.1 + MERGE_GAP => g.1 = g.1.max(b),
+                    _ => groups.push((a, b)),
+                }
+            }
+            for (a, b) in groups {
+                read.push((base, a, self.read_parts(base, a, b).await?));
+            }
+        }
         let mut got = HashMap::new();
-        for n in tlog::nodes_needed(ranges) {
-            got.insert(n, self.node(n).await?);
+        for n in needed {
+            let (base, first, end) = Self::parts_of(n);
+            let parts = read.iter().find_map(|(b, at, hashes)| {
+                let from = usize::try_from(first.checked_sub(*at)?).ok()?;
+                let to = usize::try_from(end - at).ok()?;
+                (*b == base && to <= hashes.len()).then(|| &hashes[from..to])
+            });
+            let h = match parts {
+                Some(parts) => tlog::root_of(parts),
+                None => self.node(n).await?,
+            };
+            got.insert(n, h);
         }
         let r: Result<Vec<Hash>, DbError> = tlog::assemble(ranges, |n| {
             got.get(&n).copied().ok_or(DbError::Corrupt {
@@ -265,21 +341,41 @@ impl TreeStore {
     }
 
     async fn places(&self, filter: &str, binds: &[String]) -> Result<Vec<RowPlace>, DbError> {
+        // The rows, with the first leaf of their batch's link; then each one's rank in its batch.
         let sql = format!(
-            "WITH hit AS (SELECT e.stream, e.stream_seq, e.published_at, e.batch_id FROM audit.events e WHERE {filter}) \
-             SELECT h.stream, h.stream_seq, (l.tree_size - l.row_count + ( \
-                SELECT count(*) FROM audit.events o WHERE o.batch_id = h.batch_id AND \
-                (o.stream, o.stream_seq, o.published_at) < (h.stream, h.stream_seq, h.published_at)))::int8 AS leaf_index \
-             FROM hit h JOIN audit.chain_links l ON l.batch_id = h.batch_id \
-             WHERE l.tree_size IS NOT NULL ORDER BY leaf_index"
+            "SELECT e.stream, e.stream_seq, e.published_at, e.batch_id, \
+                 l.tree_size - l.row_count AS start \
+             FROM audit.events e JOIN audit.chain_links l ON l.batch_id = e.batch_id \
+             WHERE {filter} AND l.tree_size IS NOT NULL"
         );
-        let mut q = sqlx::query_as::<_, RowPlace>(&sql);
+        let mut q =
+            sqlx::query_as::<_, (String, i64, chrono::DateTime<chrono::Utc>, i64, i64)>(&sql);
         for b in binds {
             q = q.bind(b);
         }
-        q.fetch_all(self.db.pool())
+        let hits = q
+            .fetch_all(self.db.pool())
             .await
-            .ctx("find rows in the tree")
+            .ctx("find rows in the tree")?;
+        let mut out = Vec::with_capacity(hits.len());
+        for (stream, stream_seq, published_at, batch_id, start) in hits {
+            let before: i64 = sqlx::query_scalar(RANK_IN_BATCH_SQL)
+                .bind(batch_id)
+                .bind(&stream)
+                .bind(stream_seq)
+                .bind(published_at)
+                .persistent(false)
+                .fetch_one(self.db.pool())
+                .await
+                .ctx("find a row's place in its batch")?;
+            out.push(RowPlace {
+                stream,
+                stream_seq,
+                leaf_index: start + before,
+            });
+        }
+        out.sort_by_key(|p| p.leaf_index);
+        Ok(out)
     }
 
     /// The row `stream`/`seq`, every column by name.
