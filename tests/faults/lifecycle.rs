@@ -58,6 +58,8 @@ async fn sigterm_during_an_outage_exits_within_the_shutdown_timeout_acking_nothi
     env.wait_rows(400, Duration::from_secs(60), || d.log())
         .await;
     env.pg_proxy.set_mode(Mode::Blackhole).await;
+    // Published once the outage is on, so batches are in hand whatever the daemon had written.
+    env.publish_load(2000, 44).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     d.signal("TERM");
     let (status, took) = d.wait_timed(Duration::from_secs(20)).await;
@@ -69,11 +71,11 @@ async fn sigterm_during_an_outage_exits_within_the_shutdown_timeout_acking_nothi
     // Everything acked is in the log: nothing uncommitted was acked.
     let written = env.rows().await;
     let (pending, ack_pending) = env.consumer_backlog().await;
-    let acked = 2000 - pending as i64 - ack_pending as i64;
+    let acked = 4000 - pending as i64 - ack_pending as i64;
     assert!(acked <= written, "acked {acked} > written {written}");
     env.pg_proxy.set_mode(Mode::Pass).await;
     drain(&env, &[]).await;
-    env.assert_exact(2000).await;
+    env.assert_exact(4000).await;
 }
 
 #[tokio::test]
