@@ -243,6 +243,37 @@ async fn reprocess_with_a_changed_catalogue() {
     assert_eq!(empty.code, Some(0), "{empty:?}");
     assert!(empty.stderr.contains("nothing to reprocess"), "{empty:?}");
 
+    // A removed page record is caught (the run end says how many rows the run judged).
+    sqlx::query("ALTER TABLE audit.reprocess_pages DISABLE TRIGGER reprocess_pages_no_change")
+        .execute(&db.pool)
+        .await
+        .expect("disable");
+    let run_id = run["run_id"].as_i64().expect("run id");
+    sqlx::query(&format!(
+        "CREATE TABLE public.kept_pages AS SELECT * FROM audit.reprocess_pages WHERE run_id = {run_id}"
+    ))
+    .execute(&db.pool)
+        .await
+        .expect("keep");
+    sqlx::query("DELETE FROM audit.reprocess_pages WHERE run_id = $1")
+        .bind(run_id)
+        .execute(&db.pool)
+        .await
+        .expect("delete");
+    let v = verify(&db.url).await;
+    assert_eq!(v.code, Some(1), "{v:?}");
+    assert!(
+        v.first_break().contains(&format!(
+            "reprocess run {run_id}: its pages record 0 rows judged"
+        )),
+        "{v:?}"
+    );
+    sqlx::query("INSERT INTO audit.reprocess_pages SELECT * FROM public.kept_pages")
+        .execute(&db.pool)
+        .await
+        .expect("restore");
+    assert_verifies(&db.url, 10).await;
+
     // An edited re-verdict is caught.
     sqlx::query("ALTER TABLE audit.reverdicts DISABLE TRIGGER reverdicts_no_change")
         .execute(&db.pool)

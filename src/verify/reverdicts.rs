@@ -1,6 +1,7 @@
 //! The re-verdicts' tamper evidence (`reprocess`): every re-verdict row rehashed from its
-//! columns, every closed run's digest recomputed over its rows, and the chain of closed runs
-//! walked from the zero hash. Its own SQL (read-only), streamed: memory stays bounded.
+//! columns, every closed run's digest recomputed over its rows and its pages' counts added up,
+//! and the chain of closed runs walked from the zero hash. Its own SQL (read-only), streamed:
+//! memory stays bounded.
 
 use futures::TryStreamExt;
 use sha2::{Digest, Sha256};
@@ -48,6 +49,9 @@ pub async fn check(db: &Db) -> Result<Option<String>, DbError> {
             )));
         }
         if let Some(why) = check_run(db, run_id, changed, &digest).await? {
+            return Ok(Some(why));
+        }
+        if let Some(why) = check_pages(db, run_id, rows, changed).await? {
             return Ok(Some(why));
         }
         prev = hash;
@@ -108,6 +112,30 @@ async fn check_run(
     if d[..] != digest[..] {
         return Ok(Some(format!(
             "reprocess run {run_id}: re-verdict hashes do not match the run's digest"
+        )));
+    }
+    Ok(None)
+}
+
+/// The run's recorded pages add up to what its end (which the run hash covers) says it judged
+/// and changed.
+async fn check_pages(
+    db: &Db,
+    run_id: i64,
+    rows: i64,
+    changed: i64,
+) -> Result<Option<String>, DbError> {
+    let (judged, stored): (i64, i64) = sqlx::query_as(
+        "SELECT COALESCE(sum(rows), 0)::int8, COALESCE(sum(changed), 0)::int8 \
+         FROM audit.reprocess_pages WHERE run_id = $1",
+    )
+    .bind(run_id)
+    .fetch_one(db.pool())
+    .await
+    .ctx("read a reprocess run's pages")?;
+    if (judged, stored) != (rows, changed) {
+        return Ok(Some(format!(
+            "reprocess run {run_id}: its pages record {judged} rows judged and {stored} changed, the run closed with {rows} and {changed} (pages edited, added or removed)"
         )));
     }
     Ok(None)
