@@ -317,67 +317,8 @@ async fn reprocess_resumes_a_run() {
         .page(&sel, &event_audit::reprocess::Cursor::start(), 3)
         .await
         .expect("page");
-    let mut reverdicts = Vec::new();
-    let mut transitions_of_page: Vec<event_audit::reprocess::Transition> = Vec::new();
-    for s in &page {
-        let (status, errors, unknown_fields) = judge.judge(s);
-        let ev = match (&s.event_type, &s.event_version) {
-            (Some(t), Some(v)) => format!("{t}-{v}"),
-            (Some(t), None) => t.clone(),
-            _ => String::new(),
-        };
-        match transitions_of_page
-            .iter_mut()
-            .find(|t| t.event == ev && t.old == s.latest.status && t.new == status)
-        {
-            Some(t) => {
-                t.count += 1;
-                t.examples.push(format!("{}:{}", s.stream, s.stream_seq));
-            }
-            None => transitions_of_page.push(event_audit::reprocess::Transition {
-                event: ev.clone(),
-                old: s.latest.status.clone(),
-                new: status.clone(),
-                count: 1,
-                examples: vec![format!("{}:{}", s.stream, s.stream_seq)],
-            }),
-        }
-        if (&status, &errors, &unknown_fields)
-            != (&s.latest.status, &s.latest.errors, &s.latest.unknown_fields)
-        {
-            reverdicts.push((
-                event_audit::audit::reverdict::Reverdict {
-                    run_id: id,
-                    stream: s.stream.clone(),
-                    stream_seq: s.stream_seq,
-                    published_at: s.published_at,
-                    catalogue: judge.fingerprint(),
-                    old_status: s.latest.status.clone(),
-                    status,
-                    errors,
-                    unknown_fields,
-                },
-                Some(ev),
-            ));
-        }
-    }
-    let last = page.last().expect("a first page");
-    store
-        .write(
-            id,
-            &event_audit::reprocess::store::Page {
-                reverdicts,
-                last: event_audit::reprocess::Cursor(
-                    last.stream.clone(),
-                    last.stream_seq,
-                    last.published_at,
-                ),
-                rows: page.len() as u64,
-                transitions: transitions_of_page,
-            },
-        )
-        .await
-        .expect("write a page");
+    let first = event_audit::reprocess::judge_page(&judge, &judge.fingerprint(), &page, id);
+    store.write(id, &first).await.expect("write a page");
     let resumed = transitions(
         &db.url,
         &[

@@ -208,6 +208,55 @@ pub struct RunStart {
     pub done: Vec<Vec<Transition>>,
 }
 
+/// Judges one page of stored rows (in key order, not empty: it ends at its last row) with
+/// `judge` (whose fingerprint is `fingerprint`): its transitions from each row's latest verdict,
+/// and a re-verdict of run `run_id` for each verdict that changed.
+pub fn judge_page(judge: &Judge<'_>, fingerprint: &str, rows: &[Stored], run_id: i64) -> Page {
+    let mut tally = Tally::default();
+    let mut reverdicts = Vec::new();
+    for s in rows {
+        let (status, errors, unknown_fields) = judge.judge(s);
+        let event = s.event();
+        let example = [format!("{}:{}", s.stream, s.stream_seq)];
+        tally.add(
+            event.as_deref().unwrap_or_default(),
+            &s.latest.status,
+            &status,
+            1,
+            &example,
+        );
+        let same = status == s.latest.status
+            && errors == s.latest.errors
+            && unknown_fields == s.latest.unknown_fields;
+        if same {
+            continue;
+        }
+        reverdicts.push((
+            Reverdict {
+                run_id,
+                stream: s.stream.clone(),
+                stream_seq: s.stream_seq,
+                published_at: s.published_at,
+                catalogue: fingerprint.to_owned(),
+                old_status: s.latest.status.clone(),
+                status,
+                errors,
+                unknown_fields,
+            },
+            event,
+        ));
+    }
+    let last = rows.last().map_or_else(Cursor::start, |l| {
+        Cursor(l.stream.clone(), l.stream_seq, l.published_at)
+    });
+    Page {
+        reverdicts,
+        last,
+        rows: rows.len() as u64,
+        transitions: tally.transitions(),
+    }
+}
+
 /// Judges the selection again. `run`: `None` for a dry run (nothing written), else the run to
 /// write into. Pages of `page_size` rows; each page's changed verdicts and record are written in
 /// one transaction while the next page is read.
@@ -247,52 +296,11 @@ pub async fn reprocess(
         let page = page?;
         let Some(last) = page.last() else { break };
         cursor = Cursor(last.stream.clone(), last.stream_seq, last.published_at);
-        let mut tally = Tally::default();
-        let mut reverdicts = Vec::new();
-        for s in &page {
-            let (status, errors, unknown_fields) = judge.judge(s);
-            let event = s.event();
-            let example = [format!("{}:{}", s.stream, s.stream_seq)];
-            tally.add(
-                event.as_deref().unwrap_or_default(),
-                &s.latest.status,
-                &status,
-                1,
-                &example,
-            );
-            let same = status == s.latest.status
-                && errors == s.latest.errors
-                && unknown_fields == s.latest.unknown_fields;
-            if same {
-                continue;
-            }
-            changed += 1;
-            if let Some(id) = run_id {
-                reverdicts.push((
-                    Reverdict {
-                        run_id: id,
-                        stream: s.stream.clone(),
-                        stream_seq: s.stream_seq,
-                        published_at: s.published_at,
-                        catalogue: fingerprint.clone(),
-                        old_status: s.latest.status.clone(),
-                        status,
-                        errors,
-                        unknown_fields,
-                    },
-                    event,
-                ));
-            }
-        }
-        let transitions = tally.transitions();
-        total.merge(&transitions);
+        let judged = judge_page(judge, &fingerprint, &page, run_id.unwrap_or(0));
+        changed += judged.reverdicts.len() as u64;
+        total.merge(&judged.transitions);
         if run_id.is_some() {
-            pending = Some(Page {
-                reverdicts,
-                last: cursor.clone(),
-                rows: page.len() as u64,
-                transitions,
-            });
+            pending = Some(judged);
         }
         rows += page.len() as u64;
         progress(rows);
