@@ -243,13 +243,6 @@ impl TreeStore {
         }
     }
 
-    /// The hash of one perfect subtree: a stored one, or made from at most 255 hashes one
-    /// stored height below it (stored subtrees, or the rows' hashes at the bottom).
-    pub async fn node(&self, n: Node) -> Result<Hash, DbError> {
-        let (base, first, end) = Self::parts_of(n);
-        Ok(tlog::root_of(&self.read_parts(base, first, end).await?))
-    }
-
     /// The hashes of `ranges` (the elements of a proof, or a root). The subtrees needed are
     /// read together: per base height, spans at most [`MERGE_GAP`] apart in one query (a
     /// proof's siblings below one stored height share a tile, so one read of its rows).
@@ -275,6 +268,8 @@ impl TreeStore {
                 read.push((base, a, self.read_parts(base, a, b).await?));
             }
         }
+        // Each subtree's hash: a stored one, or made from at most 255 hashes one stored height
+        // below it, all within what was read above.
         let mut got = HashMap::new();
         for n in needed {
             let (base, first, end) = Self::parts_of(n);
@@ -283,11 +278,9 @@ impl TreeStore {
                 let to = usize::try_from(end - at).ok()?;
                 (*b == base && to <= hashes.len()).then(|| &hashes[from..to])
             });
-            let h = match parts {
-                Some(parts) => tlog::root_of(parts),
-                None => self.node(n).await?,
-            };
-            got.insert(n, h);
+            if let Some(parts) = parts {
+                got.insert(n, tlog::root_of(parts));
+            }
         }
         let r: Result<Vec<Hash>, DbError> = tlog::assemble(ranges, |n| {
             got.get(&n).copied().ok_or(DbError::Corrupt {
