@@ -16,6 +16,7 @@ const SQL_ROOMS: &[&str] = &[
     "verify::store",
     "verify::tree_store",
     "verify::reverdicts",
+    "verify::findings",
     "reconcile::store",
     "witness::store",
     "drift::store",

@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 
 use common::records::{now_us, records};
 use common::{
-    assert_verifies, count_rows, ingest_load, run_until_idle, seq_stats, settings, TestDb,
+    assert_verifies, count_rows, ingest_load, run_until_idle, seq_stats, settings, verify, TestDb,
     TestStream,
 };
 use event_audit::db::Db;
@@ -225,4 +225,47 @@ async fn duplicate_and_conflicting_envelope_ids() {
         }
     }
     assert_verifies(&db.url, 8).await;
+
+    // The findings are not chained: verify recomputes them from the rows. A superuser (triggers
+    // off) deletes one (a conflict turned into a first sighting), points one elsewhere, turns a
+    // byte-identical duplicate into a conflict, and adds one on a first occurrence.
+    let mut tx = db.pool.begin().await.expect("begin");
+    for sql in [
+        format!("DELETE FROM audit.id_findings WHERE stream_seq = {x3}"),
+        format!("UPDATE audit.id_findings SET first_stream_seq = {y1} WHERE stream_seq = {x2}"),
+        format!("UPDATE audit.id_findings SET finding = 'conflict' WHERE stream_seq = {y2}"),
+        format!(
+            "INSERT INTO audit.id_findings SELECT e.stream, e.stream_seq, e.published_at, f.event_id, \
+             'duplicate', f.first_stream, f.first_stream_seq, f.first_published_at, f.batch_id \
+             FROM audit.id_findings f, audit.events e WHERE f.stream_seq = {x4} AND e.stream_seq = {x1}"
+        ),
+    ] {
+        sqlx::query("SET LOCAL session_replication_role = replica")
+            .execute(&mut *tx)
+            .await
+            .expect("replica mode");
+        sqlx::query(&sql).execute(&mut *tx).await.expect(&sql);
+    }
+    tx.commit().await.expect("commit");
+    let v = verify(&db.url).await;
+    assert_eq!(v.code, Some(1), "{v:?}");
+    let whys: Vec<&str> = v.report["breaks"]
+        .as_array()
+        .expect("breaks")
+        .iter()
+        .filter_map(|b| b["why"].as_str())
+        .collect();
+    let named = |seq: u64, says: &str| {
+        whys.iter()
+            .any(|w| w.contains(&format!("stream_seq={seq}:")) && w.contains(says))
+    };
+    assert!(
+        named(x3, "has no id finding (finding deleted)"),
+        "{whys:#?}"
+    );
+    assert!(named(x2, "points to"), "{whys:#?}");
+    assert!(named(y2, "says conflict"), "{whys:#?}");
+    assert!(named(x1, "on the first occurrence"), "{whys:#?}");
+    assert_eq!(whys.len(), 4, "{whys:#?}");
+    assert!(v.first_break().contains("finding"), "{v:?}");
 }

@@ -151,6 +151,12 @@ async fn refused(pool: &PgPool, role: Option<&str>, sql: &str, says: &str) {
     }
 }
 
+/// A verify run recorded as "ok" (only the role that verifies may).
+const RECORD_OK_RUN: &str =
+    "SELECT audit.record_verify_run(true, 0, 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL)";
+
+/// What each role may and may not do: the writer (the daemon) appends; the owner and a superuser
+/// hold the privileges but the triggers refuse changes; the auditor reads and records its runs.
 #[tokio::test]
 async fn the_log_is_append_only_for_writer_owner_and_auditor() {
     let db = TestDb::create().await;
@@ -199,6 +205,26 @@ async fn the_log_is_append_only_for_writer_owner_and_auditor() {
     .await;
     refused(pool, writer, "DELETE FROM audit.event_ids", denied).await;
     refused(pool, writer, "DELETE FROM audit.chain_head", denied).await;
+    // It moves the head (it appends the links), but only onto the link appended after it, never
+    // to a hash of its choosing; it records no verify run; it creates partitions.
+    refused(
+        pool,
+        writer,
+        "UPDATE audit.chain_head SET link_seq = link_seq + 1, hash = '\\x00'",
+        "onto the link appended after it",
+    )
+    .await;
+    refused(pool, writer, RECORD_OK_RUN, denied).await;
+    refused(
+        pool,
+        writer,
+        "INSERT INTO audit.verify_runs (ok, links, rows) VALUES (true, 0, 0)",
+        denied,
+    )
+    .await;
+    as_role(pool, writer, "SELECT audit.ensure_partitions(now(), 2)")
+        .await
+        .expect("the writer creates partitions");
 
     // The owner and a superuser have the privileges; the triggers refuse.
     for role in [owner, None] {
@@ -243,6 +269,31 @@ async fn the_log_is_append_only_for_writer_owner_and_auditor() {
     )
     .await;
     refused(pool, auditor, "DELETE FROM audit.events", denied).await;
+    refused(
+        pool,
+        auditor,
+        "SELECT audit.ensure_partitions(now() + interval '10 years', 240)",
+        denied,
+    )
+    .await;
+    refused(
+        pool,
+        auditor,
+        "UPDATE audit.chain_head SET link_seq = link_seq + 1",
+        denied,
+    )
+    .await;
+    refused(
+        pool,
+        auditor,
+        "INSERT INTO audit.id_findings SELECT * FROM audit.id_findings",
+        denied,
+    )
+    .await;
+    // It records its verify runs (through the function), and reads the views.
+    as_role(pool, auditor, RECORD_OK_RUN)
+        .await
+        .expect("the auditor records a verify run");
 
     assert_eq!(count_rows(pool).await, n as i64);
     let report = VerifyStore::new(Db::from_pool(pool.clone()))

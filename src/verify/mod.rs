@@ -5,6 +5,7 @@
 //! Its SQL is in [`store`]; it opens the database as a reader (never creates, never migrates).
 
 pub mod copy;
+pub mod findings;
 pub mod gaps;
 pub mod reverdicts;
 pub mod rows;
@@ -255,6 +256,10 @@ impl VerifyStore {
             stream: Some(u.stream),
         }));
         total += unlinked_total;
+        // The envelope-id findings, recomputed from the rows.
+        let found = findings::check(self.db()).await?;
+        total += found.len() as i64;
+        breaks.extend(found);
         breaks.truncate(VERIFY_MAX_BREAKS);
         Ok(VerifyReport {
             ok: total == 0,
