@@ -203,7 +203,7 @@ async fn the_log_is_append_only_for_writer_owner_and_auditor() {
         denied,
     )
     .await;
-    refused(pool, writer, "DELETE FROM audit.event_ids", denied).await;
+    refused(pool, writer, "DELETE FROM audit.event_claims", denied).await;
     refused(pool, writer, "DELETE FROM audit.chain_head", denied).await;
     // It moves the head (it appends the links), but only onto the link appended after it, never
     // to a hash of its choosing; it records no verify run; it creates partitions.

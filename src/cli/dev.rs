@@ -262,6 +262,11 @@ pub enum BenchWhat {
         seed: u64,
         #[arg(long, default_value_t = defaults::BATCH_SIZE)]
         batch_size: usize,
+        /// Write the same rows through the daemon's sink instead (one writer: rows, envelope-id
+        /// claims, drift observations and the chain link, one transaction per batch), to see
+        /// what the database does beyond the COPY without the bus or decoding.
+        #[arg(long)]
+        through_sink: bool,
     },
 }
 
@@ -316,9 +321,10 @@ pub fn bench(what: BenchWhat) -> anyhow::Result<ExitCode> {
                 count,
                 seed,
                 batch_size,
+                through_sink,
             } => (
-                "copy",
-                bench::copy_ceiling(&database_url, count, seed, batch_size).await?,
+                if through_sink { "sink" } else { "copy" },
+                bench::copy_ceiling(&database_url, count, seed, batch_size, through_sink).await?,
             ),
         })
     })?;

@@ -78,12 +78,14 @@ pub async fn ack_only(
 }
 
 /// Builds the rows the daemon would write for the same `Mix`, then times only the COPY into
-/// `audit.events` (batches of `batch` rows, one transaction each, as the daemon commits).
+/// `audit.events` (batches of `batch` rows, one transaction each, as the daemon commits); with
+/// `through_sink`, times the same rows written by the daemon's sink, one batch at a time.
 pub async fn copy_ceiling(
     database_url: &str,
     count: usize,
     seed: u64,
     batch: usize,
+    through_sink: bool,
 ) -> anyhow::Result<(u64, f64)> {
     let store = Sink::new(
         Db::open_writer(&DatabaseSettings {
@@ -99,6 +101,7 @@ pub async fn copy_ceiling(
     let now = Utc::now();
     let stream: std::sync::Arc<str> = std::sync::Arc::from("COPYBENCH");
     let mut bodies = Vec::new();
+    let mut batches = Vec::new();
     let mut rows = Vec::with_capacity(batch);
     let mut seq = 0u64;
     for s in Mix::new(count, seed) {
@@ -113,12 +116,24 @@ pub async fn copy_ceiling(
         };
         rows.push(record(meta, Bytes::from(s.bytes), &naming, now));
         if rows.len() == batch {
-            bodies.push(copy_body(&rows, 1));
-            rows.clear();
+            if through_sink {
+                batches.push(std::mem::take(&mut rows));
+            } else {
+                bodies.push(copy_body(&rows, 1));
+                rows.clear();
+            }
         }
     }
     if !rows.is_empty() {
         bodies.push(copy_body(&rows, 1));
+        batches.push(rows);
+    }
+    if through_sink {
+        let started = Instant::now();
+        for mut b in batches {
+            store.write_batch(&mut b).await?;
+        }
+        return Ok((seq, started.elapsed().as_secs_f64()));
     }
     let started = Instant::now();
     for body in bodies {

@@ -93,14 +93,20 @@ pub(super) async fn write_and_ack(
     totals: &mut Totals,
 ) {
     totals.first.get_or_insert(batch.fetched);
-    // The sink writes in (stream, sequence) order; keep each acker beside its record.
-    let mut pairs: Vec<(Record, Acker)> = batch
+    // The sink writes in (stream, sequence) order; keep each acker beside its record. (A pull
+    // consumer delivers in order, so this is usually a check, moving nothing.)
+    if !batch
         .records
-        .drain(..)
-        .zip(batch.ackers.drain(..))
-        .collect();
-    pairs.sort_by(|(a, _), (b, _)| a.log_key().cmp(&b.log_key()));
-    (batch.records, batch.ackers) = pairs.into_iter().unzip();
+        .is_sorted_by(|a, b| a.log_key() <= b.log_key())
+    {
+        let mut pairs: Vec<(Record, Acker)> = batch
+            .records
+            .drain(..)
+            .zip(batch.ackers.drain(..))
+            .collect();
+        pairs.sort_by(|(a, _), (b, _)| a.log_key().cmp(&b.log_key()));
+        (batch.records, batch.ackers) = pairs.into_iter().unzip();
+    }
     let mut delay = Duration::from_millis(100);
     let started = Instant::now();
     let outcome = loop {

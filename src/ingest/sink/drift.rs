@@ -3,11 +3,12 @@
 //! and written in the batch's own transaction to `audit.field_observations`, so `drift` reads
 //! aggregates, never raw bytes. Also tells which undeclared paths the log has never seen.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, Row};
 
+use super::copy::CopyBuf;
 use crate::audit::canon::clean;
 use crate::audit::record::Record;
 use crate::db::{Ctx, DbError};
@@ -114,17 +115,51 @@ pub fn aggregate(recs: &[&Record]) -> BTreeMap<Key, Obs> {
     map
 }
 
-/// Writes the batch's observations; returns, per event, how many undeclared paths the log had
-/// never seen before this batch.
+/// At most this many undeclared paths are remembered (beyond, batches simply ask the log).
+const KNOWN_PATHS_MAX: usize = 100_000;
+
+/// Undeclared (event, path) pairs this process knows the log holds (from committed batches): a
+/// batch whose undeclared paths are all known skips the query for paths never seen.
+#[derive(Debug, Default)]
+pub struct KnownPaths(std::sync::Mutex<HashSet<(String, String)>>);
+
+impl KnownPaths {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashSet<(String, String)>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Remembers the pairs of a batch that committed.
+    pub fn remember(&self, pairs: Vec<(String, String)>) {
+        let mut known = self.lock();
+        for p in pairs {
+            if known.len() >= KNOWN_PATHS_MAX {
+                break;
+            }
+            known.insert(p);
+        }
+    }
+}
+
+/// What [`observe`] found: per event, how many undeclared paths the log had never seen before
+/// this batch; and the batch's undeclared pairs, to remember once it commits.
+#[derive(Debug, Default)]
+pub struct Observed {
+    pub new_paths: Vec<(String, u64)>,
+    pub pairs: Vec<(String, String)>,
+}
+
+/// Writes the batch's observations.
 pub async fn observe(
     tx: &mut PgConnection,
     recs: &[&Record],
     batch_id: i64,
     catalogue: &str,
-) -> Result<Vec<(String, u64)>, DbError> {
+    known: &KnownPaths,
+) -> Result<Observed, DbError> {
     let map = aggregate(recs);
+    let mut observed = Observed::default();
     if map.is_empty() {
-        return Ok(Vec::new());
+        return Ok(observed);
     }
     let (mut ev, mut st, mut wh, mut pa, mut ki, mut co) = (
         Vec::new(),
@@ -147,8 +182,17 @@ pub async fn observe(
         first.push(o.first);
         last.push(o.last);
     }
-    let undeclared: Vec<usize> = (0..wh.len()).filter(|&i| wh[i] == "undeclared").collect();
-    let mut new_paths = Vec::new();
+    let undeclared: Vec<usize> = {
+        let known = known.lock();
+        (0..wh.len())
+            .filter(|&i| wh[i] == "undeclared")
+            .filter(|&i| !known.contains(&(ev[i].to_owned(), pa[i].to_owned())))
+            .collect()
+    };
+    observed.pairs = undeclared
+        .iter()
+        .map(|&i| (ev[i].to_owned(), pa[i].to_owned()))
+        .collect();
     if !undeclared.is_empty() {
         let e: Vec<&str> = undeclared.iter().map(|&i| ev[i]).collect();
         let p: Vec<&str> = undeclared.iter().map(|&i| pa[i]).collect();
@@ -166,31 +210,40 @@ pub async fn observe(
         for row in rows {
             let event: String = row.try_get("event").ctx("read new fields")?;
             let count: i64 = row.try_get("n").ctx("read new fields")?;
-            new_paths.push((event, u64::try_from(count).unwrap_or(0)));
+            observed
+                .new_paths
+                .push((event, u64::try_from(count).unwrap_or(0)));
         }
     }
-    sqlx::query(
-        "INSERT INTO audit.field_observations \
-         (batch_id, catalogue, event, status, what, path, kind, code, count, declared_seen, first_at, last_at) \
-         SELECT $1, $2, * FROM UNNEST($3::text[], $4::text[], $5::text[], $6::text[], $7::text[], \
-             $8::text[], $9::int8[], $10::int8[], $11::timestamptz[], $12::timestamptz[])",
-    )
-    .bind(batch_id)
-    .bind(catalogue)
-    .bind(&ev)
-    .bind(&st)
-    .bind(&wh)
-    .bind(&pa)
-    .bind(&ki)
-    .bind(&co)
-    .bind(&n)
-    .bind(&seen)
-    .bind(&first)
-    .bind(&last)
-    .execute(&mut *tx)
-    .await
-    .ctx("record field observations")?;
-    Ok(new_paths)
+    // One binary COPY (a fifth of the cost of an INSERT from arrays of ~260 rows).
+    let mut buf = CopyBuf::with_capacity(ev.len() * 160);
+    for i in 0..ev.len() {
+        buf.row(12);
+        buf.int8(batch_id);
+        buf.text(Some(catalogue));
+        buf.text(Some(ev[i]));
+        buf.text(Some(st[i]));
+        buf.text(Some(wh[i]));
+        buf.text(Some(pa[i]));
+        buf.text(Some(ki[i]));
+        buf.text(Some(co[i]));
+        buf.int8(n[i]);
+        buf.int8(seen[i]);
+        buf.timestamptz(Some(first[i]));
+        buf.timestamptz(Some(last[i]));
+    }
+    let mut copy = tx
+        .copy_in_raw(
+            "COPY audit.field_observations (batch_id, catalogue, event, status, what, path, kind, code, \
+             count, declared_seen, first_at, last_at) FROM STDIN WITH (FORMAT binary)",
+        )
+        .await
+        .ctx("record field observations")?;
+    copy.send(buf.finish())
+        .await
+        .ctx("record field observations")?;
+    copy.finish().await.ctx("record field observations")?;
+    Ok(observed)
 }
 
 #[cfg(test)]

@@ -40,6 +40,8 @@ pub struct BatchOutcome {
 #[derive(Clone)]
 pub struct Sink {
     db: Db,
+    /// Undeclared field paths the log is known to hold.
+    known_paths: std::sync::Arc<drift::KnownPaths>,
     /// This daemon's name in the links it writes.
     instance: std::sync::Arc<str>,
 }
@@ -48,6 +50,7 @@ impl Sink {
     pub fn new(db: Db, instance: &str) -> Sink {
         Sink {
             db,
+            known_paths: std::sync::Arc::default(),
             instance: std::sync::Arc::from(instance),
         }
     }
@@ -231,7 +234,7 @@ impl Sink {
             .await
             .ctx("allocate batch id")?;
         let t0 = std::time::Instant::now();
-        let findings = id_findings(&mut tx, &live).await?;
+        let findings = id_findings(&mut tx, &live, batch_id).await?;
         let t_ids = t0.elapsed();
         out.duplicates = findings.iter().filter(|f| f.duplicate).count();
         out.conflicts = findings.len() - out.duplicates;
@@ -246,9 +249,10 @@ impl Sink {
             insert_findings(&mut tx, &live, &findings, batch_id).await?;
         }
         let t_obs = std::time::Instant::now();
+        let mut observed = drift::Observed::default();
         if commit {
             let fp = crate::decode::catalogue::FINGERPRINT;
-            out.new_fields = drift::observe(&mut tx, &live, batch_id, fp).await?;
+            observed = drift::observe(&mut tx, &live, batch_id, fp, &self.known_paths).await?;
         }
         let t_obs = t_obs.elapsed();
         let row_hashes: Vec<[u8; 32]> = live.iter().map(|r| r.row_hash).collect();
@@ -259,6 +263,8 @@ impl Sink {
         }
         tx.commit().await.ctx("commit")?;
         out.inserted = live.len();
+        out.new_fields = observed.new_paths;
+        self.known_paths.remember(observed.pairs);
         tracing::trace!(
             rows = live.len(),
             ids_ms = t_ids.as_secs_f64() * 1e3,
