@@ -14,23 +14,22 @@ GRANT EXECUTE ON FUNCTION audit.latest_status(text, bigint, timestamptz, text)
 REVOKE EXECUTE ON FUNCTION audit.record_verify_run(boolean, bigint, bigint, text, bigint, bigint, bigint, bigint, bigint, bigint, boolean)
     FROM event_audit_writer;
 
--- The head moves one link forward at a time, to the link just appended after it: the writer
--- may move it (it appends the links), but only onto a link that exists and follows the head,
--- never to a hash of its choosing. (The daemon appends the link, then moves the head, in one
--- transaction.)
-CREATE OR REPLACE FUNCTION audit.head_forward() RETURNS trigger LANGUAGE plpgsql AS $$
+-- The head moves onto the link appended after it: the writer may move it (it appends the
+-- links), but only onto a link that exists, follows the head and carries the head's hash and
+-- tree size, never to a hash of its choosing. Checked at commit (a deferred constraint trigger),
+-- so the daemon still appends the link and moves the head in one statement.
+CREATE FUNCTION audit.head_on_link() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    IF TG_OP <> 'UPDATE' OR NEW.link_seq <> OLD.link_seq + 1 OR NEW.tree_size < OLD.tree_size THEN
-        RAISE EXCEPTION 'chain head moves one link forward only' USING ERRCODE = 'insufficient_privilege';
-    END IF;
     IF NOT EXISTS (SELECT 1 FROM audit.chain_links l
                    WHERE l.link_seq = NEW.link_seq AND l.hash = NEW.hash AND l.prev_hash = OLD.hash
                      AND l.tree_size = NEW.tree_size) THEN
         RAISE EXCEPTION 'chain head moves forward only onto the link appended after it (link %, with its hash and tree size)', NEW.link_seq
             USING ERRCODE = 'insufficient_privilege';
     END IF;
-    RETURN NEW;
+    RETURN NULL;
 END
 $$;
-REVOKE ALL ON FUNCTION audit.head_forward() FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION audit.head_forward() TO event_audit_owner;
+ALTER FUNCTION audit.head_on_link() OWNER TO event_audit_owner;
+REVOKE ALL ON FUNCTION audit.head_on_link() FROM PUBLIC;
+CREATE CONSTRAINT TRIGGER chain_head_on_link AFTER UPDATE ON audit.chain_head
+    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION audit.head_on_link();

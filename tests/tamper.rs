@@ -131,6 +131,11 @@ async fn as_role(pool: &PgPool, role: Option<&str>, sql: &str) -> Result<u64, sq
             .await
             .expect("set role");
     }
+    // Checks deferred to the commit (the chain head's) run at the statement instead.
+    sqlx::query("SET CONSTRAINTS ALL IMMEDIATE")
+        .execute(&mut *tx)
+        .await
+        .expect("immediate constraints");
     let res = sqlx::query(sql)
         .execute(&mut *tx)
         .await

@@ -50,14 +50,14 @@ pub(super) async fn link(
     let root = tree.root();
     let link_seq = head_seq + 1;
     let hash = link_hash_v2(&prev, link_seq, batch_id, row_count, digest, size, &root);
-    // The link first, then the head onto it (the head's trigger checks that the link exists,
-    // which a sibling in one statement would not see).
+    // The head's trigger checks at commit that it moved onto this link.
     sqlx::query(
-        "WITH nodes AS (INSERT INTO audit.tree_nodes (height, idx, hash) \
-            SELECT * FROM unnest($10::int2[], $11::int8[], $12::bytea[])) \
-         INSERT INTO audit.chain_links \
+        "WITH ins AS (INSERT INTO audit.chain_links \
             (link_seq, batch_id, row_count, batch_digest, prev_hash, hash, instance, tree_size, tree_root, version) \
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 2)",
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 2)), \
+         nodes AS (INSERT INTO audit.tree_nodes (height, idx, hash) \
+            SELECT * FROM unnest($10::int2[], $11::int8[], $12::bytea[])) \
+         UPDATE audit.chain_head SET link_seq = $1, hash = $6, tree_size = $8, frontier = $13 WHERE id",
     )
     .bind(link_seq)
     .bind(batch_id)
@@ -71,18 +71,9 @@ pub(super) async fn link(
     .bind(&heights)
     .bind(&idxs)
     .bind(&hashes)
-    .execute(&mut *tx)
-    .await
-    .ctx("link chain")?;
-    sqlx::query(
-        "UPDATE audit.chain_head SET link_seq = $1, hash = $2, tree_size = $3, frontier = $4 WHERE id",
-    )
-    .bind(link_seq)
-    .bind(&hash[..])
-    .bind(size)
     .bind(tree.to_bytes())
     .execute(&mut *tx)
     .await
-    .ctx("move the chain head")?;
+    .ctx("link chain")?;
     Ok(link_seq)
 }
