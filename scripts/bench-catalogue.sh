@@ -39,23 +39,8 @@ echo "(1) event-audit run ..."
 RUST_LOG="info,event_audit::ingest::sink=trace" "$BIN" --log-json run --database-url "$PG/$DB" \
     --stream "$STREAM" --bind-only --consumer run --batch-size "$BATCH" --http-addr 127.0.0.1:0 \
     --exit-when-idle 2> "$OUT/log"
-read -r n1 s1 r1 obs copy total < <(python3 - "$OUT/log" <<'PY'
-import json, sys
-obs = copy = total = 0.0
-run = None
-for line in open(sys.argv[1]):
-    try:
-        f = json.loads(line).get("fields", {})
-    except ValueError:
-        continue
-    if f.get("message") == "batch timings":
-        obs += f["observe_ms"]; copy += f["copy_ms"]
-        total += f["ids_ms"] + f["copy_ms"] + f["observe_ms"] + f["link_commit_ms"]
-    if f.get("message") == "stopped":
-        run = (f["messages"], round(f["busy_secs"], 3), int(f["per_sec"]))
-print(*run, round(obs), round(copy), round(total))
-PY
-)
+read -r n1 s1 r1 ids copy obs link < <(python3 scripts/batch_timings.py "$OUT/log")
+total=$((ids + copy + obs + link))
 observations=$(psql -tA "$PG/$DB" -c "select count(*) from audit.field_observations")
 
 echo "(2) drift ..."

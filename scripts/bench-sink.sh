@@ -23,19 +23,11 @@ trap cleanup EXIT
 psql -q "$PG/postgres" -c "DROP DATABASE IF EXISTS $DB"
 RUST_LOG=event_audit::ingest::sink=trace "$BIN" --log-json bench copy --database-url "$PG/$DB" \
     -n "$N" --batch-size "$BATCH" --through-sink 2> "$LOG"
-python3 - "$LOG" <<'PY'
-import json, sys
-steps = ("ids_ms", "copy_ms", "observe_ms", "link_commit_ms")
-t = dict.fromkeys(steps, 0.0)
-for line in open(sys.argv[1]):
-    try:
-        f = json.loads(line).get("fields", {})
-    except ValueError:
-        continue
-    if f.get("message") == "batch timings":
-        for k in steps:
-            t[k] += f[k]
-copy = t["copy_ms"] or 1
-for k in steps:
-    print(f"{k[:-3]:>12} {t[k] / 1000:7.2f} s  {t[k] / copy:5.2f} of the COPY step")
+read -r _ _ _ ids copy obs link < <(python3 scripts/batch_timings.py "$LOG")
+python3 - "$ids" "$copy" "$obs" "$link" <<'PY'
+import sys
+ms = dict(zip(("ids", "copy", "observe", "link_commit"), map(int, sys.argv[1:])))
+copy = max(ms["copy"], 1)
+for step, v in ms.items():
+    print(f"{step:>12} {v / 1000:7.2f} s  {v / copy:5.2f} of the COPY step")
 PY

@@ -23,6 +23,13 @@ const fn col(name: &'static str, ty: Ty) -> Column {
     Column { name, ty }
 }
 
+/// Whether a row of `audit.events` (aliased `e`) claims its envelope id: it has an id, an event
+/// name and a payload text (stored as jsonb, or refused with a reason), which is when its record
+/// had an `id_digest`. Ingest's lookup of an id's first occurrence and `verify`'s recomputed
+/// findings both select with it.
+pub const CLAIMS_ITS_ID: &str = "(e.event_id IS NOT NULL AND e.event_type IS NOT NULL \
+     AND (e.payload IS NOT NULL OR e.payload_error IS NOT NULL))";
+
 /// `audit.events`, in COPY order.
 pub const EVENTS: &[Column] = &[
     col("stream", Ty::Text),

@@ -100,8 +100,15 @@ pub async fn copy_ceiling(
     let naming = Naming::default();
     let now = Utc::now();
     let stream: std::sync::Arc<str> = std::sync::Arc::from("COPYBENCH");
-    let mut bodies = Vec::new();
-    let mut batches = Vec::new();
+    let (mut bodies, mut batches) = (Vec::new(), Vec::new());
+    // A full batch: kept as records for the sink, else encoded now (records dropped).
+    let mut keep = |rows: Vec<_>| {
+        if through_sink {
+            batches.push(rows);
+        } else {
+            bodies.push(copy_body(&rows, 1));
+        }
+    };
     let mut rows = Vec::with_capacity(batch);
     let mut seq = 0u64;
     for s in Mix::new(count, seed) {
@@ -116,17 +123,11 @@ pub async fn copy_ceiling(
         };
         rows.push(record(meta, Bytes::from(s.bytes), &naming, now));
         if rows.len() == batch {
-            if through_sink {
-                batches.push(std::mem::take(&mut rows));
-            } else {
-                bodies.push(copy_body(&rows, 1));
-                rows.clear();
-            }
+            keep(std::mem::replace(&mut rows, Vec::with_capacity(batch)));
         }
     }
     if !rows.is_empty() {
-        bodies.push(copy_body(&rows, 1));
-        batches.push(rows);
+        keep(rows);
     }
     if through_sink {
         let started = Instant::now();

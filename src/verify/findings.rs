@@ -10,6 +10,7 @@ use futures::TryStreamExt;
 use sqlx::Row;
 
 use super::Break;
+use crate::audit::columns;
 use crate::db::{Ctx, Db, DbError};
 
 /// A row's place in the log: (stream, stream sequence, bus time).
@@ -22,8 +23,8 @@ pub struct Occurrence {
     pub key: Key,
     pub event_type: Option<String>,
     pub event_version: Option<String>,
-    /// Whether the row claims its id: it has an event name and a payload text (stored as
-    /// jsonb, or refused with a reason). Rows without either never take part in findings.
+    /// Whether the row claims its id ([`columns::CLAIMS_ITS_ID`]); rows that do not never take
+    /// part in findings.
     pub claims: bool,
     /// SHA-256 of the message as received.
     pub raw_hash: Vec<u8>,
@@ -134,29 +135,34 @@ pub fn compare(occurrences: &[Occurrence], mut stored: HashMap<Key, Stored>) -> 
 /// chain link, then stream, sequence and time), and every stored finding; compares them.
 pub async fn check(db: &Db) -> Result<Vec<Break>, DbError> {
     let pool = db.pool();
-    let occurrences: Vec<Occurrence> = sqlx::query(
+    let sql = format!(
         "WITH repeated AS (SELECT event_id FROM audit.events WHERE event_id IS NOT NULL \
              GROUP BY event_id HAVING count(*) > 1 \
            UNION SELECT event_id FROM audit.id_findings) \
          SELECT e.event_id, e.stream, e.stream_seq, e.published_at, e.event_type, e.event_version, \
-                (e.event_type IS NOT NULL AND (e.payload IS NOT NULL OR e.payload_error IS NOT NULL)) AS claims, \
-                sha256(e.raw) AS raw_hash \
+                {} AS claims, sha256(e.raw) AS raw_hash \
          FROM audit.events e JOIN repeated r ON r.event_id = e.event_id \
          LEFT JOIN audit.chain_links l ON l.batch_id = e.batch_id \
          ORDER BY l.link_seq, e.stream, e.stream_seq, e.published_at",
-    )
-    .fetch(pool)
-    .map_ok(|row| Occurrence {
-        event_id: row.get("event_id"),
-        key: (row.get("stream"), row.get("stream_seq"), row.get("published_at")),
-        event_type: row.get("event_type"),
-        event_version: row.get("event_version"),
-        claims: row.get("claims"),
-        raw_hash: row.get("raw_hash"),
-    })
-    .try_collect()
-    .await
-    .ctx("read the rows of repeated envelope ids")?;
+        columns::CLAIMS_ITS_ID
+    );
+    let occurrences: Vec<Occurrence> = sqlx::query(&sql)
+        .fetch(pool)
+        .map_ok(|row| Occurrence {
+            event_id: row.get("event_id"),
+            key: (
+                row.get("stream"),
+                row.get("stream_seq"),
+                row.get("published_at"),
+            ),
+            event_type: row.get("event_type"),
+            event_version: row.get("event_version"),
+            claims: row.get("claims"),
+            raw_hash: row.get("raw_hash"),
+        })
+        .try_collect()
+        .await
+        .ctx("read the rows of repeated envelope ids")?;
     let stored: HashMap<Key, Stored> = sqlx::query(
         "SELECT stream, stream_seq, published_at, event_id, finding, first_stream, first_stream_seq, \
                 first_published_at FROM audit.id_findings",

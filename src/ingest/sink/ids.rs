@@ -8,6 +8,7 @@ use sha2::{Digest, Sha256};
 use sqlx::{Executor, PgConnection, Row};
 
 use super::copy::CopyBuf;
+use crate::audit::columns;
 use crate::audit::record::Record;
 use crate::db::{Ctx, DbError};
 
@@ -174,20 +175,22 @@ pub(super) async fn id_findings(
             .filter(|(_, k)| !claimed.contains(**k))
             .map(|(id, k)| (*id, *k))
             .unzip();
-        let rows = sqlx::query(
+        let sql = format!(
             "SELECT DISTINCT ON (u.id) u.id AS event_id, e.stream, e.stream_seq, e.published_at, \
                     e.event_type, e.event_version, e.payload::text AS payload, e.raw \
              FROM unnest($1::text[], $2::bytea[]) AS u(id, id_key) \
              JOIN audit.event_claims c ON c.id_key = u.id_key \
              JOIN audit.events e ON e.batch_id = c.batch_id AND e.event_id = u.id \
-             WHERE e.event_type IS NOT NULL AND (e.payload IS NOT NULL OR e.payload_error IS NOT NULL) \
+             WHERE {} \
              ORDER BY u.id, e.stream, e.stream_seq, e.published_at",
-        )
-        .bind(&seen_ids)
-        .bind(&seen_keys)
-        .fetch_all(&mut *tx)
-        .await
-        .ctx("look up event ids")?;
+            columns::CLAIMS_ITS_ID
+        );
+        let rows = sqlx::query(&sql)
+            .bind(&seen_ids)
+            .bind(&seen_keys)
+            .fetch_all(&mut *tx)
+            .await
+            .ctx("look up event ids")?;
         for row in rows {
             let id: String = row.get("event_id");
             let Some(&i) = first_in_batch.get(id.as_str()) else {
