@@ -169,7 +169,7 @@ impl App {
             report_token,
             stop,
         } = self;
-        let signer = crate::witness::from_settings(&settings, &db, &bus, &metrics)?;
+        let signer = crate::checkpoint::from_settings(&settings, &db, &bus, &metrics)?;
         let tasks = TaskTracker::new();
         // Background tasks end when ingest has ended; HTTP last, after the acks are flushed.
         let background = CancellationToken::new();

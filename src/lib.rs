@@ -8,6 +8,7 @@
 
 pub mod app;
 pub mod audit;
+pub mod checkpoint;
 pub mod cli;
 pub mod compat;
 pub mod config;
@@ -23,4 +24,3 @@ pub mod reprocess;
 pub mod server;
 pub mod telemetry;
 pub mod verify;
-pub mod witness;

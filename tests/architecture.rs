@@ -18,7 +18,7 @@ const SQL_ROOMS: &[&str] = &[
     "verify::reverdicts",
     "verify::findings",
     "reconcile::store",
-    "witness::store",
+    "checkpoint::store",
     "drift::store",
     "reprocess::store",
 ];

@@ -157,11 +157,14 @@ async fn the_witness_detects_a_history_rewritten_inside_the_database() {
         size: 70,
         root: [1; 32],
     });
-    js.publish(event_audit::witness::publish::subject(&cps), foreign.into())
-        .await
-        .expect("publish")
-        .await
-        .expect("ack");
+    js.publish(
+        event_audit::checkpoint::publish::subject(&cps),
+        foreign.into(),
+    )
+    .await
+    .expect("publish")
+    .await
+    .expect("ack");
 
     let state = tmp.path().join("state.json");
     let st = state.to_str().expect("utf-8");
@@ -328,9 +331,9 @@ async fn keygen_writes_a_private_key_0600_and_a_public_key() {
 
 #[tokio::test]
 async fn checkpoints_wait_for_an_unreachable_witness_and_go_out_in_order() {
+    use event_audit::checkpoint::{publish, Signer};
     use event_audit::ingest::source::Bus;
     use event_audit::telemetry::metrics::{witness::WitnessMetrics, Registry};
-    use event_audit::witness::{publish, Signer};
     use std::sync::Arc;
 
     let db = TestDb::create().await;

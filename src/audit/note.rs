@@ -19,7 +19,7 @@ use super::tlog::Hash;
 /// The Ed25519 algorithm byte of a signed-note key.
 const ALG_ED25519: u8 = 0x01;
 /// The signature line's dash (U+2014).
-const DASH: &str = "\u{2014} ";
+pub const DASH: &str = "\u{2014} ";
 
 /// Why a key, checkpoint or note cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -38,25 +38,32 @@ pub enum NoteError {
 
 /// `SHA-256(name ‖ "\n" ‖ 0x01 ‖ key)[:4]`.
 pub fn key_id(name: &str, public: &[u8; 32]) -> [u8; 4] {
+    key_id_of(name, ALG_ED25519, public)
+}
+
+/// `SHA-256(name ‖ "\n" ‖ alg ‖ key)[:4]`: a signed-note key id for signature type `alg`.
+pub fn key_id_of(name: &str, alg: u8, public: &[u8; 32]) -> [u8; 4] {
     let h = Sha256::new()
         .chain_update(name.as_bytes())
         .chain_update(b"\n")
-        .chain_update([ALG_ED25519])
+        .chain_update([alg])
         .chain_update(public)
         .finalize();
     [h[0], h[1], h[2], h[3]]
 }
 
-fn hex4(id: &[u8; 4]) -> String {
+/// The key id as 8 hex digits.
+pub fn hex4(id: &[u8; 4]) -> String {
     id.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn valid_name(name: &str) -> bool {
+/// A key name: non-empty, no '+', no whitespace.
+pub fn valid_name(name: &str) -> bool {
     !name.is_empty() && !name.contains('+') && !name.chars().any(char::is_whitespace)
 }
 
-/// Splits `<name>+<hex id>+<base64(0x01 ‖ 32 bytes)>` and checks the id against the key.
-fn parse_key_parts(s: &str) -> Result<(String, [u8; 4], [u8; 32]), NoteError> {
+/// Splits `<name>+<hex id>+<base64(alg ‖ 32 bytes)>` (the id is checked by the caller).
+pub fn parse_key_parts(s: &str, alg: u8) -> Result<(String, [u8; 4], [u8; 32]), NoteError> {
     // From the left: neither the name nor the id holds '+', base64 may.
     let mut it = s.trim().splitn(3, '+');
     let (Some(name), Some(id), Some(b64)) = (it.next(), it.next(), it.next()) else {
@@ -70,8 +77,12 @@ fn parse_key_parts(s: &str) -> Result<(String, [u8; 4], [u8; 32]), NoteError> {
     let raw = B64
         .decode(b64)
         .map_err(|_| NoteError::Key("the key is not base64"))?;
-    if raw.len() != 33 || raw[0] != ALG_ED25519 {
-        return Err(NoteError::Key("not an Ed25519 key (0x01 and 32 bytes)"));
+    if raw.len() != 33 || raw[0] != alg {
+        return Err(NoteError::Key(if alg == ALG_ED25519 {
+            "not an Ed25519 log key (0x01 and 32 bytes)"
+        } else {
+            "not an Ed25519 cosigner key (0x04 and 32 bytes)"
+        }));
     }
     let mut key = [0u8; 32];
     key.copy_from_slice(&raw[1..]);
@@ -94,7 +105,7 @@ pub struct PublicKey {
 impl PublicKey {
     /// Parses a public key file's line.
     pub fn parse(s: &str) -> Result<PublicKey, NoteError> {
-        let (name, id, key) = parse_key_parts(s)?;
+        let (name, id, key) = parse_key_parts(s, ALG_ED25519)?;
         if key_id(&name, &key) != id {
             return Err(NoteError::Key("the key id does not match the name and key"));
         }
@@ -147,7 +158,7 @@ impl PrivateKey {
             .trim()
             .strip_prefix("PRIVATE+KEY+")
             .ok_or(NoteError::Key("a private key starts with PRIVATE+KEY+"))?;
-        let (name, id, seed) = parse_key_parts(rest)?;
+        let (name, id, seed) = parse_key_parts(rest, ALG_ED25519)?;
         let k = PrivateKey::from_seed(&name, &seed)?;
         if k.id != id {
             return Err(NoteError::Key("the key id does not match the name and key"));
@@ -185,12 +196,24 @@ impl PrivateKey {
     }
 }
 
+/// The most signature lines a note may carry (the spec asks verifiers to accept at least 16).
+pub const MAX_SIGNATURES: usize = 64;
+
 /// A tree head: the log's name, its size and its root.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Checkpoint {
     pub origin: String,
     pub size: u64,
     pub root: Hash,
+}
+
+/// `"0"`, or digits without a leading zero, within `u64`.
+pub fn parse_decimal(s: &str) -> Option<u64> {
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) || (s.len() > 1 && s.starts_with('0'))
+    {
+        return None;
+    }
+    s.parse::<u64>().ok()
 }
 
 impl Checkpoint {
@@ -204,8 +227,15 @@ impl Checkpoint {
         )
     }
 
-    /// Parses a checkpoint body (extension lines after the root are allowed and ignored).
+    /// Parses a checkpoint body: origin, size (decimal, no leading zero), base64 root, each
+    /// ending in a newline; extension lines after the root are allowed (non-empty) and ignored.
     pub fn parse_body(body: &str) -> Result<Checkpoint, NoteError> {
+        if body.bytes().any(|b| b < 0x20 && b != b'\n') {
+            return Err(NoteError::Checkpoint("it holds a control character"));
+        }
+        let body = body
+            .strip_suffix('\n')
+            .ok_or(NoteError::Checkpoint("it does not end with a newline"))?;
         let mut lines = body.split('\n');
         let origin = lines
             .next()
@@ -213,16 +243,18 @@ impl Checkpoint {
             .ok_or(NoteError::Checkpoint("no origin line"))?;
         let size = lines
             .next()
-            .filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
-            .and_then(|s| s.parse::<u64>().ok())
+            .and_then(parse_decimal)
             .ok_or(NoteError::Checkpoint(
-                "the tree size is not a decimal number",
+                "the tree size is not a decimal number without leading zeros",
             ))?;
         let root = lines
             .next()
-            .and_then(|r| B64.decode(r).ok())
+            .and_then(|r| B64.decode(r).ok().filter(|b| B64.encode(b) == r))
             .and_then(|r| <[u8; 32]>::try_from(r).ok())
             .ok_or(NoteError::Checkpoint("the root is not 32 bytes of base64"))?;
+        if lines.any(str::is_empty) {
+            return Err(NoteError::Checkpoint("an extension line is empty"));
+        }
         Ok(Checkpoint {
             origin: origin.to_string(),
             size,
@@ -231,59 +263,118 @@ impl Checkpoint {
     }
 }
 
-/// Splits a signed note into its body (with its final newline) and its signature lines.
-fn split_note(note: &str) -> Result<(&str, Vec<&str>), NoteError> {
-    let at = note
-        .find("\n\n")
-        .ok_or(NoteError::Note("no blank line before the signatures"))?;
-    let (body, sigs) = (&note[..at + 1], &note[at + 2..]);
-    let sigs = sigs
-        .strip_suffix('\n')
-        .ok_or(NoteError::Note("the note does not end with a newline"))?;
-    let lines: Vec<&str> = sigs.split('\n').collect();
-    if lines.iter().any(|l| !l.starts_with(DASH)) {
-        return Err(NoteError::Note("a signature line does not start with '— '"));
+/// One signature line of a note: the key name and the decoded `key id ‖ signature` blob.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SigLine<'a> {
+    pub name: &'a str,
+    pub blob: Vec<u8>,
+    /// The line as written, without its newline.
+    pub line: &'a str,
+}
+
+impl SigLine<'_> {
+    /// The key id the blob starts with.
+    pub fn id(&self) -> Option<[u8; 4]> {
+        self.blob.get(..4)?.try_into().ok()
     }
-    Ok((body, lines))
+}
+
+/// A signed note split as C2SP signed-note says: the text (with its final newline) ends at the
+/// last blank line; then one or more signature lines `— <name> <base64>`. UTF-8 (a `&str`), no
+/// control character but newline, at most [`MAX_SIGNATURES`] signatures.
+#[derive(Debug, Clone)]
+pub struct Note<'a> {
+    pub text: &'a str,
+    pub sigs: Vec<SigLine<'a>>,
+}
+
+impl<'a> Note<'a> {
+    pub fn parse(note: &'a str) -> Result<Note<'a>, NoteError> {
+        if note.bytes().any(|b| b < 0x20 && b != b'\n') {
+            return Err(NoteError::Note("it holds a control character"));
+        }
+        let at = note
+            .rfind("\n\n")
+            .ok_or(NoteError::Note("no blank line before the signatures"))?;
+        let (text, sigs) = (&note[..at + 1], &note[at + 2..]);
+        let sigs = sigs
+            .strip_suffix('\n')
+            .ok_or(NoteError::Note("the note does not end with a newline"))?;
+        let mut out = Vec::new();
+        for line in sigs.split('\n') {
+            let rest = line
+                .strip_prefix(DASH)
+                .ok_or(NoteError::Note("a signature line does not start with '— '"))?;
+            let (name, b64) = rest
+                .split_once(' ')
+                .ok_or(NoteError::Note("a signature line lacks its key name"))?;
+            if !valid_name(name) {
+                return Err(NoteError::Note(
+                    "a signature's key name is empty or holds '+'",
+                ));
+            }
+            let blob = B64
+                .decode(b64)
+                .map_err(|_| NoteError::Note("a signature is not base64"))?;
+            if blob.len() < 4 {
+                return Err(NoteError::Note("a signature is shorter than its key id"));
+            }
+            out.push(SigLine { name, blob, line });
+        }
+        if out.len() > MAX_SIGNATURES {
+            return Err(NoteError::Note("too many signatures"));
+        }
+        Ok(Note { text, sigs: out })
+    }
+
+    /// The signature lines whose key name and id are `name` and `id`.
+    pub fn by<'s>(
+        &'s self,
+        name: &'s str,
+        id: &'s [u8; 4],
+    ) -> impl Iterator<Item = &'s SigLine<'a>> {
+        self.sigs
+            .iter()
+            .filter(move |s| s.name == name && s.id().as_ref() == Some(id))
+    }
 }
 
 /// Opens a signed note with `key`: the checkpoint it signs, once its signature by `key`
-/// verifies. Signatures by other keys are ignored (a note may carry a witness's too).
+/// verifies. Signatures by other keys are ignored (a note carries witnesses' cosignatures
+/// too); a signature line with this key's name and id that does not verify rejects the note.
 pub fn open(note: &str, key: &PublicKey) -> Result<Checkpoint, NoteError> {
-    let (body, lines) = split_note(note)?;
-    let cp = Checkpoint::parse_body(body)?;
-    let mut found = false;
-    for line in lines {
-        let rest = &line[DASH.len()..];
-        let Some((name, b64)) = rest.rsplit_once(' ') else {
-            return Err(NoteError::Note("a signature line lacks its key name"));
-        };
-        let Ok(blob) = B64.decode(b64) else {
-            return Err(NoteError::Note("a signature is not base64"));
-        };
-        if name != key.name || blob.len() < 4 || blob[..4] != key.id {
-            continue;
-        }
-        found = true;
-        let Ok(sig) = Signature::from_slice(&blob[4..]) else {
-            continue;
-        };
-        if key.key.verify(body.as_bytes(), &sig).is_ok() {
-            return Ok(cp);
+    let n = Note::parse(note)?;
+    let label = format!("{}+{}", key.name, hex4(&key.id));
+    let mut mine = n.by(&key.name, &key.id).peekable();
+    if mine.peek().is_none() {
+        return Err(NoteError::NoSignature(label));
+    }
+    for s in mine {
+        let ok = Signature::from_slice(&s.blob[4..])
+            .is_ok_and(|sig| key.key.verify(n.text.as_bytes(), &sig).is_ok());
+        if !ok {
+            return Err(NoteError::BadSignature(label));
         }
     }
-    let label = format!("{}+{}", key.name, hex4(&key.id));
-    Err(if found {
-        NoteError::BadSignature(label)
-    } else {
-        NoteError::NoSignature(label)
-    })
+    Checkpoint::parse_body(n.text)
 }
 
 /// The checkpoint a note claims, without checking any signature (to name it in a report).
 pub fn claimed(note: &str) -> Result<Checkpoint, NoteError> {
-    let (body, _) = split_note(note)?;
-    Checkpoint::parse_body(body)
+    Checkpoint::parse_body(Note::parse(note)?.text)
+}
+
+/// The note with `lines` (signature lines, each ending in a newline) appended, skipping any it
+/// already carries.
+pub fn with_signatures(note: &str, lines: &str) -> String {
+    let mut out = note.to_owned();
+    for l in lines.lines().filter(|l| !l.is_empty()) {
+        if !note.lines().any(|have| have == l) {
+            out.push_str(l);
+            out.push('\n');
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -321,13 +412,93 @@ mod tests {
         let note = "If you think cryptography is the answer to your problem,\n\
                     then you don't know what your problem is.\n\n\
                     \u{2014} PeterNeumann x08go/ZJkuBS9UG/SffcvIAQxVBtiFupLLr8pAcElZInNIuGUgYN1FFYC2pZSNXgKvqfqdngotpRZb6KE6RyyBwJnAM=\n";
-        let (body, lines) = split_note(note).unwrap();
-        let blob = B64
-            .decode(&lines[0][DASH.len() + "PeterNeumann ".len()..])
-            .unwrap();
+        let n = Note::parse(note).unwrap();
+        let blob = &n.sigs[0].blob;
         let sig = Signature::from_slice(&blob[4..]).unwrap();
         assert_eq!(blob[..4], p.id);
-        assert!(p.key.verify(body.as_bytes(), &sig).is_ok());
+        assert!(p.key.verify(n.text.as_bytes(), &sig).is_ok());
+    }
+
+    fn cp(origin: &str, size: u64) -> Checkpoint {
+        Checkpoint {
+            origin: origin.into(),
+            size,
+            root: [5; 32],
+        }
+    }
+
+    #[test]
+    fn the_text_ends_at_the_last_blank_line() {
+        let k = key("log.example/a", 1);
+        // A body with an empty line inside (an extension area the spec allows in notes).
+        let text = "log.example/a\n3\nBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQU=\n";
+        let note = k.sign(&cp("log.example/a", 3));
+        assert!(note.starts_with(text));
+        let n = Note::parse(&note).unwrap();
+        assert_eq!(n.text, text);
+        // A blank line inside the text: split at the last one, as Go does.
+        let odd = format!("a\n\nb\n\n{}", &note[text.len() + 1..]);
+        assert_eq!(Note::parse(&odd).unwrap().text, "a\n\nb\n");
+    }
+
+    #[test]
+    fn a_failing_signature_by_the_key_rejects_the_note() {
+        let k = key("log.example/a", 1);
+        let note = k.sign(&cp("log.example/a", 3));
+        // The same key's line again, with a corrupted signature, after the good one.
+        let line = note.lines().last().unwrap().to_owned();
+        let mut bad = line.clone().into_bytes();
+        let n = bad.len();
+        bad[n - 3] = if bad[n - 3] == b'A' { b'B' } else { b'A' };
+        let twice = format!("{note}{}\n", String::from_utf8(bad).unwrap());
+        assert!(matches!(
+            open(&twice, &k.public()),
+            Err(NoteError::BadSignature(_))
+        ));
+        assert!(open(&note, &k.public()).is_ok());
+    }
+
+    #[test]
+    fn strict_bodies() {
+        let k = key("log.example/a", 1);
+        let sign_text = |text: &str| {
+            let sig = k.key.sign(text.as_bytes());
+            let mut blob = k.id.to_vec();
+            blob.extend_from_slice(&sig.to_bytes());
+            format!("{text}\n{DASH}{} {}\n", k.name, B64.encode(blob))
+        };
+        let root = B64.encode([5u8; 32]);
+        assert!(open(
+            &sign_text(&format!("log.example/a\n3\n{root}\n")),
+            &k.public()
+        )
+        .is_ok());
+        for bad in [
+            format!("log.example/a\n03\n{root}\n"),
+            format!("log.example/a\n+3\n{root}\n"),
+            format!("log.example/a\n3 \n{root}\n"),
+            format!("log.exa\tmple/a\n3\n{root}\n"),
+            format!("log.example/a\r\n3\n{root}\n"),
+            format!("\n3\n{root}\n"),
+            format!("log.example/a\n18446744073709551616\n{root}\n"),
+            format!("log.example/a\n3\n{}\n", &root[..root.len() - 1]),
+        ] {
+            assert!(open(&sign_text(&bad), &k.public()).is_err(), "{bad:?}");
+        }
+        assert_eq!(parse_decimal("0"), Some(0));
+        assert_eq!(parse_decimal("00"), None);
+        assert_eq!(parse_decimal("10"), Some(10));
+    }
+
+    #[test]
+    fn signatures_are_appended_once() {
+        let k = key("log.example/a", 1);
+        let note = k.sign(&cp("log.example/a", 3));
+        let extra = "\u{2014} w.example/1 AAAAAA==\n";
+        let once = with_signatures(&note, extra);
+        assert_eq!(with_signatures(&once, extra), once);
+        assert!(once.ends_with(extra));
+        assert!(open(&once, &k.public()).is_ok());
     }
 
     proptest! {

@@ -61,11 +61,11 @@ pub fn run(args: ProveArgs) -> anyhow::Result<ExitCode> {
     super::runtime()?.block_on(async {
         let db = Db::open_existing(&settings.database, 2).await?;
         let key = match &args.public_key {
-            Some(p) => Some(crate::witness::load_public_key(p)?),
+            Some(p) => Some(crate::checkpoint::load_public_key(p)?),
             None => None,
         };
         let store = TreeStore::new(db.clone());
-        let (cp, note) = crate::witness::latest_checkpoint(&settings, &db, key.as_ref()).await?;
+        let (cp, note) = crate::checkpoint::latest_checkpoint(&settings, &db, key.as_ref()).await?;
         let (since, until) = (
             args.since.map(|t| t.to_rfc3339()).unwrap_or_default(),
             args.until.map(|t| t.to_rfc3339()).unwrap_or_default(),

@@ -115,7 +115,7 @@ pub enum WitnessError {
     #[error(transparent)]
     Db(#[from] DbError),
     #[error("the witness: {0}")]
-    Witness(#[from] crate::witness::WitnessError),
+    Witness(#[from] crate::checkpoint::WitnessError),
     #[error("state file {path}: {source}")]
     State {
         path: String,
@@ -133,10 +133,10 @@ pub async fn against_witness(
     public_key: &Path,
 ) -> Result<WitnessReport, WitnessError> {
     let w = &settings.witness;
-    let key = crate::witness::load_public_key(public_key)?;
+    let key = crate::checkpoint::load_public_key(public_key)?;
     // The log's name: as configured, else the key's name (keygen names the key after it).
     let origin = w.origin.clone().unwrap_or_else(|| key.name.clone());
-    let found = crate::witness::read_witness(settings).await?;
+    let found = crate::checkpoint::read_witness(settings).await?;
     let witnessed: Vec<Witnessed> = found
         .into_iter()
         .map(|f| Witnessed {
@@ -173,7 +173,7 @@ pub async fn resume_link(
     if w.full {
         return None;
     }
-    let key = crate::witness::load_public_key(public_key).ok()?;
+    let key = crate::checkpoint::load_public_key(public_key).ok()?;
     let origin = w.origin.clone().unwrap_or_else(|| key.name.clone());
     let state = State::load(&w.state_path(&origin)?).filter(|s| s.origin == origin)?;
     let size = i64::try_from(state.size).ok()?;
