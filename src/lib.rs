@@ -23,4 +23,5 @@ pub mod reconcile;
 pub mod reprocess;
 pub mod server;
 pub mod telemetry;
+pub mod tree;
 pub mod verify;

@@ -14,7 +14,7 @@ const SQL_ROOMS: &[&str] = &[
     "db",
     "ingest::sink",
     "verify::store",
-    "verify::tree_store",
+    "tree",
     "verify::reverdicts",
     "verify::findings",
     "reconcile::store",

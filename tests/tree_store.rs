@@ -9,7 +9,7 @@ use common::TestDb;
 use event_audit::audit::tlog::{self, MemTree};
 use event_audit::db::Db;
 use event_audit::ingest::sink::Sink;
-use event_audit::verify::tree_store::TreeStore;
+use event_audit::tree::TreeStore;
 
 #[tokio::test]
 async fn stored_tree_proofs_equal_a_reference_tree() {

@@ -11,7 +11,7 @@ use super::args::{ConfigArg, DatabaseArgs, NatsArgs};
 use super::witness_args::PlaceArgs;
 use crate::db::Db;
 use crate::prove::{prove, Query};
-use crate::verify::tree_store::TreeStore;
+use crate::tree::TreeStore;
 
 /// Options of `event-audit prove`.
 #[derive(clap::Args, Debug, Clone, Default, Serialize)]

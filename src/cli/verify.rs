@@ -53,7 +53,7 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         // checked checkpoint are rehashed (`--full`: all of them).
         let from_link = match &settings.witness.public_key {
             Some(key) => {
-                let trees = crate::verify::tree_store::TreeStore::new(db.clone());
+                let trees = crate::tree::TreeStore::new(db.clone());
                 crate::verify::witness::resume_link(&settings, &trees, key).await
             }
             None => None,

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use crate::config::Settings;
 use crate::db::Db;
-use crate::verify::tree_store::TreeStore;
+use crate::tree::TreeStore;
 use crate::verify::witness::against_witness;
 
 /// The exit code, and whether the witness held (`None`: could not verify against it).

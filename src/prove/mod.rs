@@ -13,8 +13,8 @@ use sha2::{Digest, Sha256};
 use crate::audit::note::Checkpoint;
 use crate::audit::tlog;
 use crate::db::DbError;
+use crate::tree::{RowPlace, TreeStore};
 use crate::verify::store::StoredRow;
-use crate::verify::tree_store::{RowPlace, TreeStore};
 
 /// The bundle format's name.
 pub const FORMAT: &str = "event-audit-bundle/1";
@@ -102,8 +102,7 @@ pub async fn prove(
                 size: cp.size,
             });
         }
-        let row = store
-            .stored_row(&p.stream, p.stream_seq)
+        let row = crate::verify::store::stored_row(store.db(), &p.stream, p.stream_seq)
             .await?
             .ok_or_else(|| ProveError::NotFound(what.clone()))?;
         let data = leaf_data(&row).ok_or_else(|| ProveError::Mismatch(what.clone()))?;

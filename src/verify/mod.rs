@@ -10,7 +10,6 @@ pub mod gaps;
 pub mod reverdicts;
 pub mod rows;
 pub mod store;
-pub mod tree_store;
 pub mod walk;
 pub mod witness;
 

@@ -157,6 +157,20 @@ pub fn ceiling_copy_sql() -> String {
     )
 }
 
+/// The row `stream`/`seq`, every column by name (what `prove` hands out).
+pub async fn stored_row(db: &Db, stream: &str, seq: i64) -> Result<Option<StoredRow>, DbError> {
+    let sql = format!(
+        "SELECT {} FROM audit.events e WHERE e.stream = $1 AND e.stream_seq = $2 LIMIT 1",
+        columns::select_list("e")
+    );
+    sqlx::query_as(&sql)
+        .bind(stream)
+        .bind(seq)
+        .fetch_optional(db.pool())
+        .await
+        .ctx("read a row")
+}
+
 impl VerifyStore {
     pub fn new(db: Db) -> VerifyStore {
         VerifyStore { db }

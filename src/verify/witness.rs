@@ -17,10 +17,10 @@ use base64::Engine;
 use futures::TryStreamExt;
 use serde::{Deserialize, Serialize};
 
-use super::tree_store::{TreeStore, TILE_HEIGHT};
 use crate::audit::note::{self, Checkpoint, NoteError, PublicKey};
 use crate::audit::tlog::{self, Frontier, Hash};
 use crate::db::{Ctx, DbError};
+use crate::tree::{TreeStore, TILE_HEIGHT};
 
 /// How many chain links' rows the witness pass reads per query.
 const LINKS_PER_READ: usize = 64;

@@ -1,5 +1,5 @@
-//! The SQL of the Merkle tree's readers (`verify` against the witness, `prove`): the links with
-//! their tree, the stored subtree hashes (height 8, 16, …), the row hashes of a leaf range (the
+//! The stored Merkle tree, read: the SQL of its readers (the checkpoint signer, `verify`
+//! against the witness, `prove`): the links with their tree, the stored subtree hashes (height 8, 16, …), the row hashes of a leaf range (the
 //! links covering it, then their batches' rows in log order), a row's leaf index, and the
 //! row hashes in log order after a tree size. Reads only; every read is O(log n) rows or a
 //! range, never a scan, but for the streamed row hashes.
@@ -8,8 +8,6 @@ use std::collections::{BTreeMap, HashMap};
 
 use futures::stream::BoxStream;
 
-use super::store::StoredRow;
-use crate::audit::columns;
 use crate::audit::tlog::{self, Hash, Node};
 use crate::db::{Ctx, Db, DbError};
 
@@ -369,19 +367,5 @@ impl TreeStore {
         }
         out.sort_by_key(|p| p.leaf_index);
         Ok(out)
-    }
-
-    /// The row `stream`/`seq`, every column by name.
-    pub async fn stored_row(&self, stream: &str, seq: i64) -> Result<Option<StoredRow>, DbError> {
-        let sql = format!(
-            "SELECT {} FROM audit.events e WHERE e.stream = $1 AND e.stream_seq = $2 LIMIT 1",
-            columns::select_list("e")
-        );
-        sqlx::query_as(&sql)
-            .bind(stream)
-            .bind(seq)
-            .fetch_optional(self.db.pool())
-            .await
-            .ctx("read a row")
     }
 }
