@@ -17,6 +17,7 @@ pub mod decode;
 #[cfg(feature = "dev")]
 pub mod dev;
 pub mod drift;
+pub mod files;
 pub mod ingest;
 pub mod prove;
 pub mod reconcile;
@@ -25,3 +26,4 @@ pub mod server;
 pub mod telemetry;
 pub mod tree;
 pub mod verify;
+pub mod witness;

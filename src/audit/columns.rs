@@ -77,3 +77,121 @@ pub fn select_list(alias: &str) -> String {
 pub fn count() -> i16 {
     i16::try_from(EVENTS.len()).unwrap_or(i16::MAX)
 }
+
+/// Whether a repeat of an envelope id is a duplicate of its first occurrence (else a
+/// conflict): the same event name and version, and the same message byte for byte or payload
+/// texts that are the same JSON value ([`payload_digest`]; two texts that do not parse count as
+/// the same). Ingest decides a finding's kind by this rule, and `verify` recomputes it.
+pub fn same_event(
+    same_name: bool,
+    same_raw: bool,
+    payloads: (Option<[u8; 32]>, Option<[u8; 32]>),
+) -> bool {
+    same_name && (same_raw || matches!(payloads, (Some(a), Some(b)) if a == b))
+}
+
+/// A digest of the JSON value a payload text holds, equal for two texts exactly when they parse
+/// to equal `serde_json` values (object keys in any order; numbers compared as `serde_json`
+/// compares them: an integer is not a float, -0.0 equals 0.0); one fixed digest for every text
+/// that does not parse.
+pub fn payload_digest(text: &str) -> [u8; 32] {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(v) => canonical(&v, &mut h),
+        Err(_) => h.update([0xff]),
+    }
+    h.finalize().into()
+}
+
+fn canonical(v: &serde_json::Value, h: &mut sha2::Sha256) {
+    use serde_json::Value;
+    use sha2::Digest;
+    match v {
+        Value::Null => h.update(b"n"),
+        Value::Bool(b) => h.update(if *b { b"t" } else { b"f" }),
+        Value::Number(n) => {
+            if let Some(u) = n.as_u64() {
+                h.update(b"u");
+                h.update(u.to_be_bytes());
+            } else if let Some(i) = n.as_i64() {
+                h.update(b"i");
+                h.update(i.to_be_bytes());
+            } else {
+                let f = n.as_f64().unwrap_or(0.0);
+                h.update(b"d");
+                h.update((if f == 0.0 { 0.0f64 } else { f }).to_be_bytes());
+            }
+        }
+        Value::String(s) => {
+            h.update(b"s");
+            h.update((s.len() as u64).to_be_bytes());
+            h.update(s.as_bytes());
+        }
+        Value::Array(a) => {
+            h.update(b"a");
+            h.update((a.len() as u64).to_be_bytes());
+            for x in a {
+                canonical(x, h);
+            }
+        }
+        Value::Object(o) => {
+            let mut keys: Vec<&String> = o.keys().collect();
+            keys.sort();
+            h.update(b"o");
+            h.update((keys.len() as u64).to_be_bytes());
+            for k in keys {
+                h.update((k.len() as u64).to_be_bytes());
+                h.update(k.as_bytes());
+                canonical(&o[k], h);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn payload_digests_follow_json_value_equality() {
+        let d = payload_digest;
+        assert_eq!(
+            d(r#"{"a":1,"b":[true,null]}"#),
+            d(r#"{ "b": [true, null], "a": 1 }"#)
+        );
+        assert_ne!(
+            d(r#"{"a":1}"#),
+            d(r#"{"a":1.0}"#),
+            "an integer is not a float"
+        );
+        assert_ne!(d(r#"{"a":100}"#), d(r#"{"a":1e2}"#));
+        assert_eq!(d(r#"{"a":-0.0}"#), d(r#"{"a":0.0}"#));
+        assert_eq!(d(r#"{"a":"\u0041"}"#), d(r#"{"a":"A"}"#));
+        assert_ne!(d(r#"["ab"]"#), d(r#"["a","b"]"#));
+        assert_eq!(
+            d("{"),
+            d("not json"),
+            "texts that do not parse count as the same"
+        );
+        assert_ne!(d("{"), d("null"));
+        // The rule: a different name is always a conflict; the same raw message a duplicate.
+        let p = Some(d("{}"));
+        assert!(same_event(true, false, (p, p)));
+        assert!(!same_event(false, true, (p, p)));
+        assert!(same_event(true, true, (None, None)));
+        assert!(!same_event(true, false, (p, None)));
+        // The same as comparing serde_json values directly.
+        let pairs = [
+            ("1", "1"),
+            ("1", "1.0"),
+            ("[1,2]", "[2,1]"),
+            (r#"{"x":{"y":1}}"#, r#"{"x":{"y":1}}"#),
+        ];
+        for (a, b) in pairs {
+            let values = serde_json::from_str::<serde_json::Value>(a).ok()
+                == serde_json::from_str::<serde_json::Value>(b).ok();
+            assert_eq!(d(a) == d(b), values, "{a} {b}");
+        }
+    }
+}

@@ -196,6 +196,9 @@ impl PrivateKey {
     }
 }
 
+/// The re-verdict log's origin is the events log's origin with this suffix (same key).
+pub const REVERDICTS_SUFFIX: &str = "/reverdicts";
+
 /// The most signature lines a note may carry (the spec asks verifiers to accept at least 16).
 pub const MAX_SIGNATURES: usize = 64;
 

@@ -71,6 +71,29 @@ pub fn run_hash(prev: &[u8], run_id: i64, rows: i64, changed: i64, digest: &[u8]
     h.finalize().into()
 }
 
+/// The closed runs' end hashes in chain order (from the zero hash, each run following the one
+/// whose hash it names as previous): the leaves of the re-verdict log's Merkle tree. The walk
+/// stops where the chain does (a fork or a gap leaves the rest out; `verify` reports those).
+pub fn chain_order(ends: &[(Vec<u8>, Vec<u8>)]) -> Vec<[u8; 32]> {
+    let by_prev: std::collections::HashMap<&[u8], &[u8]> = ends
+        .iter()
+        .map(|(p, h)| (p.as_slice(), h.as_slice()))
+        .collect();
+    let mut out = Vec::new();
+    let mut prev: &[u8] = &[0u8; 32];
+    while let Some(h) = by_prev.get(prev) {
+        let Ok(hash) = <[u8; 32]>::try_from(*h) else {
+            break;
+        };
+        if out.len() >= ends.len() {
+            break;
+        }
+        out.push(hash);
+        prev = h;
+    }
+    out
+}
+
 /// Canonical text of a jsonb errors or unknown-fields value read back from PostgreSQL (key order
 /// and spacing are jsonb's): parsed and written again the way the writer wrote it.
 pub fn recanonical_errors(jsonb_text: Option<&str>) -> Option<String> {

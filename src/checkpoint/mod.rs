@@ -1,38 +1,55 @@
-//! The witness: the daemon's checkpoint signer. Every `checkpoint_interval` (when the tree
-//! grew) and once at shutdown it signs a checkpoint of the latest committed tree, stores it in
-//! the database (a convenience and the queue of what is to be published), and publishes every
-//! checkpoint not yet published, in order, to the witness stream (and the directory). One
-//! signer at a time across all daemons of the log (an advisory lock), so their checkpoints form
-//! one strictly increasing sequence. The witness being down never stops ingest: what is not
-//! published stays queued, is counted (`backlog`) and retried at the next tick.
+//! The daemon's checkpoint signer. Every `checkpoint_interval` and once at shutdown, under an
+//! advisory lock (one signer at a time across the daemons of a log), it signs a checkpoint of
+//! each of its two trees that grew — the rows (origin `O`) and the closed re-verdict runs
+//! (`O/reverdicts`) — but only a tree it has proved, with its own code, to extend every
+//! checkpoint its key signed ([`sign`]), remembering what it signed outside PostgreSQL
+//! ([`memory`], written before anything is stored or published). It then publishes the queue in
+//! order: each note opened with its own key first, cosigned by the witness policy's quorum
+//! ([`submit`]) when there is one, to the witness stream and the directory ([`publish`]). A
+//! refusal signs nothing, says why in one ERROR line, sets `event_audit_checkpoint_signer_ok` to
+//! 0; ingest goes on. The witness being down never stops ingest: what is not published stays
+//! queued, is counted (`backlog`) and retried at the next round.
 
+pub mod memory;
 pub mod publish;
+pub mod read;
+pub mod sign;
 pub mod store;
+pub mod submit;
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
-use crate::audit::note::{Checkpoint, NoteError, PrivateKey};
-use crate::audit::tlog::Frontier;
+use crate::audit::note::{self, Checkpoint, PrivateKey, PublicKey, REVERDICTS_SUFFIX};
+use crate::audit::reverdict::chain_order;
+use crate::audit::tlog::{Frontier, MemTree};
 use crate::config::WitnessSettings;
 use crate::db::{Db, DbError};
 use crate::ingest::source::{Bus, BusError};
 use crate::telemetry::metrics::witness::WitnessMetrics;
-use store::CheckpointStore;
+use crate::tree::TreeStore;
+use memory::{Memory, Remembered};
+pub use read::{latest_checkpoint, load_key, load_policy, load_public_key, read_witness};
+use sign::{Found, Refusal};
+use store::{CheckpointStore, LOG_EVENTS, LOG_REVERDICTS};
+use submit::Witnesses;
 
-/// Why the signer could not start or a round failed.
+/// Why the signer could not start, a round failed, or a reader could not read.
 #[derive(Debug, thiserror::Error)]
-pub enum WitnessError {
+pub enum CheckpointError {
     #[error("signing key file {path}: {why}; create one with `event-audit keygen --out PREFIX`")]
     Key { path: String, why: String },
+    #[error("witness policy {path}: {why}")]
+    Policy { path: String, why: String },
     #[error(transparent)]
     Db(#[from] DbError),
     #[error(transparent)]
     Bus(#[from] BusError),
-    #[error("no usable checkpoint: the witness holds none the database reaches (is the daemon signing checkpoints? with --public-key, only checkpoints it verifies count)")]
+    #[error("no usable checkpoint: the witness holds none the database reaches (is the daemon signing checkpoints? with --public-key, only checkpoints it verifies count; with --witness-policy, only those its quorum cosigned)")]
     NoCheckpoint,
     #[error("checkpoint directory {path}: {source}")]
     Dir {
@@ -42,41 +59,37 @@ pub enum WitnessError {
     },
 }
 
-/// Reads a private key file (its content is never logged or shown).
-pub fn load_key(path: &std::path::Path) -> Result<PrivateKey, WitnessError> {
-    let shown = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| WitnessError::Key {
-        path: shown.clone(),
-        why: e.to_string(),
-    })?;
-    PrivateKey::parse(&text).map_err(|e: NoteError| WitnessError::Key {
-        path: shown,
-        why: e.to_string(),
-    })
+/// What one round did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Round {
+    /// The (log, size) of each checkpoint signed in this round.
+    pub signed: Vec<(&'static str, i64)>,
+    pub published: usize,
+    /// Checkpoints still waiting to be published.
+    pub backlog: usize,
+    /// Why nothing was signed, if the signer refused.
+    pub refused: Option<String>,
 }
 
 /// The checkpoint signer of one daemon.
-#[derive(Clone)]
 pub struct Signer {
     key: Arc<PrivateKey>,
+    public: PublicKey,
     origin: String,
     store: CheckpointStore,
+    trees: TreeStore,
     bus: Bus,
     stream: String,
     dir: Option<PathBuf>,
     interval: Duration,
     limit: Duration,
     metrics: Arc<WitnessMetrics>,
-}
-
-/// What one round did.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct Round {
-    /// The size of the checkpoint signed in this round, if any.
-    pub signed: Option<i64>,
-    pub published: usize,
-    /// Checkpoints still waiting to be published.
-    pub backlog: usize,
+    state: PathBuf,
+    witnesses: Option<Mutex<Witnesses>>,
+    /// The refusal last logged (logged again only when it changes).
+    last_refusal: Mutex<Option<String>>,
+    /// Whether the stream's newest messages were searched for notes this signer forgot.
+    searched: Mutex<bool>,
 }
 
 impl Signer {
@@ -87,27 +100,58 @@ impl Signer {
         bus: Bus,
         s: &WitnessSettings,
         metrics: Arc<WitnessMetrics>,
-    ) -> Signer {
-        Signer {
+    ) -> Result<Signer, CheckpointError> {
+        let policy = match &s.witness_policy {
+            Some(p) => Some(load_policy(p)?),
+            None => None,
+        };
+        let state = s.signer_state_path().ok_or_else(|| CheckpointError::Key {
+            path: String::new(),
+            why: "no signer state file (--signer-state)".into(),
+        })?;
+        let limit = s.publish_timeout.get();
+        Ok(Signer {
+            public: key.public(),
             key: Arc::new(key),
             origin,
-            store: CheckpointStore::new(db),
+            store: CheckpointStore::new(db.clone()),
+            trees: TreeStore::new(db),
             bus,
             stream: s.checkpoint_stream.clone(),
             dir: s.checkpoint_dir.clone(),
             interval: s.checkpoint_interval.get(),
-            limit: s.publish_timeout.get(),
+            limit,
             metrics,
-        }
+            state,
+            witnesses: policy.map(|p| Mutex::new(Witnesses::new(p, limit))),
+            last_refusal: Mutex::new(None),
+            searched: Mutex::new(false),
+        })
     }
 
     pub fn origin(&self) -> &str {
         &self.origin
     }
 
-    /// Creates the witness stream if missing (a failure here is retried by every round).
-    pub async fn prepare(&self) -> Result<(), WitnessError> {
-        publish::ensure_stream(&self.bus, &self.stream, self.limit).await?;
+    /// The two logs: (log, origin).
+    fn logs(&self) -> [(&'static str, String); 2] {
+        [
+            (LOG_EVENTS, self.origin.clone()),
+            (
+                LOG_REVERDICTS,
+                format!("{}{REVERDICTS_SUFFIX}", self.origin),
+            ),
+        ]
+    }
+
+    /// Creates the witness stream if missing and checks its configuration (a failure here is
+    /// retried by every round).
+    pub async fn prepare(&self) -> Result<(), CheckpointError> {
+        let problems = publish::ensure_stream(&self.bus, &self.stream, self.limit).await?;
+        self.metrics.stream_ok.set(i64::from(problems.is_empty()));
+        if !problems.is_empty() {
+            tracing::error!(stream = %self.stream, problems = %problems.join("; "), "the checkpoint stream does not keep evidence: published checkpoints can be removed through NATS; recreate it (deny delete, deny purge, no limits) and deny stream updates to the daemon's NATS user");
+        }
         Ok(())
     }
 
@@ -132,181 +176,400 @@ impl Signer {
 
     async fn round_logged(&self) {
         if let Err(e) = self.round().await {
-            tracing::warn!(error = %e, "checkpoint round failed; retried at the next one");
+            tracing::warn!(error = %e, "checkpoint round failed (checkpoints not published stay queued); retried at the next one");
         }
     }
 
-    /// One round: sign if the tree grew, then publish what is queued, in order.
-    pub async fn round(&self) -> Result<Round, WitnessError> {
+    /// One round: sign what grew (if it extends what the key signed), then publish the queue.
+    pub async fn round(&self) -> Result<Round, CheckpointError> {
         let mut out = Round::default();
         let mut tx = self.store.lock().await?;
-        let (size, front) = CheckpointStore::head(&mut tx).await?;
-        let latest = CheckpointStore::latest(&mut tx).await?;
-        if size > latest {
-            let tree = u64::try_from(size)
-                .ok()
-                .and_then(|n| Frontier::from_bytes(n, &front))
-                .ok_or(DbError::Corrupt {
-                    what: "audit.chain_head.frontier",
-                    why: "does not hold one hash per set bit of the tree size",
-                })?;
-            let cp = Checkpoint {
-                origin: self.origin.clone(),
-                size: tree.size(),
-                root: tree.root(),
-            };
-            let note = self.key.sign(&cp);
-            CheckpointStore::insert(&mut tx, size, &note).await?;
-            out.signed = Some(size);
-            tracing::debug!(size, "checkpoint signed");
+        let mut refusal = self.sign(&mut tx, &mut out).await?.err();
+        let mut failed = None;
+        if refusal.is_none() {
+            let (r, f) = self.publish(&mut tx, &mut out).await?;
+            refusal = r.err();
+            failed = f;
         }
-        let queue = CheckpointStore::unpublished(&mut tx).await?;
-        let mut failed: Option<WitnessError> = None;
-        for c in &queue {
-            if let Some(dir) = &self.dir {
-                if let Err(source) = publish::write_dir(dir, c.tree_size, &c.note) {
-                    failed = Some(WitnessError::Dir {
-                        path: dir.display().to_string(),
-                        source,
-                    });
-                    break;
-                }
-            }
-            match publish::publish(
-                &self.bus,
-                &self.stream,
-                &self.origin,
-                c.tree_size,
-                &c.note,
-                self.limit,
-            )
-            .await
-            {
-                Ok(()) => {
-                    CheckpointStore::mark_published(&mut tx, c.tree_size).await?;
-                    out.published += 1;
-                    self.metrics.size.set(c.tree_size);
-                    self.metrics.time.set(chrono::Utc::now().timestamp());
-                }
-                Err(e) => {
-                    failed = Some(e.into());
-                    break;
-                }
-            }
-        }
-        out.backlog = queue.len() - out.published;
-        self.metrics
-            .backlog
-            .set(i64::try_from(out.backlog).unwrap_or(i64::MAX));
         tx.commit().await.map_err(|e| {
-            WitnessError::Db(DbError::Sql {
+            CheckpointError::Db(DbError::Sql {
                 action: "commit checkpoints",
                 place: None,
                 cause: e,
             })
         })?;
+        self.metrics
+            .backlog
+            .set(i64::try_from(out.backlog).unwrap_or(i64::MAX));
+        let mut last = self.last_refusal.lock().await;
+        match refusal {
+            Some(r) => {
+                let text = r.to_string();
+                self.metrics.signer_ok.set(0);
+                self.metrics.refusals.with_label_values(&[r.reason()]).inc();
+                if last.as_deref() != Some(&text) {
+                    tracing::error!(reason = r.reason(), "checkpoint signer refuses: {text}");
+                }
+                *last = Some(text.clone());
+                out.refused = Some(text);
+            }
+            None => {
+                if last.take().is_some() {
+                    tracing::info!("checkpoint signer signs again: the tree extends every checkpoint this key signed");
+                }
+                self.metrics.signer_ok.set(1);
+            }
+        }
         if let Some(e) = failed {
             self.metrics.failures.inc();
             return Err(e);
         }
         Ok(out)
     }
+
+    /// The notes of `log` signed by this key: the stored ones newer than `from` (foreign ones
+    /// counted and ignored), and on the first round the stream's newest and the directory's.
+    async fn found(
+        &self,
+        tx: &mut sqlx::PgConnection,
+        log: &str,
+        origin: &str,
+        from: i64,
+        extra: &[String],
+    ) -> Result<Vec<Found>, CheckpointError> {
+        let mut out = Vec::new();
+        for s in CheckpointStore::newer_or_queued(tx, log, from).await? {
+            match note::open(&s.note, &self.public) {
+                Ok(cp) if cp.origin == origin && i64::try_from(cp.size) == Ok(s.tree_size) => {
+                    out.push(Found { cp, note: s.note })
+                }
+                _ => self.foreign(log, s.tree_size),
+            }
+        }
+        for text in extra {
+            if let Ok(cp) = note::open(text, &self.public) {
+                if cp.origin == origin {
+                    out.push(Found {
+                        cp,
+                        note: text.clone(),
+                    });
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn foreign(&self, log: &str, size: i64) {
+        self.metrics.foreign.inc();
+        tracing::error!(log, tree_size = size, "a stored checkpoint does not open with the signing key, for this log's origin and size: ignored, never published (someone with the database's writer role inserted it)");
+    }
+
+    /// On the first round, the notes in the stream's newest messages and in the directory.
+    async fn elsewhere(&self) -> Vec<String> {
+        let mut searched = self.searched.lock().await;
+        if *searched {
+            return Vec::new();
+        }
+        let mut notes = Vec::new();
+        match publish::read_tail(&self.bus, &self.stream, 256, self.limit).await {
+            Ok(f) => notes.extend(f.into_iter().map(|f| f.note)),
+            Err(e) => {
+                tracing::warn!(error = %e, "the checkpoint stream's newest checkpoints cannot be read; relying on the signer's memory and the database's copies")
+            }
+        }
+        if let Some(dir) = &self.dir {
+            if let Ok(f) = publish::read_dir(dir) {
+                notes.extend(f.into_iter().rev().take(256).map(|f| f.note));
+            }
+        }
+        *searched = true;
+        notes
+    }
+
+    /// Decides and signs each log; the memory is saved before anything is stored.
+    async fn sign(
+        &self,
+        tx: &mut sqlx::PgConnection,
+        out: &mut Round,
+    ) -> Result<Result<(), Refusal>, CheckpointError> {
+        let mut memory = match Memory::load(&self.state, &self.public) {
+            Ok(m) => m.unwrap_or_default(),
+            Err(e) => return Ok(Err(Refusal::Memory(e.to_string()))),
+        };
+        let extra = self.elsewhere().await;
+        let (head_size, front) = CheckpointStore::head(tx).await?;
+        let head_size = u64::try_from(head_size).unwrap_or(0);
+        let head_root = Frontier::from_bytes(head_size, &front).map(|f| f.root());
+        let leaves = chain_order(&CheckpointStore::run_ends(tx).await?);
+        let mut fresh = Vec::new();
+        let mut changed = false;
+        for (log, origin) in self.logs() {
+            let before = memory.logs.get(&origin).cloned();
+            let from = before.as_ref().map_or(-1, |r| r.size() as i64);
+            let found = self.found(tx, log, &origin, from, &extra).await?;
+            let decided = if log == LOG_EVENTS {
+                sign::events(
+                    &self.trees,
+                    &origin,
+                    before.as_ref(),
+                    &found,
+                    head_size,
+                    head_root,
+                )
+                .await?
+            } else {
+                sign::reverdicts(&origin, before.as_ref(), &found, &leaves)
+            };
+            let outcome = match decided {
+                Ok(o) => o,
+                Err(r) => return Ok(Err(r)),
+            };
+            if let Some(r) = outcome.remembered.filter(|r| Some(r) != before.as_ref()) {
+                memory.logs.insert(origin.clone(), r);
+                changed = true;
+            }
+            if let Some(tree) = outcome.to_sign {
+                let cp = Checkpoint {
+                    origin: origin.clone(),
+                    size: tree.size(),
+                    root: tree.root(),
+                };
+                let note = self.key.sign(&cp);
+                fresh.push((log, cp.size as i64, note.clone()));
+                memory.logs.insert(
+                    origin,
+                    Remembered {
+                        root: cp.root,
+                        tree,
+                        note,
+                    },
+                );
+                changed = true;
+            }
+        }
+        if changed {
+            if let Err(e) = memory.save(&self.state, &self.public) {
+                return Ok(Err(Refusal::Memory(e.to_string())));
+            }
+        }
+        for (log, size, note) in &fresh {
+            CheckpointStore::insert(tx, log, *size, note).await?;
+            out.signed.push((log, *size));
+            tracing::debug!(log, size, "checkpoint signed");
+        }
+        // A note remembered but not stored (a commit lost after the memory was written, or a
+        // database emptied of its copies) is stored again, to be published.
+        for (log, origin) in self.logs() {
+            if let Some(r) = memory.logs.get(&origin) {
+                let plain = r
+                    .note
+                    .split_inclusive('\n')
+                    .take_while(|l| !l.starts_with(note::DASH))
+                    .collect::<String>();
+                let own = signature_of(&r.note, &self.public);
+                CheckpointStore::insert(tx, log, r.size() as i64, &format!("{plain}{own}")).await?;
+            }
+        }
+        Ok(Ok(()))
+    }
+
+    /// Publishes every queued note of each log in order (cosigned first when there is a
+    /// policy); stops a log at the first that cannot go out (that failure is returned beside
+    /// the outcome: what was published stays marked).
+    async fn publish(
+        &self,
+        tx: &mut sqlx::PgConnection,
+        out: &mut Round,
+    ) -> Result<(Result<(), Refusal>, Option<CheckpointError>), CheckpointError> {
+        let mut failed: Option<CheckpointError> = None;
+        for (log, origin) in self.logs() {
+            let queue = CheckpointStore::newer_or_queued(tx, log, i64::MAX).await?;
+            let mut pending = queue.len();
+            for c in queue {
+                let ok = note::open(&c.note, &self.public)
+                    .is_ok_and(|cp| cp.origin == origin && cp.size as i64 == c.tree_size);
+                if !ok {
+                    self.foreign(log, c.tree_size);
+                    pending -= 1;
+                    continue;
+                }
+                let (text, lines) = match &self.witnesses {
+                    None => (c.note.clone(), None),
+                    Some(w) => {
+                        let mut w = w.lock().await;
+                        match self
+                            .cosign(&mut w, log, &origin, &c.note, c.tree_size)
+                            .await?
+                        {
+                            Ok(Some(lines)) => {
+                                (note::with_signatures(&c.note, &lines), Some(lines))
+                            }
+                            Ok(None) => break,
+                            Err(r) => return Ok((Err(r), failed)),
+                        }
+                    }
+                };
+                if let Err(e) = self.send(log, &origin, c.tree_size, &text).await {
+                    failed = Some(e);
+                    break;
+                }
+                CheckpointStore::mark_published(tx, log, c.tree_size, lines.as_deref()).await?;
+                self.remember_cosigned(&origin, c.tree_size, &text);
+                pending -= 1;
+                out.published += 1;
+                if log == LOG_EVENTS {
+                    self.metrics.size.set(c.tree_size);
+                    self.metrics.time.set(chrono::Utc::now().timestamp());
+                }
+            }
+            out.backlog += pending;
+        }
+        Ok((Ok(()), failed))
+    }
+
+    /// The policy witnesses' cosignature lines on one note, once the quorum cosigned
+    /// (`Ok(None)`: not yet, retried next round), or the evidence that makes the signer stop.
+    async fn cosign(
+        &self,
+        w: &mut Witnesses,
+        log: &str,
+        origin: &str,
+        note_text: &str,
+        size: i64,
+    ) -> Result<Result<Option<String>, Refusal>, CheckpointError> {
+        let size = u64::try_from(size).unwrap_or(0);
+        let leaves = if log == LOG_REVERDICTS {
+            let mut tx = self
+                .store
+                .db()
+                .pool()
+                .acquire()
+                .await
+                .map_err(|e| DbError::Sql {
+                    action: "read the re-verdict run ends",
+                    place: None,
+                    cause: e,
+                })?;
+            chain_order(&CheckpointStore::run_ends(&mut tx).await?)
+        } else {
+            Vec::new()
+        };
+        let mem = MemTree {
+            leaves: leaves
+                .iter()
+                .map(|l| crate::audit::tlog::leaf_hash(l))
+                .collect(),
+        };
+        let trees = &self.trees;
+        let got = w
+            .submit(origin, note_text, size, |old| {
+                let mem = &mem;
+                async move {
+                    if log == LOG_REVERDICTS {
+                        if (mem.leaves.len() as u64) < size {
+                            return Err("the re-verdict runs changed".to_owned());
+                        }
+                        Ok(mem.consistency(old, size))
+                    } else {
+                        trees
+                            .consistency(old, size)
+                            .await
+                            .map_err(|e| e.to_string())
+                    }
+                }
+            })
+            .await;
+        for f in &got.failures {
+            self.metrics.witness_failures.inc();
+            if f.is_evidence() {
+                return Ok(Err(Refusal::Witness {
+                    log: origin.to_owned(),
+                    why: f.to_string(),
+                }));
+            }
+        }
+        if got.count < w.policy.quorum {
+            let why: Vec<String> = got.failures.iter().map(ToString::to_string).collect();
+            tracing::warn!(log, size, cosigned = got.count, quorum = w.policy.quorum, failures = %why.join("; "), "checkpoint waits for the witnesses' quorum; retried at the next round");
+            return Ok(Ok(None));
+        }
+        Ok(Ok(Some(got.lines)))
+    }
+
+    /// Publishes one note to the directory and the stream.
+    async fn send(
+        &self,
+        log: &str,
+        origin: &str,
+        size: i64,
+        text: &str,
+    ) -> Result<(), CheckpointError> {
+        if let Some(dir) = &self.dir {
+            publish::write_dir(dir, log, size, text).map_err(|source| CheckpointError::Dir {
+                path: dir.display().to_string(),
+                source,
+            })?;
+        }
+        publish::publish(&self.bus, &self.stream, origin, size, text, self.limit).await?;
+        Ok(())
+    }
+
+    /// Keeps the cosigned note in the memory when it is the one remembered.
+    fn remember_cosigned(&self, origin: &str, size: i64, text: &str) {
+        let Ok(Some(mut m)) = Memory::load(&self.state, &self.public) else {
+            return;
+        };
+        if let Some(r) = m.logs.get_mut(origin).filter(|r| r.size() as i64 == size) {
+            r.note = text.to_owned();
+            if let Err(e) = m.save(&self.state, &self.public) {
+                tracing::warn!(error = %e, "the cosigned checkpoint could not be kept in the signer's memory");
+            }
+        }
+    }
 }
 
-/// The daemon's signer when a signing key file is configured (an unreadable or malformed key
-/// stops the daemon before ingest starts); says at start-up whether checkpoints are on. The
-/// signer runs at each interval, and once more when ingest has ended.
+/// The signature line(s) of `key` in a note (with their newlines).
+fn signature_of(text: &str, key: &PublicKey) -> String {
+    let prefix = format!("{}{} ", note::DASH, key.name);
+    text.split_inclusive('\n')
+        .filter(|l| l.starts_with(&prefix))
+        .collect()
+}
+
+/// The daemon's signer when a signing key file is configured (an unreadable or malformed key,
+/// or policy, stops the daemon before ingest starts); says at start-up whether checkpoints are
+/// on. The signer runs at each interval, and once more when ingest has ended.
 pub fn from_settings(
     s: &crate::config::Settings,
     db: &Db,
     bus: &Bus,
     metrics: &crate::telemetry::metrics::Metrics,
-) -> Result<Option<Signer>, WitnessError> {
+) -> Result<Option<Signer>, CheckpointError> {
     let w = &s.witness;
     let Some(path) = &w.signing_key_file else {
         tracing::info!("checkpoints are off: no signing key (--signing-key-file or EVENT_AUDIT_SIGNING_KEY_FILE); the log is not witnessed outside the database");
         return Ok(None);
     };
     let key = load_key(path)?;
-    // The log's name: as configured, else the key's (keygen names the key after the origin,
-    // and verify expects the same).
-    let origin = w.origin.clone().unwrap_or_else(|| key.name.clone());
-    tracing::info!(%origin, key = %key.public().encode(), stream = %w.checkpoint_stream, interval = %w.checkpoint_interval, "checkpoints on");
-    let (db, bus, m) = (db.clone(), bus.clone(), metrics.witness.clone());
-    Ok(Some(Signer::new(key, origin, db, bus, w, m)))
-}
-
-/// Every checkpoint the witness holds: the checkpoint directory when one is set, else the
-/// witness stream (connecting with the NATS settings).
-pub async fn read_witness(
-    s: &crate::config::Settings,
-) -> Result<Vec<publish::Found>, WitnessError> {
-    let w = &s.witness;
-    if let Some(dir) = &w.checkpoint_dir {
-        return publish::read_dir(dir).map_err(|source| WitnessError::Dir {
-            path: dir.display().to_string(),
-            source,
-        });
-    }
-    let bus = Bus::connect(&s.nats).await?;
-    // Reading a long history takes longer than one publish: a minute per call at least.
-    let limit = w.publish_timeout.get().max(Duration::from_secs(60));
-    Ok(publish::read_stream(&bus, &w.checkpoint_stream, limit).await?)
-}
-
-/// Reads a public key file.
-pub fn load_public_key(
-    path: &std::path::Path,
-) -> Result<crate::audit::note::PublicKey, WitnessError> {
-    let shown = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| WitnessError::Key {
-        path: shown.clone(),
-        why: e.to_string(),
-    })?;
-    crate::audit::note::PublicKey::parse(&text).map_err(|e| WitnessError::Key {
-        path: shown,
-        why: e.to_string(),
-    })
-}
-
-/// The checkpoint `prove` proves against: the newest witnessed one the database's tree reaches
-/// (with `key`, only one whose signature verifies); when the witness cannot be read or holds
-/// none, and only with `key`, the database's copy of the latest one, once its signature
-/// verifies.
-pub async fn latest_checkpoint(
-    s: &crate::config::Settings,
-    db: &Db,
-    key: Option<&crate::audit::note::PublicKey>,
-) -> Result<(Checkpoint, String), WitnessError> {
-    use crate::audit::note;
-    let store = CheckpointStore::new(db.clone());
-    let head = store.tree_size().await?;
-    let open = |text: &str| match key {
-        Some(k) => note::open(text, k).ok(),
-        None => note::claimed(text).ok(),
-    };
-    let found = match read_witness(s).await {
-        Ok(f) => f,
-        Err(e) if key.is_some() => {
-            tracing::warn!(error = %e, "the witness cannot be read; using the database's copy of the latest checkpoint, checked with the public key");
-            Vec::new()
+    // The log's name is the key's (keygen names the key after the origin; witnesses and
+    // verify expect the same).
+    let origin = match &w.origin {
+        Some(o) if *o != key.name => {
+            return Err(CheckpointError::Key {
+                path: path.display().to_string(),
+                why: format!("the key is named `{}`, but the origin is set to `{o}`: a log's origin is its key's name (generate a key with `keygen --origin {o}`)", key.name),
+            })
         }
-        Err(e) => return Err(e),
+        _ => key.name.clone(),
     };
-    let best = found
-        .into_iter()
-        .filter_map(|f| open(&f.note).map(|c| (c, f.note)))
-        .filter(|(c, _)| i64::try_from(c.size).is_ok_and(|n| n <= head))
-        .max_by_key(|(c, _)| c.size);
-    if let Some(b) = best {
-        return Ok(b);
-    }
-    if key.is_some() {
-        if let Some(text) = store.latest_note().await? {
-            if let Some(c) = open(&text) {
-                return Ok((c, text));
-            }
-        }
-    }
-    Err(WitnessError::NoCheckpoint)
+    let signer = Signer::new(
+        key,
+        origin,
+        db.clone(),
+        bus.clone(),
+        w,
+        metrics.witness.clone(),
+    )?;
+    tracing::info!(origin = %signer.origin, key = %signer.public.encode(), stream = %w.checkpoint_stream, interval = %w.checkpoint_interval, state = %signer.state.display(), witnesses = signer.witnesses.as_ref().map_or(0, |_| 1), "checkpoints on");
+    Ok(Some(signer))
 }

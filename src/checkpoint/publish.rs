@@ -1,7 +1,8 @@
-//! Where checkpoints are witnessed, outside the database: a JetStream stream created with
-//! `deny_delete` and `deny_purge` (a published checkpoint cannot be removed through NATS;
-//! NATS 2.9 has both), and optionally a directory (one file per checkpoint, never rewritten).
-//! Also reads them back for `verify` and `prove`.
+//! Where checkpoints are published, outside the database: a JetStream stream created with
+//! `deny_delete` and `deny_purge` and no limit that evicts (a published checkpoint cannot be
+//! removed through NATS; NATS 2.9 has both), whose configuration is checked wherever it is used
+//! (an existing stream is not trusted because of its name), and optionally a directory (one file
+//! per checkpoint, never rewritten). Also reads them back for `verify`, `prove` and the signer.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -32,8 +33,43 @@ pub fn subject(stream: &str) -> String {
     format!("{CHECKPOINT_SUBJECT_PREFIX}.{stream}")
 }
 
-/// The witness stream, created when missing (file storage, deny delete, deny purge).
-pub async fn ensure_stream(bus: &Bus, name: &str, limit: Duration) -> Result<(), BusError> {
+/// What makes a checkpoint stream unfit to keep evidence: each property it lacks.
+pub fn config_problems(c: &stream::Config) -> Vec<String> {
+    let mut out = Vec::new();
+    if !c.deny_delete {
+        out.push("deny_delete is off (a checkpoint can be deleted)".to_owned());
+    }
+    if !c.deny_purge {
+        out.push("deny_purge is off (the stream can be purged)".to_owned());
+    }
+    if !c.max_age.is_zero() {
+        out.push(format!(
+            "max_age is {:?} (old checkpoints expire)",
+            c.max_age
+        ));
+    }
+    for (name, v) in [
+        ("max_msgs", c.max_messages),
+        ("max_bytes", c.max_bytes),
+        ("max_msgs_per_subject", c.max_messages_per_subject),
+    ] {
+        if v > 0 {
+            out.push(format!("{name} is {v} (old checkpoints are evicted)"));
+        }
+    }
+    if c.allow_rollup {
+        out.push("allow_rollup is on (a rollup replaces old checkpoints)".to_owned());
+    }
+    out
+}
+
+/// The witness stream, created when missing (file storage, deny delete, deny purge, no limit);
+/// returns what its configuration lacks (empty when it is fit).
+pub async fn ensure_stream(
+    bus: &Bus,
+    name: &str,
+    limit: Duration,
+) -> Result<Vec<String>, BusError> {
     let config = stream::Config {
         name: name.to_owned(),
         subjects: vec![subject(name)],
@@ -43,9 +79,77 @@ pub async fn ensure_stream(bus: &Bus, name: &str, limit: Duration) -> Result<(),
         ..Default::default()
     };
     match tokio::time::timeout(limit, bus.js.get_or_create_stream(config)).await {
-        Ok(Ok(_)) => Ok(()),
+        Ok(Ok(mut s)) => match tokio::time::timeout(limit, s.info()).await {
+            Ok(Ok(info)) => Ok(config_problems(&info.config)),
+            Ok(Err(e)) => Err(js("read the checkpoint stream", name, e)),
+            Err(_) => Err(js("read the checkpoint stream", name, "timed out")),
+        },
         Ok(Err(e)) => Err(js("create the checkpoint stream", name, e)),
         Err(_) => Err(js("create the checkpoint stream", name, "timed out")),
+    }
+}
+
+/// What an existing checkpoint stream's configuration lacks (`verify`: read, never created).
+pub async fn stream_problems(
+    bus: &Bus,
+    name: &str,
+    limit: Duration,
+) -> Result<Vec<String>, BusError> {
+    let get = async {
+        let mut s = bus
+            .js
+            .get_stream(name)
+            .await
+            .map_err(|e| js("open the checkpoint stream", name, e))?;
+        let info = s
+            .info()
+            .await
+            .map_err(|e| js("read the checkpoint stream", name, e))?;
+        Ok(config_problems(&info.config))
+    };
+    match tokio::time::timeout(limit, get).await {
+        Ok(r) => r,
+        Err(_) => Err(js("read the checkpoint stream", name, "timed out")),
+    }
+}
+
+/// The newest messages of the stream, newest first, at most `most` of them (the signer's
+/// look for checkpoints its key signed that it does not remember).
+pub async fn read_tail(
+    bus: &Bus,
+    name: &str,
+    most: u64,
+    limit: Duration,
+) -> Result<Vec<Found>, BusError> {
+    let get = async {
+        let mut s = bus
+            .js
+            .get_stream(name)
+            .await
+            .map_err(|e| js("open the checkpoint stream", name, e))?;
+        let state = s
+            .info()
+            .await
+            .map_err(|e| js("read the checkpoint stream", name, e))?
+            .state
+            .clone();
+        let mut out = Vec::new();
+        let mut seq = state.last_sequence;
+        while seq >= state.first_sequence.max(1) && out.len() < most as usize {
+            // A deleted message (deny_delete off) leaves a gap: skipped.
+            if let Ok(m) = s.get_raw_message(seq).await {
+                out.push(Found {
+                    label: format!("stream {name} sequence {seq}"),
+                    note: String::from_utf8_lossy(&m.payload).into_owned(),
+                });
+            }
+            seq -= 1;
+        }
+        Ok(out)
+    };
+    match tokio::time::timeout(limit, get).await {
+        Ok(r) => r,
+        Err(_) => Err(js("read the checkpoint stream", name, "timed out")),
     }
 }
 
@@ -75,21 +179,24 @@ pub async fn publish(
     }
 }
 
-/// The file of the checkpoint of `size` in `dir`.
-pub fn file_of(dir: &Path, size: i64) -> PathBuf {
-    dir.join(format!("{size:020}.note"))
+/// The file of the checkpoint of `size` of `log` in `dir` (the events log's files keep their
+/// plain name).
+pub fn file_of(dir: &Path, log: &str, size: i64) -> PathBuf {
+    if log == super::store::LOG_EVENTS {
+        dir.join(format!("{size:020}.note"))
+    } else {
+        dir.join(format!("{log}-{size:020}.note"))
+    }
 }
 
-/// Writes a checkpoint to `dir` (created if missing); an existing file is never rewritten.
-pub fn write_dir(dir: &Path, size: i64, note: &str) -> std::io::Result<()> {
+/// Writes a checkpoint to `dir` (created if missing), fsynced; an existing file is never
+/// rewritten (a note with more cosignatures than the first one published stays in the stream).
+pub fn write_dir(dir: &Path, log: &str, size: i64, note: &str) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
-    let path = file_of(dir, size);
-    if path.exists() {
-        return Ok(());
+    match crate::files::create_new(&file_of(dir, log, size), note.as_bytes(), 0o644) {
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        r => r,
     }
-    let tmp = dir.join(format!(".{size:020}.tmp"));
-    std::fs::write(&tmp, note)?;
-    std::fs::rename(tmp, path)
 }
 
 /// Every checkpoint in `dir` (`*.note`, by name).

@@ -1,6 +1,8 @@
 //! The SQL of the checkpoint signer: under a transaction-scoped advisory lock (one signer at a
-//! time across every daemon of the log), the committed tree's head, the latest stored
-//! checkpoint, storing a new one, the ones not yet published (in order) and marking them.
+//! time across every daemon of the log), the committed tree's head, the closed re-verdict runs'
+//! end hashes, the stored checkpoints (the queue of what is to be published, per log: a
+//! convenience, since the signer trusts only notes that open with its key), storing one,
+//! and marking one published with the cosignatures it got.
 
 use sqlx::{PgConnection, Postgres, Transaction};
 
@@ -9,21 +11,32 @@ use crate::db::{Ctx, Db, DbError};
 /// The advisory lock key of the checkpoint signer (any constant unique to this use).
 const SIGNER_LOCK: i64 = 0x6576_6175_6469_7431; // "evaudit1"
 
+/// Which tree a checkpoint is of: the rows (`events`) or the closed re-verdict runs.
+pub const LOG_EVENTS: &str = "events";
+pub const LOG_REVERDICTS: &str = "reverdicts";
+
 #[derive(Clone)]
 pub struct CheckpointStore {
     db: Db,
 }
 
-/// A stored checkpoint not yet published.
+/// A stored checkpoint.
 #[derive(Debug, Clone, sqlx::FromRow)]
-pub struct Unpublished {
+pub struct Stored {
+    pub log: String,
     pub tree_size: i64,
     pub note: String,
+    pub published: bool,
+    pub cosignatures: Option<String>,
 }
 
 impl CheckpointStore {
     pub fn new(db: Db) -> CheckpointStore {
         CheckpointStore { db }
+    }
+
+    pub fn db(&self) -> &Db {
+        &self.db
     }
 
     /// A transaction holding the signer's lock (waits for another daemon's signer).
@@ -45,50 +58,89 @@ impl CheckpointStore {
             .ctx("read the tree head")
     }
 
-    /// The size of the latest stored checkpoint (0 when none).
-    pub async fn latest(tx: &mut PgConnection) -> Result<i64, DbError> {
-        sqlx::query_scalar("SELECT COALESCE(max(tree_size), 0)::int8 FROM audit.checkpoints")
-            .fetch_one(tx)
+    /// Every closed re-verdict run's end: (previous hash, hash), in no order.
+    pub async fn run_ends(tx: &mut PgConnection) -> Result<Vec<(Vec<u8>, Vec<u8>)>, DbError> {
+        sqlx::query_as("SELECT prev_hash, hash FROM audit.reprocess_run_ends")
+            .fetch_all(tx)
             .await
-            .ctx("read the latest checkpoint")
+            .ctx("read the re-verdict run ends")
     }
 
-    pub async fn insert(tx: &mut PgConnection, size: i64, note: &str) -> Result<(), DbError> {
-        sqlx::query("INSERT INTO audit.checkpoints (tree_size, note) VALUES ($1, $2)")
-            .bind(size)
-            .bind(note)
-            .execute(tx)
-            .await
-            .ctx("store a checkpoint")?;
-        Ok(())
-    }
-
-    /// The checkpoints not yet published, oldest first.
-    pub async fn unpublished(tx: &mut PgConnection) -> Result<Vec<Unpublished>, DbError> {
+    /// The stored checkpoints of `log` larger than `size`, or not yet published, oldest first.
+    pub async fn newer_or_queued(
+        tx: &mut PgConnection,
+        log: &str,
+        size: i64,
+    ) -> Result<Vec<Stored>, DbError> {
         sqlx::query_as(
-            "SELECT tree_size, note FROM audit.checkpoints WHERE NOT published ORDER BY tree_size",
+            "SELECT log, tree_size, note, published, cosignatures FROM audit.checkpoints \
+             WHERE log = $1 AND (tree_size > $2 OR NOT published) ORDER BY tree_size",
         )
+        .bind(log)
+        .bind(size)
         .fetch_all(tx)
         .await
-        .ctx("read unpublished checkpoints")
+        .ctx("read stored checkpoints")
     }
 
-    pub async fn mark_published(tx: &mut PgConnection, size: i64) -> Result<(), DbError> {
-        sqlx::query("UPDATE audit.checkpoints SET published = true WHERE tree_size = $1")
-            .bind(size)
-            .execute(tx)
-            .await
-            .ctx("mark a checkpoint published")?;
+    /// Stores a checkpoint (nothing when one of that size is stored already).
+    pub async fn insert(
+        tx: &mut PgConnection,
+        log: &str,
+        size: i64,
+        note: &str,
+    ) -> Result<(), DbError> {
+        sqlx::query(
+            "INSERT INTO audit.checkpoints (log, tree_size, note) VALUES ($1, $2, $3) \
+             ON CONFLICT DO NOTHING",
+        )
+        .bind(log)
+        .bind(size)
+        .bind(note)
+        .execute(tx)
+        .await
+        .ctx("store a checkpoint")?;
         Ok(())
     }
 
-    /// The latest stored checkpoint's note (`prove`'s fallback, trusted only once its
-    /// signature verifies).
-    pub async fn latest_note(&self) -> Result<Option<String>, DbError> {
-        sqlx::query_scalar("SELECT note FROM audit.checkpoints ORDER BY tree_size DESC LIMIT 1")
-            .fetch_optional(self.db.pool())
-            .await
-            .ctx("read the latest stored checkpoint")
+    pub async fn mark_published(
+        tx: &mut PgConnection,
+        log: &str,
+        size: i64,
+        cosignatures: Option<&str>,
+    ) -> Result<(), DbError> {
+        sqlx::query(
+            "UPDATE audit.checkpoints SET published = true, cosignatures = $3 \
+             WHERE log = $1 AND tree_size = $2",
+        )
+        .bind(log)
+        .bind(size)
+        .bind(cosignatures)
+        .execute(tx)
+        .await
+        .ctx("mark a checkpoint published")?;
+        Ok(())
+    }
+
+    /// The stored checkpoints of the events log, newest first, with their cosignatures
+    /// appended (`prove`'s fallback when the witness cannot be read; trusted only once the
+    /// signature and any witness policy hold).
+    pub async fn notes_newest_first(&self) -> Result<Vec<String>, DbError> {
+        let rows: Vec<(String, Option<String>)> = sqlx::query_as(
+            "SELECT note, cosignatures FROM audit.checkpoints WHERE log = $1 \
+             ORDER BY tree_size DESC LIMIT 100",
+        )
+        .bind(LOG_EVENTS)
+        .fetch_all(self.db.pool())
+        .await
+        .ctx("read the stored checkpoints")?;
+        Ok(rows
+            .into_iter()
+            .map(|(n, c)| match c {
+                Some(c) => crate::audit::note::with_signatures(&n, &c),
+                None => n,
+            })
+            .collect())
     }
 
     /// The committed tree's size.

@@ -1,6 +1,8 @@
 //! `event-audit keygen --out PREFIX`: an Ed25519 key pair for signing checkpoints:
 //! `PREFIX.key` (the private key, mode 0600, for the daemon's --signing-key-file) and
-//! `PREFIX.pub` (the public key, for auditors). Existing files are never overwritten.
+//! `PREFIX.pub` (the public key, for auditors and witnesses). With `--witness --name NAME`: a
+//! witness's cosigning key (C2SP tlog-cosignature, signature type 0x04) for `witness serve`.
+//! Files are created new (`O_EXCL`): an existing file or symlink is never written through.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -11,8 +13,9 @@ use serde::Serialize;
 
 use super::args::{ConfigArg, DatabaseArgs};
 use super::witness_args::PlaceArgs;
+use crate::audit::cosign::WitnessSigner;
 use crate::audit::note::PrivateKey;
-use crate::reconcile::manifest::write_private;
+use crate::files::create_new;
 
 /// Options of `event-audit keygen`.
 #[derive(clap::Args, Debug, Clone, Default, Serialize)]
@@ -24,7 +27,16 @@ pub struct KeygenArgs {
     #[arg(long)]
     #[serde(skip)]
     pub out: PathBuf,
-    /// The database whose name makes the default key name (event-audit/<database name>).
+    /// A witness's cosigning key (for `witness serve`) instead of a log's signing key.
+    #[arg(long = "witness", requires = "name")]
+    #[serde(skip)]
+    pub cosigner: bool,
+    /// The witness's name (a schema-less URL is recommended, e.g. witness.example.com/w1).
+    #[arg(long, requires = "cosigner")]
+    #[serde(skip)]
+    pub name: Option<String>,
+    /// The database whose name goes into the default log origin
+    /// (event-audit/<database name>/<random>).
     #[command(flatten)]
     pub database: DatabaseArgs,
     #[command(flatten)]
@@ -39,29 +51,53 @@ fn with_ext(prefix: &std::path::Path, ext: &str) -> PathBuf {
 
 pub fn run(args: KeygenArgs) -> anyhow::Result<ExitCode> {
     let settings = args.config.load(&args)?;
-    let name = settings.witness.origin_for(&settings.database.url);
-    let (private, public) = (with_ext(&args.out, ".key"), with_ext(&args.out, ".pub"));
-    for p in [&private, &public] {
-        anyhow::ensure!(
-            !p.exists(),
-            "{} exists; keygen never overwrites a key (choose another --out)",
-            p.display()
-        );
-    }
     let mut seed = [0u8; 32];
     rand::rngs::OsRng.fill_bytes(&mut seed);
-    let key = PrivateKey::from_seed(&name, &seed)
-        .with_context(|| format!("the key name `{name}` (set --origin)"))?;
+    let (secret, public) = if args.cosigner {
+        let name = args.name.clone().unwrap_or_default();
+        let k = WitnessSigner::from_seed(&name, &seed)
+            .with_context(|| format!("the witness name `{name}`"))?;
+        (k.encode(), k.public().encode())
+    } else {
+        let mut unique = [0u8; 8];
+        rand::rngs::OsRng.fill_bytes(&mut unique);
+        let unique: String = unique.iter().map(|b| format!("{b:02x}")).collect();
+        let name = settings.witness.origin_for(&settings.database.url, &unique);
+        let k = PrivateKey::from_seed(&name, &seed)
+            .with_context(|| format!("the key name `{name}` (set --origin)"))?;
+        (k.encode(), k.public().encode())
+    };
     seed.fill(0);
-    write_private(&private, format!("{}\n", key.encode()).as_bytes())
-        .with_context(|| format!("writing {}", private.display()))?;
-    std::fs::write(&public, format!("{}\n", key.public().encode()))
-        .with_context(|| format!("writing {}", public.display()))?;
+    let (private_path, public_path) = (with_ext(&args.out, ".key"), with_ext(&args.out, ".pub"));
+    let exists = |p: &PathBuf| {
+        format!(
+            "{} exists (or is a symlink); keygen never overwrites a key (choose another --out)",
+            p.display()
+        )
+    };
+    create_new(&private_path, format!("{secret}\n").as_bytes(), 0o600)
+        .with_context(|| exists(&private_path))?;
+    if let Err(e) = create_new(&public_path, format!("{public}\n").as_bytes(), 0o644) {
+        // Both or neither: a private key without its public half is removed again.
+        let _ = std::fs::remove_file(&private_path);
+        return Err(e).with_context(|| exists(&public_path));
+    }
+    let (use_private, use_public) = if args.cosigner {
+        (
+            "give it to `witness serve --key`",
+            "give it to the log's operators and auditors for their --witness-policy",
+        )
+    } else {
+        (
+            "give it to the daemon as --signing-key-file",
+            "give it to auditors and witnesses",
+        )
+    };
     eprintln!(
-        "wrote {} (private, mode 0600: give it to the daemon as --signing-key-file) and {} (public: give it to auditors)",
-        private.display(),
-        public.display()
+        "wrote {} (private, mode 0600: {use_private}) and {} (public: {use_public})",
+        private_path.display(),
+        public_path.display()
     );
-    println!("{}", key.public().encode());
+    println!("{public}");
     Ok(ExitCode::SUCCESS)
 }

@@ -17,6 +17,7 @@ pub mod runs;
 pub mod verify;
 pub mod verify_proof;
 mod verify_witness;
+pub mod witness;
 pub mod witness_args;
 
 #[cfg(feature = "dev")]
@@ -48,6 +49,8 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// Parsed once per process: the variants' sizes do not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// The daemon: consume the stream through a durable consumer into the audit log.
@@ -57,8 +60,15 @@ pub enum Command {
     Verify(verify::VerifyArgs),
     /// Check an evidence bundle offline against the log's public key (no database, no NATS).
     VerifyProof(verify_proof::VerifyProofArgs),
-    /// Write a key pair for signing checkpoints: PREFIX.key (private, 0600) and PREFIX.pub.
+    /// Write a key pair for signing checkpoints (or, with --witness, a witness's cosigning key):
+    /// PREFIX.key (private, 0600) and PREFIX.pub.
     Keygen(keygen::KeygenArgs),
+    /// The independent witness (C2SP tlog-witness): cosigns a log's checkpoints that extend
+    /// the last one it cosigned; for auditors, outside the log operators' reach.
+    Witness {
+        #[command(subcommand)]
+        action: witness::WitnessAction,
+    },
     /// Write an evidence bundle (JSON) proving one event, or an account's events, against the
     /// latest witnessed checkpoint.
     Prove(prove::ProveArgs),
@@ -167,6 +177,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Verify(args) => verify::run(args),
         Command::VerifyProof(args) => verify_proof::run(args),
         Command::Keygen(args) => keygen::run(args),
+        Command::Witness { action } => witness::run(action),
         Command::Prove(args) => prove::run(args),
         Command::Reconcile(args) => reconcile::run(args),
         Command::Batch { action } => batch::run(action),

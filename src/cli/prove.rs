@@ -65,7 +65,13 @@ pub fn run(args: ProveArgs) -> anyhow::Result<ExitCode> {
             None => None,
         };
         let store = TreeStore::new(db.clone());
-        let (cp, note) = crate::checkpoint::latest_checkpoint(&settings, &db, key.as_ref()).await?;
+        let policy = match &settings.witness.witness_policy {
+            Some(p) => Some(crate::checkpoint::load_policy(p)?),
+            None => None,
+        };
+        let (cp, note) =
+            crate::checkpoint::latest_checkpoint(&settings, &db, key.as_ref(), policy.as_ref())
+                .await?;
         let (since, until) = (
             args.since.map(|t| t.to_rfc3339()).unwrap_or_default(),
             args.until.map(|t| t.to_rfc3339()).unwrap_or_default(),

@@ -11,7 +11,9 @@ use super::args::{is_false, ConfigArg, DatabaseArgs, NatsArgs};
 use super::witness_args::ReaderArgs;
 use crate::db::Db;
 use crate::ingest::source::Bus;
-use crate::verify::{gaps, VerifyStore, WalkOptions};
+use crate::tree::TreeStore;
+use crate::verify::walk::LeafSink;
+use crate::verify::{gaps, witness, VerifyStore, WalkOptions};
 
 /// Options of `event-audit verify`.
 #[derive(clap::Args, Debug, Clone, Default, Serialize)]
@@ -49,50 +51,62 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         // One more connection than workers: a payload compared by PostgreSQL itself.
         let db = Db::open_existing(&settings.database, workers + 1).await?;
         let store = VerifyStore::new(db.clone());
-        // With the witness and a state from an earlier run: only the rows after the last
-        // checked checkpoint are rehashed (`--full`: all of them).
-        let from_link = match &settings.witness.public_key {
-            Some(key) => {
-                let trees = crate::tree::TreeStore::new(db.clone());
-                crate::verify::witness::resume_link(&settings, &trees, key).await
-            }
+        let trees = TreeStore::new(db.clone());
+        // With the witness: the key, policy, state and checkpoints first (exit 2 when they
+        // cannot be used); the walk then feeds the tree from its own read of the rows, and
+        // resumes after the checkpoint checked last time (`--full`: every row).
+        let prepared = match &settings.witness.public_key {
+            Some(key) => match witness::prepare(&settings, &trees, key).await {
+                Ok(p) => Some(p),
+                Err(e) => {
+                    eprintln!("could not verify against the witness: {e}");
+                    return Ok(ExitCode::from(2));
+                }
+            },
+            None => None,
+        };
+        let mut sink = match &prepared {
+            Some(p) => Some(p.sink(&trees).await?),
             None => None,
         };
         let opts = WalkOptions {
             workers: workers as usize,
-            from_link,
+            from_link: prepared.as_ref().and_then(|p| p.from_link),
         };
         let started = std::time::Instant::now();
-        let mut report = store.walk(opts, None).await?;
+        let leaves = sink.as_mut().map(|s| s as &mut dyn LeafSink);
+        let mut report = store.walk(opts, leaves).await?;
         if !settings.verify.skip_completeness {
             let bus = Bus::connect(&settings.nats).await?;
             let c = gaps::check(&store, &bus).await?;
             report.add_completeness(c);
         }
-        // Re-verdicts of `reprocess` (their own hashes and run chain).
-        if let Some(why) = crate::verify::reverdicts::check(&db).await? {
+        // Re-verdicts of `reprocess` (their own hashes and run chain), and the runs' ends in
+        // chain order: the leaves of the re-verdict runs' tree.
+        let (broken, reverdict_leaves) = crate::verify::reverdicts::check_runs(&db).await?;
+        if let Some(why) = broken {
             report.add_break(why);
         }
         report.duration_ms = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
         println!("{}", serde_json::to_string(&report)?);
-        if let (true, Some(key)) = (report.ok, &settings.witness.public_key) {
+        let chain = if report.ok {
             eprintln!("chain intact: {} links, {} rows", report.links, report.rows);
-            // The one call of the witness checks (verify/witness.rs).
-            let (code, witness_ok) = super::verify_witness::run(&settings, db, key).await?;
-            store.record(&report, witness_ok).await?;
-            return Ok(code);
-        }
-        store.record(&report, None).await?;
-        if report.ok {
-            eprintln!("chain intact: {} links, {} rows", report.links, report.rows);
-            Ok(ExitCode::SUCCESS)
+            ExitCode::SUCCESS
         } else {
             eprintln!(
                 "chain BROKEN: {} ({} break(s) in all)",
                 report.first_break.as_deref().unwrap_or("?"),
                 report.breaks_total
             );
-            Ok(ExitCode::from(1))
-        }
+            ExitCode::from(1)
+        };
+        let (code, witness_ok) = match (prepared, sink) {
+            (Some(p), Some(sink)) => {
+                super::verify_witness::report(p, sink, &trees, &reverdict_leaves).await?
+            }
+            _ => (ExitCode::SUCCESS, None),
+        };
+        store.record(&report, witness_ok).await?;
+        Ok(if report.ok { code } else { chain })
     })
 }

@@ -28,9 +28,31 @@ pub struct SignerArgs {
         env = "EVENT_AUDIT_CHECKPOINT_INTERVAL"
     )]
     pub checkpoint_interval: Option<Dur>,
+    /// The signer's memory of the last checkpoint it signed, outside the database (default:
+    /// the key file's path with `.state` appended). Keep it with the key.
+    #[arg(long, id = "witness.signer_state", env = "EVENT_AUDIT_SIGNER_STATE")]
+    pub signer_state: Option<PathBuf>,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub policy: PolicyArg,
     #[command(flatten)]
     #[serde(flatten)]
     pub place: PlaceArgs,
+}
+
+/// The witnesses whose cosignatures a checkpoint needs.
+#[skip_serializing_none]
+#[derive(clap::Args, Debug, Clone, Default, Serialize)]
+pub struct PolicyArg {
+    /// Witness policy file: `witness <vkey> <url>` lines and `quorum <n>` (default: all).
+    /// `run` submits every checkpoint to these witnesses and publishes it with their
+    /// cosignatures; readers require the quorum (URLs ignored).
+    #[arg(
+        long,
+        id = "witness.witness_policy",
+        env = "EVENT_AUDIT_WITNESS_POLICY"
+    )]
+    pub witness_policy: Option<PathBuf>,
 }
 
 /// Where checkpoints are witnessed, and the log's name in them.
@@ -53,7 +75,7 @@ pub struct PlaceArgs {
     )]
     pub checkpoint_dir: Option<PathBuf>,
     /// The log's name in its checkpoints (default: the key's name; keygen's default is
-    /// event-audit/<database name>).
+    /// event-audit/<database name>/<random>).
     #[arg(long, id = "witness.origin", env = "EVENT_AUDIT_ORIGIN")]
     pub origin: Option<String>,
 }
@@ -71,9 +93,18 @@ pub struct ReaderArgs {
     #[serde(skip_serializing_if = "is_false")]
     pub full: bool,
     /// Where the last checked checkpoint is remembered (default
-    /// $HOME/.local/state/event-audit/<origin>.json).
+    /// $HOME/.local/state/event-audit/<origin>+<key id>.json). Keep it, and a copy of the
+    /// checkpoints, out of the log operators' reach.
     #[arg(long, id = "witness.state_file")]
     pub state_file: Option<PathBuf>,
+    /// Neither read nor write the state file (a first look at a log, or a state deliberately
+    /// set aside); without it, an unreadable state, or one of another log, is exit 2.
+    #[arg(long, id = "witness.no_state", conflicts_with = "witness.state_file")]
+    #[serde(skip_serializing_if = "is_false")]
+    pub no_state: bool,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub policy: PolicyArg,
     #[command(flatten)]
     #[serde(flatten)]
     pub place: PlaceArgs,

@@ -94,7 +94,11 @@ pub const CHECKPOINT_STREAM: &str = "EVENT_AUDIT_CHECKPOINTS";
 pub const CHECKPOINT_SUBJECT_PREFIX: &str = "event-audit.checkpoints";
 /// How long one publish of a checkpoint (or a read of the witness) may take.
 pub const CHECKPOINT_PUBLISH_TIMEOUT: Dur = Dur::secs(5);
-/// The prefix of the default origin: `event-audit/<database name>`.
+/// The independent witness's default listen address (`witness serve`).
+pub const WITNESS_LISTEN: &str = "127.0.0.1:9189";
+/// The largest `add-checkpoint` request body the witness reads.
+pub const WITNESS_MAX_BODY: usize = 64 * 1024;
+/// The prefix of the default origin: `event-audit/<database name>/<random>`.
 pub const ORIGIN_PREFIX: &str = "event-audit/";
 // Catalogue evolution.
 /// Stored rows `reprocess` reads, judges and writes per page (one transaction each).

@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 pub use duration::{parse_duration, Dur};
 pub use tools::{DemoSettings, PublishSettings, SimNaming, SimRates, SimulatorSettings};
 pub use validate::{redact_nats_url, redact_url, ConfigError};
-pub use witness::WitnessSettings;
+pub use witness::{WitnessServerSettings, WitnessSettings};
 
 /// All settings. Each command reads the groups it needs.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -39,6 +39,7 @@ pub struct Settings {
     pub demo: DemoSettings,
     pub verify: VerifySettings,
     pub witness: WitnessSettings,
+    pub witness_server: WitnessServerSettings,
 }
 
 fn addr(s: &str) -> SocketAddr {

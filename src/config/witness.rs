@@ -8,6 +8,35 @@ use serde::{Deserialize, Serialize};
 
 use super::{defaults, Dur};
 
+/// `witness serve`: the independent witness (C2SP tlog-witness), run by someone other than the
+/// log's operators.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WitnessServerSettings {
+    /// The witness's private key file (`keygen --witness`).
+    pub key_file: Option<PathBuf>,
+    /// The public key files of the logs it witnesses (each trusted for its name as origin and
+    /// for `<name>/reverdicts`).
+    pub log_keys: Vec<PathBuf>,
+    /// Where it keeps the latest checkpoint it cosigned per log.
+    pub state_dir: Option<PathBuf>,
+    /// Listen address of `POST /add-checkpoint` and `/metrics`.
+    pub listen: std::net::SocketAddr,
+}
+
+impl Default for WitnessServerSettings {
+    fn default() -> Self {
+        WitnessServerSettings {
+            key_file: None,
+            log_keys: Vec::new(),
+            state_dir: None,
+            listen: defaults::WITNESS_LISTEN
+                .parse()
+                .unwrap_or_else(|_| std::net::SocketAddr::from(([127, 0, 0, 1], 0))),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct WitnessSettings {
@@ -29,8 +58,16 @@ pub struct WitnessSettings {
     /// `verify`: where the last checked checkpoint is remembered; default
     /// `$HOME/.local/state/event-audit/<origin>.json`.
     pub state_file: Option<PathBuf>,
-    /// How long one publish to (or read of) the witness may take.
+    /// How long one publish to (or read of) the witness may take, and one witness request.
     pub publish_timeout: Dur,
+    /// The signer's memory of what it signed (default: the signing key file's path with
+    /// `.state` appended).
+    pub signer_state: Option<PathBuf>,
+    /// The witnesses that cosign checkpoints and the quorum readers require (`witness <vkey>
+    /// <url>` lines, `quorum <n>`): `run` submits to them, readers check the quorum.
+    pub witness_policy: Option<PathBuf>,
+    /// `verify`: neither read nor write the state file.
+    pub no_state: bool,
 }
 
 impl Default for WitnessSettings {
@@ -45,14 +82,18 @@ impl Default for WitnessSettings {
             full: false,
             state_file: None,
             publish_timeout: defaults::CHECKPOINT_PUBLISH_TIMEOUT,
+            signer_state: None,
+            witness_policy: None,
+            no_state: false,
         }
     }
 }
 
 impl WitnessSettings {
     /// The origin `keygen` names a key after: the configured one, else
-    /// `event-audit/<database name>`.
-    pub fn origin_for(&self, database_url: &str) -> String {
+    /// `event-audit/<database name>/<unique>` (`unique`: random hex keygen draws, so that two
+    /// logs never share an origin, as C2SP asks of origins).
+    pub fn origin_for(&self, database_url: &str, unique: &str) -> String {
         if let Some(o) = &self.origin {
             return o.clone();
         }
@@ -61,11 +102,24 @@ impl WitnessSettings {
             .and_then(|u| u.path_segments()?.next_back().map(str::to_owned))
             .filter(|n| !n.is_empty())
             .unwrap_or_else(|| "event_audit".into());
-        format!("{}{name}", defaults::ORIGIN_PREFIX)
+        format!("{}{name}/{unique}", defaults::ORIGIN_PREFIX)
     }
 
-    /// The state file of `verify`.
-    pub fn state_path(&self, origin: &str) -> Option<PathBuf> {
+    /// The signer's state file: as configured, else beside the key (`<key file>.state`).
+    pub fn signer_state_path(&self) -> Option<PathBuf> {
+        if let Some(p) = &self.signer_state {
+            return Some(p.clone());
+        }
+        let key = self.signing_key_file.as_ref()?;
+        let mut s = key.as_os_str().to_owned();
+        s.push(".state");
+        Some(PathBuf::from(s))
+    }
+
+    /// The state file of `verify`, for the log `origin` and its key `key_id` (hex): as
+    /// configured, else `$HOME/.local/state/event-audit/<origin>+<key id>.json`, so that two logs
+    /// (or one origin under two keys) never share a state.
+    pub fn state_path(&self, origin: &str, key_id: &str) -> Option<PathBuf> {
         if let Some(p) = &self.state_file {
             return Some(p.clone());
         }
@@ -80,6 +134,6 @@ impl WitnessSettings {
                 }
             })
             .collect();
-        Some(PathBuf::from(home).join(format!(".local/state/event-audit/{file}.json")))
+        Some(PathBuf::from(home).join(format!(".local/state/event-audit/{file}+{key_id}.json")))
     }
 }

@@ -7,8 +7,9 @@
 use std::collections::{BTreeMap, HashMap};
 
 use futures::stream::BoxStream;
+use futures::TryStreamExt;
 
-use crate::audit::tlog::{self, Hash, Node};
+use crate::audit::tlog::{self, Frontier, Hash, Node};
 use crate::db::{Ctx, Db, DbError};
 
 /// The height step of the stored subtrees (the writer stores one per `2^8` leaves).
@@ -51,6 +52,9 @@ fn to_hash(v: &[u8]) -> Result<Hash, DbError> {
         why: "is not 32 bytes",
     })
 }
+
+/// How many chain links' rows one query reads when the tree is extended.
+pub const LINKS_PER_READ: usize = 64;
 
 /// Spans of one height at most this far apart are read in one query.
 const MERGE_GAP: u64 = 256;
@@ -137,6 +141,57 @@ impl TreeStore {
         .bind(batches.1)
         .persistent(false)
         .fetch(self.db.pool())
+    }
+
+    /// Appends to `tree` the leaves after its size up to `to` (a link's tree size), in log
+    /// order, from the stored row hashes of the links covering them ([`LINKS_PER_READ`] links
+    /// per query); `each` sees the tree after every leaf. An error when a link's rows are
+    /// missing or no link ends at `to`.
+    pub async fn extend(
+        &self,
+        tree: &mut Frontier,
+        to: u64,
+        mut each: impl FnMut(&Frontier),
+    ) -> Result<(), DbError> {
+        let from = tree.size();
+        if to <= from {
+            return Ok(());
+        }
+        let links: Vec<(i64, i64, i32, i64)> = sqlx::query_as(
+            "SELECT link_seq, batch_id, row_count, tree_size FROM audit.chain_links \
+             WHERE tree_size > $1 AND tree_size <= $2 ORDER BY link_seq",
+        )
+        .bind(i64::try_from(from).unwrap_or(i64::MAX))
+        .bind(i64::try_from(to).unwrap_or(i64::MAX))
+        .fetch_all(self.db.pool())
+        .await
+        .ctx("read the links of a leaf range")?;
+        // Leaves of the first link before `from` are in the tree already.
+        let mut skip = links.first().map_or(0, |&(_, _, count, size)| {
+            u64::try_from(size - i64::from(count))
+                .ok()
+                .map_or(0, |start| from.saturating_sub(start))
+        });
+        for chunk in links.chunks(LINKS_PER_READ) {
+            let lo = chunk.iter().map(|l| l.1).min().unwrap_or(0);
+            let hi = chunk.iter().map(|l| l.1).max().unwrap_or(0);
+            let mut rows = self.leaves_of(chunk[0].0, chunk[chunk.len() - 1].0, (lo, hi));
+            while let Some(r) = rows.try_next().await.ctx("read row hashes in log order")? {
+                if skip > 0 {
+                    skip -= 1;
+                    continue;
+                }
+                tree.append(tlog::leaf_hash(&r.row_hash), |_, _| {});
+                each(tree);
+            }
+        }
+        if tree.size() != to {
+            return Err(DbError::Corrupt {
+                what: "audit.events",
+                why: "the rows of the links do not make the tree size their links claim",
+            });
+        }
+        Ok(())
     }
 
     /// Every stored subtree hash, by node.

@@ -28,6 +28,8 @@ pub struct Occurrence {
     pub claims: bool,
     /// SHA-256 of the message as received.
     pub raw_hash: Vec<u8>,
+    /// The JSON value of the payload text in the message ([`columns::payload_digest`]).
+    pub payload: Option<[u8; 32]>,
 }
 
 /// One row of `audit.id_findings`.
@@ -53,10 +55,9 @@ fn row_break(key: &Key, why: String) -> Break {
 }
 
 /// What the findings must be, given every occurrence of the repeated ids in log order, checked
-/// against what is stored. Pure. A finding's kind is checked where the rows decide it: a
-/// `duplicate` needs the first occurrence's event type and version; a `conflict` is wrong when
-/// the two messages are byte for byte the same with the same event. (Between those, payloads
-/// equal up to formatting, the kind stays as recorded.)
+/// against what is stored. Pure. A finding's kind is recomputed by ingest's own rule
+/// ([`columns::same_event`]): the same event name and the same message, or the same payload
+/// value, make a duplicate; anything else a conflict.
 pub fn compare(occurrences: &[Occurrence], mut stored: HashMap<Key, Stored>) -> Vec<Break> {
     let mut breaks = Vec::new();
     let mut first: HashMap<&str, &Occurrence> = HashMap::new();
@@ -87,7 +88,9 @@ pub fn compare(occurrences: &[Occurrence], mut stored: HashMap<Key, Stored>) -> 
             ));
             continue;
         };
-        let same_event = o.event_type == f.event_type && o.event_version == f.event_version;
+        let same_name = o.event_type == f.event_type && o.event_version == f.event_version;
+        let duplicate =
+            columns::same_event(same_name, o.raw_hash == f.raw_hash, (f.payload, o.payload));
         let why = if s.event_id != o.event_id {
             Some(format!(
                 "names envelope id {}, the row has {}",
@@ -99,13 +102,14 @@ pub fn compare(occurrences: &[Occurrence], mut stored: HashMap<Key, Stored>) -> 
                 at(&s.first),
                 at(&f.key)
             ))
-        } else if s.duplicate && !same_event {
-            Some("says duplicate, but the first occurrence is another event".to_owned())
-        } else if !s.duplicate && same_event && o.raw_hash == f.raw_hash {
-            Some(
-                "says conflict, but the first occurrence is the same message byte for byte"
-                    .to_owned(),
-            )
+        } else if s.duplicate && !duplicate {
+            Some(if same_name {
+                "says duplicate, but the first occurrence carries another payload".to_owned()
+            } else {
+                "says duplicate, but the first occurrence is another event".to_owned()
+            })
+        } else if !s.duplicate && duplicate {
+            Some("says conflict, but the first occurrence is the same event and payload".to_owned())
         } else {
             None
         };
@@ -140,7 +144,7 @@ pub async fn check(db: &Db) -> Result<Vec<Break>, DbError> {
              GROUP BY event_id HAVING count(*) > 1 \
            UNION SELECT event_id FROM audit.id_findings) \
          SELECT e.event_id, e.stream, e.stream_seq, e.published_at, e.event_type, e.event_version, \
-                {} AS claims, sha256(e.raw) AS raw_hash \
+                {} AS claims, sha256(e.raw) AS raw_hash, e.raw \
          FROM audit.events e JOIN repeated r ON r.event_id = e.event_id \
          LEFT JOIN audit.chain_links l ON l.batch_id = e.batch_id \
          ORDER BY l.link_seq, e.stream, e.stream_seq, e.published_at",
@@ -159,6 +163,8 @@ pub async fn check(db: &Db) -> Result<Vec<Break>, DbError> {
             event_version: row.get("event_version"),
             claims: row.get("claims"),
             raw_hash: row.get("raw_hash"),
+            payload: super::rows::payload_of(row.get::<&[u8], _>("raw"))
+                .map(columns::payload_digest),
         })
         .try_collect()
         .await
@@ -200,6 +206,7 @@ mod tests {
             event_version: Some("v1".into()),
             claims: true,
             raw_hash: raw.to_vec(),
+            payload: Some(columns::payload_digest(&String::from_utf8_lossy(raw))),
         }
     }
 

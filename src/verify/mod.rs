@@ -4,6 +4,7 @@
 //! order; [`gaps`] reports which stream sequences the log holds and why the others are missing.
 //! Its SQL is in [`store`]; it opens the database as a reader (never creates, never migrates).
 
+pub mod auditor;
 pub mod copy;
 pub mod findings;
 pub mod gaps;

@@ -12,6 +12,18 @@ use crate::db::{Ctx, Db, DbError};
 
 /// `Ok(Some(why))` names the first re-verdict, run or run end that does not match.
 pub async fn check(db: &Db) -> Result<Option<String>, DbError> {
+    Ok(check_runs(db).await?.0)
+}
+
+/// [`check`], and the closed runs' end hashes in chain order as far as the chain holds (the
+/// leaves of the re-verdict runs' Merkle tree).
+pub async fn check_runs(db: &Db) -> Result<(Option<String>, Vec<[u8; 32]>), DbError> {
+    let mut leaves = Vec::new();
+    let why = walk(db, &mut leaves).await?;
+    Ok((why, leaves))
+}
+
+async fn walk(db: &Db, leaves: &mut Vec<[u8; 32]>) -> Result<Option<String>, DbError> {
     let present: bool = sqlx::query_scalar("SELECT to_regclass('audit.reverdicts') IS NOT NULL")
         .fetch_one(db.pool())
         .await
@@ -53,6 +65,9 @@ pub async fn check(db: &Db) -> Result<Option<String>, DbError> {
         }
         if let Some(why) = check_pages(db, run_id, rows, changed).await? {
             return Ok(Some(why));
+        }
+        if let Ok(h) = <[u8; 32]>::try_from(hash.as_slice()) {
+            leaves.push(h);
         }
         prev = hash;
         walked += 1;

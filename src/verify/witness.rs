@@ -1,69 +1,31 @@
-//! `verify` against the witness: the signed checkpoints read from outside the database are
-//! checked (b) by signature and origin, then (c) the tree made from the rows' hashes, in log
-//! order, must have each checkpoint's root at its size (and every link's stored tree root and
-//! every stored subtree must match it: the tree against the rows), and (d) each checkpoint must
-//! extend the previous one (consistency proofs from the stored tree). The rows themselves are
-//! checked against their hashes by the walk.
+//! `verify` against the witness: the signed checkpoints read from outside the database (the
+//! stream, with its configuration checked, or the directory) are trusted once their signature,
+//! origin and (with a policy) quorum of cosignatures hold; the auditor's state ([`super::
+//! auditor`]) is never lowered: a newest checkpoint smaller than, or inconsistent with, the one
+//! checked last time is a break that prints both signed notes. Then the tree made from the rows'
+//! recomputed hashes, in log order, fed by the walk itself ([`TreeSink`], one read of the
+//! table), must have each checkpoint's root at its size (and every link's stored tree and every
+//! stored subtree must match it). The re-verdict runs' tree (origin `O/reverdicts`) is held
+//! against its own checkpoints the same way.
 //!
-//! Incremental by default: a state file remembers the last checkpoint this verifier checked,
-//! with the tree's right edge at its size; the next run proves the stored tree consistent with
-//! it and hashes only the rows after it. `full` hashes every row again.
+//! Incremental by default: the walk resumes at the state's checkpoint, whose root the stored
+//! tree must still have; `--full` rehashes every row and meets the state's checkpoint on the
+//! way.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::PathBuf;
 
-use base64::engine::general_purpose::STANDARD as B64;
-use base64::Engine;
-use futures::TryStreamExt;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-use crate::audit::note::{self, Checkpoint, NoteError, PublicKey};
-use crate::audit::tlog::{self, Frontier, Hash};
-use crate::db::{Ctx, DbError};
+use super::auditor::{AuditorState, Checked, StateError};
+use super::store::LinkRow;
+use super::walk::LeafSink;
+use crate::audit::cosign::WitnessPolicy;
+use crate::audit::note::{self, Checkpoint, NoteError, PublicKey, REVERDICTS_SUFFIX};
+use crate::audit::tlog::{self, Frontier, MemTree, Node};
+use crate::checkpoint::CheckpointError;
+use crate::db::DbError;
 use crate::tree::{TreeStore, TILE_HEIGHT};
-
-/// How many chain links' rows the witness pass reads per query.
-const LINKS_PER_READ: usize = 64;
-
-/// One checkpoint as read from the witness, with where it was found (stream sequence, file).
-#[derive(Debug, Clone)]
-pub struct Witnessed {
-    pub label: String,
-    pub note: String,
-}
-
-/// What this verifier checked last: a checkpoint and the tree's right edge at its size.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-pub struct State {
-    pub origin: String,
-    pub size: u64,
-    /// Base64 root.
-    pub root: String,
-    /// Base64 right edge (the frontier's hashes concatenated).
-    pub frontier: String,
-}
-
-impl State {
-    pub fn load(path: &Path) -> Option<State> {
-        let text = std::fs::read_to_string(path).ok()?;
-        serde_json::from_str(&text).ok()
-    }
-
-    pub fn save(&self, path: &Path) -> std::io::Result<()> {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)?;
-        }
-        let tmp = path.with_extension("tmp");
-        std::fs::write(&tmp, serde_json::to_vec_pretty(self).unwrap_or_default())?;
-        std::fs::rename(tmp, path)
-    }
-
-    fn tree(&self) -> Option<(Hash, Frontier)> {
-        let root = Hash::try_from(B64.decode(&self.root).ok()?).ok()?;
-        let f = Frontier::from_bytes(self.size, &B64.decode(&self.frontier).ok()?)?;
-        (f.root() == root).then_some((root, f))
-    }
-}
 
 /// A checkpoint not trusted, and why.
 #[derive(Debug, Clone, Serialize)]
@@ -78,23 +40,28 @@ pub struct WitnessReport {
     pub ok: bool,
     /// Checkpoints read from the witness.
     pub checkpoints: usize,
-    /// Checkpoints whose signature and origin hold.
+    /// Checkpoints whose signature, origin and cosignatures hold (both logs).
     pub trusted: usize,
     pub rejected: Vec<Rejected>,
-    /// The largest trusted checkpoint's size.
+    /// The largest trusted checkpoint's size (the rows' tree).
     pub witnessed_size: u64,
-    /// The first checkpoint the database does not hold (or a rejected one signed by the key).
+    /// The largest trusted checkpoint's size of the re-verdict runs' tree.
+    pub reverdicts_size: u64,
+    /// The first checkpoint the database does not hold (or that contradicts the state).
     pub first_divergent: Option<String>,
     /// The first thing that does not hold (checkpoint, link or stored subtree).
     pub first_break: Option<String>,
+    /// The signed notes that show a rollback or fork (the saved one, then the witness's).
+    pub evidence: Vec<String>,
+    /// What the checkpoint stream's configuration lacks to keep evidence.
+    pub stream_problems: Vec<String>,
     /// Rows whose hashes were taken into the tree in this run, from `from_size` on.
     pub rows_hashed: u64,
     pub from_size: u64,
-    /// Whether the run was incremental (from a state file).
+    /// Whether the run resumed from the state file.
     pub incremental: bool,
-    /// The state to save when everything holds.
-    #[serde(skip)]
-    pub new_state: Option<State>,
+    /// Whether a state file was read (false with `--no-state` or on a first run).
+    pub state_loaded: bool,
 }
 
 impl WitnessReport {
@@ -115,322 +82,451 @@ pub enum WitnessError {
     #[error(transparent)]
     Db(#[from] DbError),
     #[error("the witness: {0}")]
-    Witness(#[from] crate::checkpoint::WitnessError),
-    #[error("state file {path}: {source}")]
-    State {
+    Witness(#[from] CheckpointError),
+    #[error(transparent)]
+    State(#[from] StateError),
+    #[error("state file {path}: cannot be written: {source}")]
+    StateWrite {
         path: String,
         #[source]
         source: std::io::Error,
     },
 }
 
-/// `verify --public-key`: reads the key and the witnessed checkpoints (the stream, or the
-/// directory), checks the database against them from the state file (unless `full`), and saves
-/// the new state when everything holds. Errors are "could not verify" (exit 2).
-pub async fn against_witness(
+/// A trusted checkpoint and where it was found.
+#[derive(Debug, Clone)]
+struct Trusted {
+    cp: Checkpoint,
+    note: String,
+    label: String,
+}
+
+/// Everything known before the walk.
+pub struct Prepared {
+    key: PublicKey,
+    origin: String,
+    path: Option<PathBuf>,
+    saved: AuditorState,
+    report: WitnessReport,
+    events: Vec<Trusted>,
+    reverdicts: Vec<Trusted>,
+    /// The walk rehashes the rows of links from this one on (`None`: every row).
+    pub from_link: Option<i64>,
+    start: Frontier,
+}
+
+fn reverdicts_origin(origin: &str) -> String {
+    format!("{origin}{REVERDICTS_SUFFIX}")
+}
+
+/// Reads the key, the policy, the state and the witness, and checks the checkpoints against
+/// each other and against the state. Errors are "could not verify" (exit 2).
+pub async fn prepare(
     settings: &crate::config::Settings,
-    store: &TreeStore,
-    public_key: &Path,
-) -> Result<WitnessReport, WitnessError> {
+    trees: &TreeStore,
+    public_key: &std::path::Path,
+) -> Result<Prepared, WitnessError> {
     let w = &settings.witness;
     let key = crate::checkpoint::load_public_key(public_key)?;
-    // The log's name: as configured, else the key's name (keygen names the key after it).
-    let origin = w.origin.clone().unwrap_or_else(|| key.name.clone());
-    let found = crate::checkpoint::read_witness(settings).await?;
-    let witnessed: Vec<Witnessed> = found
-        .into_iter()
-        .map(|f| Witnessed {
-            label: f.label,
-            note: f.note,
-        })
-        .collect();
-    let path = w.state_path(&origin);
-    let state = match (&path, w.full) {
-        (Some(p), false) => State::load(p).filter(|s| s.origin == origin),
-        _ => None,
+    let policy = match &w.witness_policy {
+        Some(p) => Some(crate::checkpoint::load_policy(p)?),
+        None => None,
     };
-    let report = check(store, &witnessed, &key, Some(&origin), state).await?;
-    if let (Some(p), Some(s)) = (&path, &report.new_state) {
-        s.save(p).map_err(|source| WitnessError::State {
-            path: p.display().to_string(),
-            source,
-        })?;
-    }
-    Ok(report)
-}
-
-/// Where an incremental walk starts: the first link after the last checkpoint this verifier
-/// checked (from its state file), so that only the rows after it are rehashed; `None` (rehash
-/// every row) with `--full`, without a state, or when anything cannot be read. The rows before
-/// stay covered by the witness pass, which proves the stored tree still has that checkpoint's
-/// root; `--full` rehashes them too.
-pub async fn resume_link(
-    settings: &crate::config::Settings,
-    store: &TreeStore,
-    public_key: &Path,
-) -> Option<i64> {
-    let w = &settings.witness;
-    if w.full {
-        return None;
-    }
-    let key = crate::checkpoint::load_public_key(public_key).ok()?;
     let origin = w.origin.clone().unwrap_or_else(|| key.name.clone());
-    let state = State::load(&w.state_path(&origin)?).filter(|s| s.origin == origin)?;
-    let size = i64::try_from(state.size).ok()?;
-    let after = store.links_after(size).await.ok()?;
-    // No link after it: nothing to rehash.
-    Some(after.first().map_or(i64::MAX, |l| l.link_seq))
-}
-
-fn name(w: &Witnessed, cp: Option<&Checkpoint>) -> String {
-    match cp {
-        Some(c) => format!("checkpoint size {} ({})", c.size, w.label),
-        None => format!("checkpoint ({})", w.label),
-    }
-}
-
-/// Checks the witnessed checkpoints against the database (see the module's text). `origin`:
-/// the log's expected origin (another origin is rejected); `state`: the last state, unless a
-/// full run.
-pub async fn check(
-    store: &TreeStore,
-    witnessed: &[Witnessed],
-    key: &PublicKey,
-    origin: Option<&str>,
-    state: Option<State>,
-) -> Result<WitnessReport, WitnessError> {
+    let path = if w.no_state {
+        None
+    } else {
+        w.state_path(&origin, &note::hex4(&key.id))
+    };
+    let loaded = match &path {
+        Some(p) => AuditorState::load(p, &key)?,
+        None => None,
+    };
+    let (found, problems) = crate::checkpoint::read_witness(settings).await?;
     let mut report = WitnessReport {
         ok: true,
-        checkpoints: witnessed.len(),
+        checkpoints: found.len(),
+        state_loaded: loaded.is_some(),
         ..Default::default()
     };
-    if witnessed.is_empty() {
+    let saved = loaded.unwrap_or_default();
+    if found.is_empty() && saved.logs.is_empty() {
         return Err(WitnessError::NoCheckpoints);
     }
-    // (b) signatures and origin.
-    let mut trusted: Vec<(Checkpoint, String)> = Vec::new();
-    for w in witnessed {
-        match note::open(&w.note, key) {
-            Ok(cp) if origin.is_some_and(|o| o != cp.origin) => report.rejected.push(Rejected {
-                checkpoint: name(w, Some(&cp)),
+    if !problems.is_empty() {
+        report.fail(
+            None,
+            format!("the checkpoint stream does not keep evidence: {} (checkpoints can be removed through NATS)", problems.join("; ")),
+        );
+        report.stream_problems = problems;
+    }
+    let mut events = Vec::new();
+    let mut reverdicts = Vec::new();
+    let rv_origin = reverdicts_origin(&origin);
+    for f in found {
+        let claimed = note::claimed(&f.note).ok();
+        let name = match &claimed {
+            Some(c) if c.origin.ends_with(REVERDICTS_SUFFIX) => {
+                format!("re-verdict checkpoint size {} ({})", c.size, f.label)
+            }
+            Some(c) => format!("checkpoint size {} ({})", c.size, f.label),
+            None => format!("checkpoint ({})", f.label),
+        };
+        let verdict = trust(&f.note, &key, policy.as_ref());
+        match verdict {
+            Ok(cp) if cp.origin == origin => events.push(Trusted {
+                cp,
+                note: f.note,
+                label: name,
+            }),
+            Ok(cp) if cp.origin == rv_origin => reverdicts.push(Trusted {
+                cp,
+                note: f.note,
+                label: name,
+            }),
+            Ok(cp) => report.rejected.push(Rejected {
+                checkpoint: name,
                 why: format!("another log's origin `{}`", cp.origin),
             }),
-            Ok(cp) => {
-                let n = name(w, Some(&cp));
-                trusted.push((cp, n));
-            }
-            Err(e) => {
-                let claimed = note::claimed(&w.note).ok();
-                let n = name(w, claimed.as_ref());
-                if matches!(e, NoteError::BadSignature(_)) {
-                    report.fail(Some(n.clone()), format!("{n}: {e}"));
-                }
-                report.rejected.push(Rejected {
-                    checkpoint: n,
-                    why: e.to_string(),
-                });
-            }
+            Err(why) => report.rejected.push(Rejected {
+                checkpoint: name,
+                why,
+            }),
         }
     }
-    report.trusted = trusted.len();
-    if trusted.is_empty() {
-        let first = &report.rejected[0];
-        let (c, why) = (first.checkpoint.clone(), first.why.clone());
+    report.trusted = events.len() + reverdicts.len();
+    if events.is_empty() && saved.logs.is_empty() {
+        let first = report.rejected.first().cloned();
+        let (c, why) = first.map_or((String::new(), String::new()), |r| (r.checkpoint, r.why));
         report.fail(
             Some(c.clone()),
             format!(
-                "{c}: {why}; no checkpoint is signed by key {}+{} (wrong public key?)",
+                "{c}: {why}; no checkpoint is signed by key {}+{}{} (wrong public key?)",
                 key.name,
-                hex(&key.id)
+                note::hex4(&key.id),
+                if policy.is_some() {
+                    " and cosigned by the policy's quorum"
+                } else {
+                    ""
+                }
             ),
         );
-        return Ok(report);
     }
-    trusted.sort_by_key(|(c, _)| c.size);
-    for pair in trusted.windows(2) {
-        let ((a, _), (b, nb)) = (&pair[0], &pair[1]);
-        if a.size == b.size && a.root != b.root {
+    for (log, list) in [(&origin, &mut events), (&rv_origin, &mut reverdicts)] {
+        list.sort_by_key(|t| t.cp.size);
+        for pair in list.windows(2) {
+            if pair[0].cp.size == pair[1].cp.size && pair[0].cp.root != pair[1].cp.root {
+                report.evidence = vec![pair[0].note.clone(), pair[1].note.clone()];
+                report.fail(
+                    Some(pair[1].label.clone()),
+                    format!(
+                        "{}: two signed checkpoints of size {} with different roots (a split view)",
+                        pair[1].label, pair[0].cp.size
+                    ),
+                );
+            }
+        }
+        list.dedup_by(|a, b| a.cp == b.cp);
+        against_state(&mut report, log, list, saved.logs.get(log.as_str()));
+    }
+    report.witnessed_size = events.last().map_or(0, |t| t.cp.size);
+    report.reverdicts_size = reverdicts.last().map_or(0, |t| t.cp.size);
+    // The rows' state: consistent with the newest, so its proof from the stored tree follows.
+    let mut start = Frontier::new();
+    let mut from_link = None;
+    if let (true, Some(s)) = (report.ok, saved.logs.get(&origin)) {
+        if let Some(newest) = events.last().filter(|n| n.cp.size > s.cp.size) {
+            let proof = trees.consistency(s.cp.size, newest.cp.size).await?;
+            if let Err(e) = tlog::verify_consistency(
+                s.cp.size,
+                newest.cp.size,
+                &s.cp.root,
+                &newest.cp.root,
+                &proof,
+            ) {
+                report.evidence = vec![s.note.clone(), newest.note.clone()];
+                report.fail(Some(newest.label.clone()), format!("{} does not extend the checkpoint of size {} checked last time ({e}): a fork (both signed notes below)", newest.label, s.cp.size));
+            }
+        }
+        let (_, head) = trees.head().await?;
+        if report.ok && u64::try_from(head).unwrap_or(0) < s.cp.size {
+            report.fail(Some(format!("checkpoint size {} (checked last time)", s.cp.size)), format!("the database's tree has {head} rows, fewer than the checkpoint of size {} checked last time (rows removed or the database replaced)", s.cp.size));
+        } else if report.ok && !settings.witness.full && trees.root(s.cp.size).await? != s.cp.root {
+            report.fail(Some(format!("checkpoint size {} (checked last time)", s.cp.size)), format!("the database's tree at size {} no longer has the root checked last time (history rewritten; --full names the first divergent checkpoint)", s.cp.size));
+        } else if report.ok && !settings.witness.full {
+            start = s.tree.clone();
+            report.incremental = true;
+            let after = trees
+                .links_after(i64::try_from(s.cp.size).unwrap_or(i64::MAX))
+                .await?;
+            from_link = Some(after.first().map_or(i64::MAX, |l| l.link_seq));
+        }
+    }
+    report.from_size = start.size();
+    Ok(Prepared {
+        key,
+        origin,
+        path,
+        saved,
+        report,
+        events,
+        reverdicts,
+        from_link,
+        start,
+    })
+}
+
+/// A note's checkpoint, once it opens with the key and meets the policy.
+fn trust(
+    text: &str,
+    key: &PublicKey,
+    policy: Option<&WitnessPolicy>,
+) -> Result<Checkpoint, String> {
+    let cp = note::open(text, key).map_err(|e: NoteError| e.to_string())?;
+    if let Some(p) = policy {
+        p.check(text).map_err(|e| format!("witness policy: {e}"))?;
+    }
+    Ok(cp)
+}
+
+/// The newest trusted checkpoint against the one checked last time: never smaller, never
+/// another root at the same size (a larger one is proved consistent once the tree is read).
+fn against_state(report: &mut WitnessReport, log: &str, list: &[Trusted], saved: Option<&Checked>) {
+    let Some(s) = saved else { return };
+    let saved_name = if log.ends_with(REVERDICTS_SUFFIX) {
+        format!(
+            "re-verdict checkpoint size {} (checked last time)",
+            s.cp.size
+        )
+    } else {
+        format!("checkpoint size {} (checked last time)", s.cp.size)
+    };
+    match list.last() {
+        None => {
+            report.evidence = vec![s.note.clone()];
+            report.fail(Some(saved_name.clone()), format!("the witness holds no checkpoint of {log}, but {saved_name} was witnessed: checkpoints were removed (a rollback)"));
+        }
+        Some(n) if n.cp.size < s.cp.size => {
+            report.evidence = vec![s.note.clone(), n.note.clone()];
+            report.fail(Some(n.label.clone()), format!("the witness's newest {} is smaller than {saved_name}: a rollback (both signed notes below)", n.label));
+        }
+        Some(n) if n.cp.size == s.cp.size && n.cp.root != s.cp.root => {
+            report.evidence = vec![s.note.clone(), n.note.clone()];
             report.fail(
-                Some(nb.clone()),
+                Some(n.label.clone()),
                 format!(
-                    "{nb}: two signed checkpoints of size {} with different roots (a split view)",
-                    a.size
+                    "{} has another root than {saved_name}: a fork (both signed notes below)",
+                    n.label
                 ),
             );
         }
+        _ => {}
     }
-    trusted.dedup_by(|a, b| a.0 == b.0);
-    report.witnessed_size = trusted.last().map_or(0, |(c, _)| c.size);
-    if !report.ok {
-        return Ok(report);
-    }
+}
 
-    // The starting point: an earlier state consistent with the stored tree, or the empty tree.
-    let mut tree = Frontier::new();
-    if let Some((root, f)) = state.as_ref().and_then(State::tree) {
-        let newest = &trusted[trusted.len() - 1].0;
-        if newest.size >= f.size() {
-            let proof = store.consistency(f.size(), newest.size).await?;
-            if let Err(e) =
-                tlog::verify_consistency(f.size(), newest.size, &root, &newest.root, &proof)
-            {
-                let n = trusted[trusted.len() - 1].1.clone();
-                report.fail(
-                    Some(n.clone()),
-                    format!("{n} does not extend the checkpoint of size {} checked last time ({e}): history rewritten", f.size()),
-                );
-                return Ok(report);
-            }
-            if store.root(f.size()).await? != root {
-                let n = format!("checkpoint size {} (checked last time)", f.size());
-                report.fail(
-                    Some(n.clone()),
-                    format!("{n}: the database's tree at size {} no longer has the root checked last time (history rewritten; --full names the first divergent checkpoint)", f.size()),
-                );
-                return Ok(report);
-            }
-            report.incremental = true;
-            tree = f;
+/// The walk's leaves, made into the tree and held against links, stored subtrees and
+/// checkpoints as they come.
+pub struct TreeSink {
+    tree: Frontier,
+    /// (size, root, name) of the checkpoints to meet, in size order.
+    pending: Vec<(u64, tlog::Hash, String)>,
+    next: usize,
+    stored: HashMap<Node, Vec<u8>>,
+    breaks: Vec<(Option<String>, String)>,
+    rows: u64,
+    /// The tree at the newest checkpoint met.
+    at_newest: Option<Frontier>,
+}
+
+impl Prepared {
+    /// The sink the walk feeds (the stored subtrees are read once, here).
+    pub async fn sink(&self, trees: &TreeStore) -> Result<TreeSink, WitnessError> {
+        let mut pending: Vec<(u64, tlog::Hash, String)> = self
+            .events
+            .iter()
+            .filter(|t| t.cp.size > self.start.size())
+            .map(|t| (t.cp.size, t.cp.root, t.label.clone()))
+            .collect();
+        if let Some(s) = self
+            .saved
+            .logs
+            .get(&self.origin)
+            .filter(|s| s.cp.size > self.start.size())
+        {
+            pending.push((
+                s.cp.size,
+                s.cp.root,
+                format!("checkpoint size {} (checked last time)", s.cp.size),
+            ));
+            pending.sort_by_key(|p| p.0);
         }
-    }
-    report.from_size = tree.size();
-    let from_size = tree.size();
-    let (_, head_size) = store.head().await?;
-    let head_size = u64::try_from(head_size).unwrap_or(0);
-
-    // (c) the tree from the rows' hashes, against every link, stored subtree and checkpoint.
-    let pending: Vec<&(Checkpoint, String)> = trusted
-        .iter()
-        .filter(|(c, _)| c.size >= tree.size())
-        .collect();
-    let after = store
-        .links_after(i64::try_from(tree.size()).unwrap_or(i64::MAX))
-        .await?;
-    // The rows are read a range of links at a time (bounded by their batch ids).
-    let chunks: Vec<(i64, i64, (i64, i64))> = after
-        .iter()
-        .filter(|l| l.tree_size.is_some())
-        .collect::<Vec<_>>()
-        .chunks(LINKS_PER_READ)
-        .map(|c| {
-            let lo = c.iter().map(|l| l.batch_id).min().unwrap_or(0);
-            let hi = c.iter().map(|l| l.batch_id).max().unwrap_or(0);
-            (c[0].link_seq, c[c.len() - 1].link_seq, (lo, hi))
+        Ok(TreeSink {
+            tree: self.start.clone(),
+            pending,
+            next: 0,
+            stored: trees.stored_nodes().await?,
+            breaks: Vec::new(),
+            rows: 0,
+            at_newest: None,
         })
-        .collect();
-    let links: HashMap<i64, (Option<i64>, Option<Vec<u8>>)> = after
-        .into_iter()
-        .map(|l| (l.link_seq, (l.tree_size, l.tree_root)))
-        .collect();
-    let stored = store.stored_nodes().await?;
-    let mut next = 0usize;
-    let mut best: Option<State> = None;
-    let mut check_cp = |tree: &Frontier, report: &mut WitnessReport, next: &mut usize| {
-        while let Some((cp, n)) = pending.get(*next) {
-            if cp.size != tree.size() {
-                break;
-            }
-            *next += 1;
-            if tree.root() != cp.root {
-                report.fail(
-                    Some(n.clone()),
-                    format!("{n}: the database's tree at size {} has another root (rows changed, added or removed before it)", cp.size),
-                );
-                return;
-            }
-            best = Some(State {
-                origin: cp.origin.clone(),
-                size: cp.size,
-                root: B64.encode(cp.root),
-                frontier: B64.encode(tree.to_bytes()),
-            });
-        }
-    };
-    check_cp(&tree, &mut report, &mut next);
-    let mut current: Option<i64> = None;
-    let mut bad_node: Option<String> = None;
-    for &(first, last, batches) in &chunks {
-        let mut rows = store.leaves_of(first, last, batches);
-        while let Some(r) = rows.try_next().await.ctx("read row hashes in log order")? {
-            if current.is_some_and(|c| c != r.link_seq) {
-                if let Some(why) = link_tree_break(current, &links, &tree) {
-                    report.fail(None, why);
-                }
-            }
-            current = Some(r.link_seq);
-            tree.append(tlog::leaf_hash(&r.row_hash), |node, h| {
+    }
+}
+
+impl LeafSink for TreeSink {
+    fn link(&mut self, link: &LinkRow, row_hashes: &[[u8; 32]]) {
+        let (Some(size), Some(root)) = (link.tree_size, link.tree_root.as_deref()) else {
+            return;
+        };
+        for h in row_hashes {
+            let stored = &self.stored;
+            let mut bad = None;
+            self.tree.append(tlog::leaf_hash(h), |node, hash| {
                 if node.level > 0
                     && node.level % TILE_HEIGHT == 0
-                    && bad_node.is_none()
-                    && stored.get(&node).map(Vec::as_slice) != Some(&h[..])
+                    && stored.get(&node).map(Vec::as_slice) != Some(&hash[..])
                 {
-                    bad_node = Some(format!(
+                    bad = Some(format!(
                         "stored subtree height {} index {} does not match the rows (tree edited)",
                         node.level, node.index
                     ));
                 }
             });
-            report.rows_hashed += 1;
-            check_cp(&tree, &mut report, &mut next);
-            if !report.ok {
-                return Ok(report);
+            if let Some(b) = bad {
+                self.breaks.push((None, b));
+            }
+            self.rows += 1;
+            while let Some((s, r, name)) = self.pending.get(self.next) {
+                if *s != self.tree.size() {
+                    break;
+                }
+                if self.tree.root() != *r {
+                    self.breaks.push((Some(name.clone()), format!("{name}: the database's tree at size {s} has another root (rows changed, added or removed before it)")));
+                }
+                self.at_newest = Some(self.tree.clone());
+                self.next += 1;
+            }
+        }
+        if i64::try_from(self.tree.size()).ok() != Some(size) || root != self.tree.root() {
+            self.breaks.push((None, format!("link {}: its tree (size and root) does not match its rows (tree or rows edited)", link.link_seq)));
+        }
+    }
+}
+
+/// Completes the check after the walk: checkpoints the rows did not reach, older checkpoints
+/// against the state, the re-verdict runs' tree (`reverdict_leaves`: the closed runs' end hashes
+/// in chain order), and the new state, saved when everything holds.
+pub async fn finish(
+    p: Prepared,
+    sink: TreeSink,
+    trees: &TreeStore,
+    reverdict_leaves: &[[u8; 32]],
+) -> Result<WitnessReport, WitnessError> {
+    let mut report = p.report;
+    report.rows_hashed = sink.rows;
+    for (c, why) in sink.breaks {
+        report.fail(c, why);
+    }
+    if let Some((s, _, name)) = sink.pending.get(sink.next) {
+        report.fail(Some(name.clone()), format!("{name}: the database's tree has only {} rows (rows removed after it was witnessed)", sink.tree.size().min(*s)));
+    }
+    // Checkpoints older than where this run started: each must extend into the state's.
+    if let (true, Some(s)) = (report.ok, p.saved.logs.get(&p.origin)) {
+        for t in p.events.iter().filter(|t| t.cp.size < p.start.size()) {
+            let proof = trees.consistency(t.cp.size, s.cp.size).await?;
+            if tlog::verify_consistency(t.cp.size, s.cp.size, &t.cp.root, &s.cp.root, &proof)
+                .is_err()
+            {
+                report.evidence = vec![t.note.clone(), s.note.clone()];
+                report.fail(Some(t.label.clone()), format!("{} is not consistent with the checkpoint of size {} checked last time: a fork", t.label, s.cp.size));
             }
         }
     }
-    if let Some(why) = link_tree_break(current, &links, &tree) {
-        report.fail(None, why);
-    }
-    if let Some(why) = bad_node {
-        report.fail(None, why);
-    }
-    if let Some((cp, n)) = pending.get(next) {
-        report.fail(
-            Some(n.clone()),
-            format!(
-                "{n}: the database's tree has only {} rows (rows removed after it was witnessed)",
-                tree.size().max(head_size)
-            ),
-        );
-        let _ = cp;
-    }
-    // (d) each checkpoint extends the previous one, by proofs from the stored tree.
-    for pair in trusted.windows(2) {
-        let ((a, _), (b, nb)) = (&pair[0], &pair[1]);
-        if b.size < from_size || b.size > head_size {
-            continue;
+    // The re-verdict runs' tree, whole (a few leaves), against its checkpoints and the state.
+    let rv_origin = reverdicts_origin(&p.origin);
+    let mem = MemTree {
+        leaves: reverdict_leaves
+            .iter()
+            .map(|l| tlog::leaf_hash(l))
+            .collect(),
+    };
+    let saved_rv = p.saved.logs.get(&rv_origin);
+    let rv_checks = p
+        .reverdicts
+        .iter()
+        .map(|t| (t.cp.size, t.cp.root, t.label.clone()))
+        .chain(saved_rv.map(|s| {
+            (
+                s.cp.size,
+                s.cp.root,
+                format!(
+                    "re-verdict checkpoint size {} (checked last time)",
+                    s.cp.size
+                ),
+            )
+        }));
+    for (size, root, name) in rv_checks {
+        if size > mem.leaves.len() as u64 {
+            report.fail(Some(name.clone()), format!("{name}: the database holds only {} closed re-verdict runs (runs removed after it was witnessed)", mem.leaves.len()));
+        } else if mem.root(size) != root {
+            report.fail(Some(name.clone()), format!("{name}: the re-verdict runs' tree at size {size} has another root (runs or their re-verdicts rewritten)"));
         }
-        let proof = store.consistency(a.size, b.size).await?;
-        if let Err(e) = tlog::verify_consistency(a.size, b.size, &a.root, &b.root, &proof) {
-            report.fail(
-                Some(nb.clone()),
-                format!("{nb} is not consistent with the checkpoint of size {} in the database's tree ({e})", a.size),
+    }
+    if !report.ok {
+        return Ok(report);
+    }
+    // The new state: the newest trusted checkpoint of each log, never lower than the saved one.
+    let mut state = p.saved.clone();
+    if let (Some(n), Some(tree)) = (
+        p.events.last(),
+        sink.at_newest.or_else(|| {
+            (p.start.size() == p.events.last().map_or(0, |n| n.cp.size)).then(|| p.start.clone())
+        }),
+    ) {
+        if tree.size() == n.cp.size
+            && state
+                .logs
+                .get(&p.origin)
+                .is_none_or(|s| s.cp.size <= n.cp.size)
+        {
+            state.logs.insert(
+                p.origin.clone(),
+                Checked {
+                    cp: n.cp.clone(),
+                    note: n.note.clone(),
+                    tree,
+                },
             );
-            return Ok(report);
         }
     }
-    if report.ok {
-        report.new_state = best;
+    if let Some(n) = p.reverdicts.last() {
+        let mut tree = Frontier::new();
+        for l in mem.leaves.iter().take(n.cp.size as usize) {
+            tree.append(*l, |_, _| {});
+        }
+        if state
+            .logs
+            .get(&rv_origin)
+            .is_none_or(|s| s.cp.size <= n.cp.size)
+        {
+            state.logs.insert(
+                rv_origin,
+                Checked {
+                    cp: n.cp.clone(),
+                    note: n.note.clone(),
+                    tree,
+                },
+            );
+        }
+    }
+    if let Some(path) = &p.path {
+        if state != p.saved {
+            state
+                .save(path, &p.key)
+                .map_err(|source| WitnessError::StateWrite {
+                    path: path.display().to_string(),
+                    source,
+                })?;
+        }
     }
     Ok(report)
-}
-
-/// The break of the link just completed, if its stored tree does not match the rows.
-fn link_tree_break(
-    link: Option<i64>,
-    links: &HashMap<i64, (Option<i64>, Option<Vec<u8>>)>,
-    tree: &Frontier,
-) -> Option<String> {
-    let seq = link?;
-    let (size, root) = links.get(&seq)?;
-    let want = i64::try_from(tree.size()).ok();
-    if *size != want || root.as_deref() != Some(&tree.root()[..]) {
-        return Some(format!(
-            "link {seq}: its tree (size and root) does not match its rows (tree or rows edited)"
-        ));
-    }
-    None
-}
-
-fn hex(id: &[u8; 4]) -> String {
-    id.iter().map(|b| format!("{b:02x}")).collect()
 }

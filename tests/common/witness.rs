@@ -35,6 +35,11 @@ pub fn write_keys(dir: &Path, name: &str, seed: u8) -> (PathBuf, PathBuf, Privat
         dir.join(format!("k{seed}.pub")),
     );
     std::fs::write(&private, k.encode()).expect("write key");
+    std::fs::set_permissions(
+        &private,
+        std::os::unix::fs::PermissionsExt::from_mode(0o600),
+    )
+    .expect("chmod 600");
     std::fs::write(&public, k.public().encode()).expect("write pub");
     (private, public, k)
 }
@@ -73,4 +78,112 @@ pub async fn verify_witness(db_url: &str, public: &Path, stream: &str, extra: &[
     // The default state file lives under HOME: keep it out of the real one.
     let home = std::env::temp_dir().join("event-audit-test-home");
     event_audit(&args, &[("HOME", home.to_str().expect("utf-8"))]).await
+}
+
+/// A witness's cosigning key from a fixed seed, written to `dir/w<seed>.key` (0600) and `.pub`.
+pub fn write_witness_key(
+    dir: &Path,
+    name: &str,
+    seed: u8,
+) -> (PathBuf, PathBuf, event_audit::audit::cosign::WitnessSigner) {
+    use std::os::unix::fs::PermissionsExt;
+    let k = event_audit::audit::cosign::WitnessSigner::from_seed(name, &[seed; 32]).expect("key");
+    let (private, public) = (
+        dir.join(format!("w{seed}.key")),
+        dir.join(format!("w{seed}.pub")),
+    );
+    std::fs::write(&private, k.encode()).expect("write key");
+    std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    std::fs::write(&public, k.public().encode()).expect("write pub");
+    (private, public, k)
+}
+
+/// A policy file naming `witnesses` (vkey, base URL) with `quorum`.
+pub fn write_policy(path: &Path, witnesses: &[(String, String)], quorum: usize) -> PathBuf {
+    let mut text = String::from("# test witnesses\n");
+    for (vkey, url) in witnesses {
+        text.push_str(&format!("witness {vkey} {url}\n"));
+    }
+    text.push_str(&format!("quorum {quorum}\n"));
+    std::fs::write(path, text).expect("write policy");
+    path.to_owned()
+}
+
+/// `event-audit witness serve` as a process of its own (the point: a witness that shares
+/// nothing with the daemon), ended by its PID when dropped.
+pub struct WitnessProcess {
+    child: Option<tokio::process::Child>,
+    pub addr: String,
+    pub url: String,
+    key: PathBuf,
+    logs: Vec<PathBuf>,
+    pub state_dir: PathBuf,
+    pub stderr: PathBuf,
+}
+
+impl WitnessProcess {
+    /// Starts a witness with `key`, trusting `logs`, keeping its state in `state_dir`.
+    pub async fn start(key: &Path, logs: &[PathBuf], state_dir: &Path) -> WitnessProcess {
+        let mut w = WitnessProcess {
+            child: None,
+            addr: super::free_addr(),
+            url: String::new(),
+            key: key.to_owned(),
+            logs: logs.to_vec(),
+            state_dir: state_dir.to_owned(),
+            stderr: state_dir.with_extension("log"),
+        };
+        w.url = format!("http://{}", w.addr);
+        w.spawn().await;
+        w
+    }
+
+    async fn spawn(&mut self) {
+        let mut cmd = super::bin();
+        cmd.args(["witness", "serve", "--key"])
+            .arg(&self.key)
+            .arg("--state-dir")
+            .arg(&self.state_dir)
+            .args(["--listen", &self.addr]);
+        for l in &self.logs {
+            cmd.arg("--log-key").arg(l);
+        }
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.stderr)
+            .expect("witness log");
+        cmd.stdout(std::process::Stdio::null())
+            .stderr(log)
+            .env("RUST_LOG", "info")
+            .kill_on_drop(true);
+        self.child = Some(cmd.spawn().expect("start the witness"));
+        let started = std::time::Instant::now();
+        while tokio::net::TcpStream::connect(&self.addr).await.is_err() {
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(20),
+                "the witness did not listen on {}: {}",
+                self.addr,
+                std::fs::read_to_string(&self.stderr).unwrap_or_default()
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Ends the process (SIGKILL, by PID) and starts it again on the same address and state.
+    pub async fn restart(&mut self) {
+        self.stop().await;
+        self.spawn().await;
+    }
+
+    pub async fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill().await;
+        }
+    }
+
+    /// What it logged.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.stderr).unwrap_or_default()
+    }
 }

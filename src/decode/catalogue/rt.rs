@@ -68,8 +68,10 @@ impl fmt::Display for ErrorCode {
 
 /// One failing field. `path` is dot-delimited with zero-based array indexes
 /// (`supply_points.0.market_name`), like the REST spec's `attr`. Messages never quote values:
-/// payloads carry personal data.
+/// payloads carry personal data. Read back (`verify`, `reprocess`) with no key it does not know:
+/// a key added to a stored errors object cannot vanish in the re-canonicalisation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct FieldError {
     pub path: String,
     pub code: ErrorCode,

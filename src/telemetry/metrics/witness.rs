@@ -1,8 +1,20 @@
-//! Metrics of the witnessed log, written only by the daemon's checkpoint signer.
+//! Metrics of the witnessed log, written only by the daemon's checkpoint signer; and those of
+//! the independent witness (`witness serve`), in its own registry.
 
-use prometheus::{IntCounter, IntGauge};
+use prometheus::{IntCounter, IntCounterVec, IntGauge};
 
-use super::{counter, gauge, Registry};
+use super::{counter, counter_vec, gauge, Registry};
+
+/// Every reason the signer refuses to sign (the `reason` label's vocabulary).
+pub const REFUSAL_REASONS: &[&str] = &[
+    "smaller",
+    "rewritten",
+    "forked",
+    "head_forged",
+    "corrupt",
+    "memory",
+    "witness",
+];
 
 pub struct WitnessMetrics {
     /// Tree size of the last checkpoint this daemon published.
@@ -10,13 +22,31 @@ pub struct WitnessMetrics {
     /// Unix time of the last checkpoint this daemon published.
     pub time: IntGauge,
     pub failures: IntCounter,
-    /// Signed checkpoints not yet published.
+    /// Signed checkpoints not yet published (waiting for the stream or the witnesses' quorum).
     pub backlog: IntGauge,
+    /// 1 while the signer signs, 0 while it refuses (the reason in its ERROR line).
+    pub signer_ok: IntGauge,
+    pub refusals: IntCounterVec,
+    /// 1 when the checkpoint stream's configuration keeps evidence, 0 when it does not.
+    pub stream_ok: IntGauge,
+    /// Stored checkpoints that do not open with the signing key (inserted by someone else).
+    pub foreign: IntCounter,
+    /// Submissions a witness of the policy did not cosign (the WARN line names the witness).
+    pub witness_failures: IntCounter,
 }
 
 impl WitnessMetrics {
     pub fn new(r: &Registry) -> WitnessMetrics {
-        WitnessMetrics {
+        let refusals = counter_vec(
+            r,
+            "event_audit_checkpoint_refusals_total",
+            "Signer rounds that signed nothing because the tree does not extend what the key signed (by reason)",
+            &["reason"],
+        );
+        for reason in REFUSAL_REASONS {
+            refusals.with_label_values(&[reason]);
+        }
+        let m = WitnessMetrics {
             size: gauge(
                 r,
                 "event_audit_checkpoint_size_rows",
@@ -35,8 +65,80 @@ impl WitnessMetrics {
             backlog: gauge(
                 r,
                 "event_audit_checkpoint_backlog_checkpoints",
-                "Signed checkpoints waiting to be published to the witness",
+                "Signed checkpoints waiting to be published (stream, directory, witnesses' quorum)",
             ),
+            signer_ok: gauge(
+                r,
+                "event_audit_checkpoint_signer_ok",
+                "1 while the checkpoint signer signs, 0 while it refuses (see its ERROR line)",
+            ),
+            refusals,
+            stream_ok: gauge(
+                r,
+                "event_audit_checkpoint_stream_ok",
+                "1 when the checkpoint stream denies delete and purge and evicts nothing, else 0",
+            ),
+            foreign: counter(
+                r,
+                "event_audit_checkpoint_foreign_notes_total",
+                "Stored checkpoints that do not open with the signing key (ignored, never published)",
+            ),
+            witness_failures: counter(
+                r,
+                "event_audit_checkpoint_witness_failures_total",
+                "Checkpoint submissions a witness of the policy did not cosign",
+            ),
+        };
+        m.signer_ok.set(1);
+        m.stream_ok.set(1);
+        m
+    }
+}
+
+/// The independent witness's metrics (`witness serve`): cosignatures given, requests refused.
+pub struct WitnessServerMetrics {
+    pub cosigned: IntCounterVec,
+    /// Refused requests whose checkpoint signature was valid: evidence of a misbehaving log.
+    pub refused: IntCounterVec,
+    /// Requests refused before a valid signature was seen (unknown origin, bad signature,
+    /// malformed), by HTTP status.
+    pub rejected: IntCounterVec,
+}
+
+/// The `reason` vocabulary of refused requests.
+pub const WITNESS_REFUSALS: &[&str] = &["old_size", "conflict", "inconsistent"];
+
+impl WitnessServerMetrics {
+    pub fn new(r: &Registry, origins: &[String]) -> WitnessServerMetrics {
+        let m = WitnessServerMetrics {
+            cosigned: counter_vec(
+                r,
+                "event_audit_witness_cosignatures_total",
+                "Checkpoints this witness cosigned (by log origin)",
+                &["origin"],
+            ),
+            refused: counter_vec(
+                r,
+                "event_audit_witness_refusals_total",
+                "Validly signed checkpoints this witness refused: evidence of the log misbehaving (by origin and reason)",
+                &["origin", "reason"],
+            ),
+            rejected: counter_vec(
+                r,
+                "event_audit_witness_rejected_requests_total",
+                "Requests refused before a valid log signature (unknown origin, bad signature, malformed), by status",
+                &["code"],
+            ),
+        };
+        for o in origins {
+            m.cosigned.with_label_values(&[o]);
+            for reason in WITNESS_REFUSALS {
+                m.refused.with_label_values(&[o.as_str(), reason]);
+            }
         }
+        for code in ["400", "403", "404"] {
+            m.rejected.with_label_values(&[code]);
+        }
+        m
     }
 }

@@ -1,0 +1,268 @@
+//! The log's side of C2SP tlog-witness: each new checkpoint is submitted to every witness of
+//! the policy (`POST <url>/add-checkpoint`: `old <size>`, the consistency proof from the size
+//! the witness last cosigned, an empty line, the signed note), and the cosignature lines that
+//! verify with the witness's key are kept. The size each witness knows is remembered per origin
+//! and learnt from a 409 (`text/x.tlog.size`), after which the submission is retried once with
+//! the proof from that size. A witness that has seen a larger tree, or another root at the same
+//! size, or refuses the proof, is evidence against the log: the signer stops.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::time::Duration;
+
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine;
+
+use crate::audit::cosign::{PolicyWitness, WitnessPolicy};
+use crate::audit::note::{parse_decimal, Note};
+use crate::audit::tlog::Hash;
+
+/// Why one witness did not cosign.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Failure {
+    /// It has cosigned a larger tree of this log than the one submitted.
+    Ahead { witness: String, size: u64 },
+    /// It has cosigned another root at this size.
+    Fork { witness: String, size: u64 },
+    /// It refused the consistency proof from the size it knows (422).
+    Inconsistent { witness: String, from: u64 },
+    /// Unreachable, slow, or another answer: retried with the next checkpoint.
+    Unavailable { witness: String, why: String },
+}
+
+impl Failure {
+    /// Whether this is evidence that the log (or its database) misbehaves, not an outage.
+    pub fn is_evidence(&self) -> bool {
+        !matches!(self, Failure::Unavailable { .. })
+    }
+
+    pub fn witness(&self) -> &str {
+        match self {
+            Failure::Ahead { witness, .. }
+            | Failure::Fork { witness, .. }
+            | Failure::Inconsistent { witness, .. }
+            | Failure::Unavailable { witness, .. } => witness,
+        }
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::Ahead { witness, size } => write!(f, "witness {witness} has cosigned a tree of {size} leaves of this log, larger than the one submitted: the log was rolled back"),
+            Failure::Fork { witness, size } => write!(f, "witness {witness} has cosigned another root at size {size}: a fork"),
+            Failure::Inconsistent { witness, from } => write!(f, "witness {witness} refused the consistency proof from size {from}: the tree is not an extension of what it cosigned"),
+            Failure::Unavailable { witness, why } => write!(f, "witness {witness}: {why}"),
+        }
+    }
+}
+
+/// The witnesses of a policy, with the size each knows per origin.
+pub struct Witnesses {
+    pub policy: WitnessPolicy,
+    client: reqwest::Client,
+    known: HashMap<(String, String), u64>,
+}
+
+/// What a submission to every witness gave.
+#[derive(Debug, Default)]
+pub struct Cosigned {
+    /// The valid cosignature lines (each with its newline).
+    pub lines: String,
+    /// How many witnesses cosigned.
+    pub count: usize,
+    pub failures: Vec<Failure>,
+}
+
+impl Witnesses {
+    pub fn new(policy: WitnessPolicy, limit: Duration) -> Witnesses {
+        let client = reqwest::Client::builder()
+            .timeout(limit)
+            .connect_timeout(limit)
+            .build()
+            .unwrap_or_default();
+        Witnesses {
+            policy,
+            client,
+            known: HashMap::new(),
+        }
+    }
+
+    /// Submits `note` (of `size`, for `origin`) to every witness, concurrently; `proof(old)`
+    /// gives the consistency proof from `old` to `size`.
+    pub async fn submit<F, Fut>(
+        &mut self,
+        origin: &str,
+        note: &str,
+        size: u64,
+        proof: F,
+    ) -> Cosigned
+    where
+        F: Fn(u64) -> Fut,
+        Fut: Future<Output = Result<Vec<Hash>, String>>,
+    {
+        let jobs = self.policy.witnesses.iter().map(|w| {
+            let known = self
+                .known
+                .get(&(w.key.name.clone(), origin.to_owned()))
+                .copied();
+            submit_one(&self.client, w, note, size, known, &proof)
+        });
+        let results = futures::future::join_all(jobs).await;
+        let mut out = Cosigned::default();
+        for (w, (known, r)) in self.policy.witnesses.iter().zip(results) {
+            if let Some(k) = known {
+                self.known
+                    .insert((w.key.name.clone(), origin.to_owned()), k);
+            }
+            match r {
+                Ok(line) => {
+                    out.lines.push_str(&line);
+                    out.count += 1;
+                }
+                Err(f) => out.failures.push(f),
+            }
+        }
+        out
+    }
+}
+
+/// One witness: at most two requests (the second after a 409 taught the size it knows).
+/// Returns the size it is now known to hold, and its verified cosignature line.
+async fn submit_one<F, Fut>(
+    client: &reqwest::Client,
+    w: &PolicyWitness,
+    note: &str,
+    size: u64,
+    known: Option<u64>,
+    proof: &F,
+) -> (Option<u64>, Result<String, Failure>)
+where
+    F: Fn(u64) -> Fut,
+    Fut: Future<Output = Result<Vec<Hash>, String>>,
+{
+    let name = w.key.name.clone();
+    let unavailable = |why: String| Failure::Unavailable {
+        witness: name.clone(),
+        why,
+    };
+    let mut old = known.unwrap_or(0).min(size);
+    let mut learnt = known;
+    for _ in 0..2 {
+        if known.is_some_and(|k| k > size) || learnt.is_some_and(|k| k > size) {
+            let k = learnt.unwrap_or(size);
+            return (
+                learnt,
+                Err(Failure::Ahead {
+                    witness: name,
+                    size: k,
+                }),
+            );
+        }
+        let hashes = if old == 0 || old == size {
+            Vec::new()
+        } else {
+            match proof(old).await {
+                Ok(p) => p,
+                Err(why) => {
+                    return (
+                        learnt,
+                        Err(unavailable(format!(
+                            "no consistency proof from size {old}: {why}"
+                        ))),
+                    )
+                }
+            }
+        };
+        let mut body = format!("old {old}\n");
+        for h in &hashes {
+            body.push_str(&B64.encode(h));
+            body.push('\n');
+        }
+        body.push('\n');
+        body.push_str(note);
+        let sent = client
+            .post(format!("{}/add-checkpoint", w.url))
+            .body(body)
+            .send()
+            .await;
+        let resp = match sent {
+            Ok(r) => r,
+            Err(e) => return (learnt, Err(unavailable(format!("request failed: {e}")))),
+        };
+        let status = resp.status().as_u16();
+        let text = resp.text().await.unwrap_or_default();
+        match status {
+            200 => {
+                return match verified_line(w, note, &text) {
+                    Some(line) => (Some(size), Ok(line)),
+                    None => (
+                        learnt,
+                        Err(unavailable(
+                            "answered 200 without a cosignature that verifies with its key".into(),
+                        )),
+                    ),
+                };
+            }
+            409 => {
+                let Some(k) = text.strip_suffix('\n').and_then(parse_decimal) else {
+                    return (
+                        learnt,
+                        Err(unavailable(format!(
+                            "409 without a tree size: {}",
+                            text.trim()
+                        ))),
+                    );
+                };
+                learnt = Some(k);
+                if k > size {
+                    return (
+                        learnt,
+                        Err(Failure::Ahead {
+                            witness: name,
+                            size: k,
+                        }),
+                    );
+                }
+                if k == old {
+                    // The same size it knows, yet a conflict: another root at that size.
+                    return (
+                        learnt,
+                        Err(Failure::Fork {
+                            witness: name,
+                            size: k,
+                        }),
+                    );
+                }
+                old = k;
+            }
+            422 => {
+                return (
+                    learnt,
+                    Err(Failure::Inconsistent {
+                        witness: name,
+                        from: old,
+                    }),
+                )
+            }
+            _ => {
+                let t: String = text.trim().chars().take(200).collect();
+                return (learnt, Err(unavailable(format!("answered {status}: {t}"))));
+            }
+        }
+    }
+    (
+        learnt,
+        Err(unavailable("the size it knows kept changing".into())),
+    )
+}
+
+/// The first line of `body` that is a valid cosignature by `w` on the note's text.
+fn verified_line(w: &PolicyWitness, note: &str, body: &str) -> Option<String> {
+    body.lines().find_map(|line| {
+        let with = format!("{note}{line}\n");
+        let n = Note::parse(&with).ok()?;
+        let own = n.by(&w.key.name, &w.key.id).any(|s| s.line == line);
+        (own && w.key.cosigned(&n).ok()?.is_some()).then(|| format!("{line}\n"))
+    })
+}

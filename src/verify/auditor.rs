@@ -1,0 +1,172 @@
+//! The auditor's memory (`verify --public-key`'s state file): per log origin, the newest
+//! checkpoint this verifier checked — the signed note itself (with its cosignatures, so a fork
+//! can be shown to anyone), its size and root, and the tree's right edge at its size (where the
+//! next run resumes). Keyed by the log's origin and key id, written atomically with mode 0600,
+//! never lowered. An unreadable file, or one of another log, is an error, never "no state".
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine;
+use serde::{Deserialize, Serialize};
+
+use crate::audit::note::{self, Checkpoint, PublicKey};
+use crate::audit::tlog::Frontier;
+
+const FORMAT: &str = "event-audit-verify-state/1";
+
+/// One log's last checked checkpoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checked {
+    pub cp: Checkpoint,
+    pub note: String,
+    /// The tree's right edge at the checkpoint's size.
+    pub tree: Frontier,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    format: String,
+    key: String,
+    logs: BTreeMap<String, Entry>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Entry {
+    note: String,
+    frontier: String,
+}
+
+/// The state of one key's logs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AuditorState {
+    pub logs: BTreeMap<String, Checked>,
+}
+
+/// Why the state cannot be used (exit 2 unless `--no-state`).
+#[derive(Debug, thiserror::Error)]
+#[error("state file {path}: {why} (restore it from your copy, or run with --no-state to verify without it, knowingly)")]
+pub struct StateError {
+    pub path: String,
+    pub why: String,
+}
+
+impl AuditorState {
+    /// Reads the state of `key`'s logs (`Ok(None)` when there is no file yet).
+    pub fn load(path: &Path, key: &PublicKey) -> Result<Option<AuditorState>, StateError> {
+        let err = |why: String| StateError {
+            path: path.display().to_string(),
+            why,
+        };
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(err(e.to_string())),
+        };
+        let f: File =
+            serde_json::from_str(&text).map_err(|e| err(format!("not a verify state ({e})")))?;
+        if f.format != FORMAT {
+            return Err(err(format!("format `{}` is not {FORMAT}", f.format)));
+        }
+        if f.key != key.encode() {
+            return Err(err(format!(
+                "it is the state of the log with key {}, not of {}",
+                f.key,
+                key.encode()
+            )));
+        }
+        let mut logs = BTreeMap::new();
+        for (origin, e) in f.logs {
+            let cp = note::open(&e.note, key)
+                .map_err(|e| err(format!("log {origin}: its note: {e}")))?;
+            if cp.origin != origin {
+                return Err(err(format!("log {origin}: its note is of {}", cp.origin)));
+            }
+            let tree = B64
+                .decode(&e.frontier)
+                .ok()
+                .and_then(|b| Frontier::from_bytes(cp.size, &b))
+                .filter(|t| t.root() == cp.root)
+                .ok_or_else(|| {
+                    err(format!(
+                        "log {origin}: its right edge does not have its root"
+                    ))
+                })?;
+            logs.insert(
+                origin,
+                Checked {
+                    cp,
+                    note: e.note,
+                    tree,
+                },
+            );
+        }
+        Ok(Some(AuditorState { logs }))
+    }
+
+    /// Writes the state atomically (0600). Callers never lower it (see `verify::witness`).
+    pub fn save(&self, path: &Path, key: &PublicKey) -> std::io::Result<()> {
+        let f = File {
+            format: FORMAT.into(),
+            key: key.encode(),
+            logs: self
+                .logs
+                .iter()
+                .map(|(o, c)| {
+                    (
+                        o.clone(),
+                        Entry {
+                            note: c.note.clone(),
+                            frontier: B64.encode(c.tree.to_bytes()),
+                        },
+                    )
+                })
+                .collect(),
+        };
+        let body = serde_json::to_vec_pretty(&f).unwrap_or_default();
+        crate::files::replace_private(path, &body)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::note::PrivateKey;
+    use crate::audit::tlog::leaf_hash;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn round_trips_private_and_refuses_another_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.json");
+        let k = PrivateKey::from_seed("o", &[1; 32]).unwrap();
+        let mut tree = Frontier::new();
+        tree.append(leaf_hash(b"a"), |_, _| {});
+        let cp = Checkpoint {
+            origin: "o".into(),
+            size: 1,
+            root: tree.root(),
+        };
+        let mut s = AuditorState::default();
+        s.logs.insert(
+            "o".into(),
+            Checked {
+                note: k.sign(&cp),
+                cp,
+                tree,
+            },
+        );
+        assert_eq!(AuditorState::load(&path, &k.public()).unwrap(), None);
+        s.save(&path, &k.public()).unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        assert_eq!(AuditorState::load(&path, &k.public()).unwrap(), Some(s));
+        let other = PrivateKey::from_seed("o", &[2; 32]).unwrap();
+        assert!(AuditorState::load(&path, &other.public()).is_err());
+        std::fs::write(&path, "not json").unwrap();
+        assert!(AuditorState::load(&path, &k.public()).is_err());
+    }
+}

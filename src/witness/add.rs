@@ -1,0 +1,254 @@
+//! `add-checkpoint`, as C2SP tlog-witness specifies it: the request body parsed (`old <size>`,
+//! at most 63 base64 proof lines, an empty line, the signed checkpoint), and the decision in the
+//! spec's order — unknown origin 404, no signature by a trusted key 403, old size above the
+//! checkpoint's 400, old size not the one last cosigned (or the same size with another root) 409
+//! with the size it knows, a consistency proof that fails 422 — else the new checkpoint, to be
+//! stored before the cosignature is returned. Pure: the caller holds the lock, stores and signs.
+
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine;
+
+use crate::audit::note::{self, parse_decimal, Checkpoint, PublicKey};
+use crate::audit::tlog::{verify_consistency, Hash};
+
+use super::state::Latest;
+
+/// The most consistency proof lines a request may carry.
+const MAX_PROOF: usize = 63;
+
+/// A parsed request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    pub old: u64,
+    pub proof: Vec<Hash>,
+    /// The signed checkpoint, as sent.
+    pub note: String,
+}
+
+/// Parses the body; `Err` names what is malformed (a 400).
+pub fn parse(body: &str) -> Result<Request, &'static str> {
+    let (first, mut rest) = body.split_once('\n').ok_or("no old size line")?;
+    let old = first
+        .strip_prefix("old ")
+        .and_then(parse_decimal)
+        .ok_or("the first line is not `old <size>`")?;
+    let mut proof = Vec::new();
+    loop {
+        let (line, after) = rest
+            .split_once('\n')
+            .ok_or("no empty line before the checkpoint")?;
+        rest = after;
+        if line.is_empty() {
+            break;
+        }
+        if proof.len() == MAX_PROOF {
+            return Err("more than 63 consistency proof lines");
+        }
+        let h = B64
+            .decode(line)
+            .ok()
+            .and_then(|b| Hash::try_from(b).ok())
+            .ok_or("a proof line is not 32 bytes of base64")?;
+        proof.push(h);
+    }
+    Ok(Request {
+        old,
+        proof,
+        note: rest.to_owned(),
+    })
+}
+
+/// Why a checkpoint is not cosigned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refused {
+    Malformed(&'static str),
+    /// No trusted key for this origin.
+    UnknownOrigin,
+    /// No signature verifies with a trusted key.
+    Unsigned,
+    /// The old size is above the checkpoint's size.
+    OldTooLarge,
+    /// The old size is not the one last cosigned, or the same size with another root.
+    Conflict {
+        known: u64,
+    },
+    /// The consistency proof does not verify.
+    Inconsistent,
+}
+
+impl Refused {
+    /// The HTTP status.
+    pub fn status(&self) -> u16 {
+        match self {
+            Refused::Malformed(_) | Refused::OldTooLarge => 400,
+            Refused::UnknownOrigin => 404,
+            Refused::Unsigned => 403,
+            Refused::Conflict { .. } => 409,
+            Refused::Inconsistent => 422,
+        }
+    }
+
+    /// The metric reason of a refusal made after a valid signature (evidence), if it is one.
+    pub fn evidence(&self) -> Option<&'static str> {
+        match self {
+            Refused::OldTooLarge => Some("old_size"),
+            Refused::Conflict { .. } => Some("conflict"),
+            Refused::Inconsistent => Some("inconsistent"),
+            _ => None,
+        }
+    }
+}
+
+/// The checkpoint a request shows, once its origin is known and a trusted key signed it.
+pub fn authenticate(
+    req: &Request,
+    keys_for: impl Fn(&str) -> Vec<PublicKey>,
+) -> Result<Checkpoint, Refused> {
+    let claimed =
+        note::claimed(&req.note).map_err(|_| Refused::Malformed("not a signed checkpoint"))?;
+    let keys = keys_for(&claimed.origin);
+    if keys.is_empty() {
+        return Err(Refused::UnknownOrigin);
+    }
+    keys.iter()
+        .find_map(|k| note::open(&req.note, k).ok())
+        .filter(|cp| cp.origin == claimed.origin)
+        .ok_or(Refused::Unsigned)
+}
+
+/// The decision on an authenticated checkpoint against the latest one cosigned: `Ok` with the
+/// new latest (to store, then cosign).
+pub fn decide(req: &Request, cp: &Checkpoint, latest: Option<&Latest>) -> Result<Latest, Refused> {
+    if req.old > cp.size {
+        return Err(Refused::OldTooLarge);
+    }
+    let known = latest.map_or(0, |l| l.size);
+    if req.old != known {
+        return Err(Refused::Conflict { known });
+    }
+    let next = Latest {
+        size: cp.size,
+        root: cp.root,
+        note: req.note.clone(),
+    };
+    match latest {
+        None => {
+            if !req.proof.is_empty() {
+                return Err(Refused::Inconsistent);
+            }
+        }
+        Some(l) if l.size == cp.size => {
+            if l.root != cp.root {
+                return Err(Refused::Conflict { known });
+            }
+            if !req.proof.is_empty() {
+                return Err(Refused::Inconsistent);
+            }
+        }
+        Some(l) => {
+            verify_consistency(l.size, cp.size, &l.root, &cp.root, &req.proof)
+                .map_err(|_| Refused::Inconsistent)?;
+        }
+    }
+    Ok(next)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::note::PrivateKey;
+    use crate::audit::tlog::{leaf_hash, MemTree};
+
+    fn tree(n: u64) -> MemTree {
+        MemTree {
+            leaves: (0..n).map(|i| leaf_hash(&i.to_be_bytes())).collect(),
+        }
+    }
+
+    fn body(old: u64, proof: &[Hash], note: &str) -> String {
+        let mut b = format!("old {old}\n");
+        for h in proof {
+            b.push_str(&B64.encode(h));
+            b.push('\n');
+        }
+        format!("{b}\n{note}")
+    }
+
+    #[test]
+    fn follows_the_spec_order() {
+        let k = PrivateKey::from_seed("log.example/a", &[1; 32]).unwrap();
+        let t = tree(10);
+        let sign = |n: u64, root: Hash| {
+            k.sign(&Checkpoint {
+                origin: "log.example/a".into(),
+                size: n,
+                root,
+            })
+        };
+        let keys = |o: &str| {
+            if o == "log.example/a" {
+                vec![k.public()]
+            } else {
+                vec![]
+            }
+        };
+        let run = |b: &str, latest: Option<&Latest>| {
+            let r = parse(b).map_err(Refused::Malformed)?;
+            let cp = authenticate(&r, keys)?;
+            decide(&r, &cp, latest)
+        };
+        // First checkpoint: old 0, no proof.
+        let n4 = sign(4, t.root(4));
+        let l4 = run(&body(0, &[], &n4), None).unwrap();
+        assert_eq!(l4.size, 4);
+        // Next: old 4 with the proof to 10.
+        let n10 = sign(10, t.root(10));
+        assert_eq!(
+            run(&body(4, &t.consistency(4, 10), &n10), Some(&l4)).map(|l| l.size),
+            Ok(10)
+        );
+        // A wrong proof: 422; the wrong old size: 409 with what it knows; old above size: 400.
+        assert_eq!(
+            run(&body(4, &t.consistency(3, 10), &n10), Some(&l4)),
+            Err(Refused::Inconsistent)
+        );
+        assert_eq!(
+            run(&body(0, &[], &n10), Some(&l4)),
+            Err(Refused::Conflict { known: 4 })
+        );
+        assert_eq!(
+            run(&body(11, &[], &n10), Some(&l4))
+                .map(|l| l.size)
+                .unwrap_err()
+                .status(),
+            400
+        );
+        // The same size again: the same root is cosigned again, another root is 409.
+        assert!(run(&body(4, &[], &n4), Some(&l4)).is_ok());
+        let other = sign(4, [9; 32]);
+        assert_eq!(
+            run(&body(4, &[], &other), Some(&l4)),
+            Err(Refused::Conflict { known: 4 })
+        );
+        // Unknown origin 404; another key 403; malformed 400.
+        let stranger = PrivateKey::from_seed("log.example/b", &[2; 32]).unwrap();
+        let nb = stranger.sign(&Checkpoint {
+            origin: "log.example/b".into(),
+            size: 1,
+            root: [0; 32],
+        });
+        assert_eq!(run(&body(0, &[], &nb), None).unwrap_err().status(), 404);
+        let forged = PrivateKey::from_seed("log.example/a", &[3; 32]).unwrap();
+        let nf = forged.sign(&Checkpoint {
+            origin: "log.example/a".into(),
+            size: 4,
+            root: t.root(4),
+        });
+        assert_eq!(run(&body(0, &[], &nf), None).unwrap_err().status(), 403);
+        for bad in ["", "old 01\n\n", "old 1\nnot base64\n\n", "new 1\n\n"] {
+            assert_eq!(run(bad, None).unwrap_err().status(), 400, "{bad:?}");
+        }
+        let long: Vec<Hash> = vec![[0; 32]; 64];
+        assert!(parse(&body(1, &long, &n4)).is_err());
+    }
+}

@@ -1,0 +1,271 @@
+//! The independent witness (`event-audit witness serve`): a C2SP tlog-witness cosigner that an
+//! auditor runs outside the log operators' reach. It keeps, per log origin, the latest
+//! checkpoint it cosigned ([`state`]), and cosigns (C2SP tlog-cosignature, `cosignature/v1`)
+//! only a checkpoint signed by the log's key that extends it ([`add`]); the check and the update
+//! are one step under one lock, and the new state is on disk before the answer. It needs no
+//! PostgreSQL and no NATS. Refusals of validly signed checkpoints are logged and counted: they
+//! are evidence of a log that rewrote its history.
+
+pub mod add;
+pub mod state;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use tokio::net::TcpListener;
+use tokio::sync::Mutex;
+use tokio_util::sync::CancellationToken;
+
+use crate::audit::cosign::WitnessSigner;
+use crate::audit::note::{PublicKey, REVERDICTS_SUFFIX};
+use crate::config::{defaults, Settings};
+use crate::telemetry::metrics::witness::WitnessServerMetrics;
+use crate::telemetry::metrics::Registry;
+use add::Refused;
+use state::StateDir;
+
+/// Why the witness cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum WitnessServerError {
+    #[error("witness key file {path}: {why}; create one with `event-audit keygen --witness --name NAME --out PREFIX`")]
+    Key { path: String, why: String },
+    #[error("log key file {path}: {why}")]
+    LogKey { path: String, why: String },
+    #[error("{0}")]
+    Config(String),
+    #[error("state directory {path}: {source}")]
+    State {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+struct Inner {
+    signer: WitnessSigner,
+    logs: HashMap<String, Vec<PublicKey>>,
+    state: StateDir,
+    /// Held across check, store and answer: two requests never interleave.
+    lock: Mutex<()>,
+    metrics: WitnessServerMetrics,
+    registry: Registry,
+}
+
+/// A witness bound to its port, ready to serve.
+pub struct WitnessServer {
+    inner: Arc<Inner>,
+    listener: TcpListener,
+    address: SocketAddr,
+    limits: crate::server::limits::Limits,
+}
+
+fn read_key(path: &Path) -> Result<WitnessSigner, WitnessServerError> {
+    let shown = path.display().to_string();
+    let text = crate::files::read_private(path).map_err(|e| WitnessServerError::Key {
+        path: shown.clone(),
+        why: e.to_string(),
+    })?;
+    WitnessSigner::parse(&text).map_err(|e| WitnessServerError::Key {
+        path: shown,
+        why: e.to_string(),
+    })
+}
+
+impl WitnessServer {
+    /// Reads the keys, locks the state directory and binds the listener.
+    pub async fn build(settings: &Settings) -> Result<WitnessServer, WitnessServerError> {
+        let s = &settings.witness_server;
+        let key = s
+            .key_file
+            .as_deref()
+            .ok_or_else(|| WitnessServerError::Config("no witness key (--key)".into()))?;
+        let signer = read_key(key)?;
+        let mut logs: HashMap<String, Vec<PublicKey>> = HashMap::new();
+        for p in &s.log_keys {
+            let shown = p.display().to_string();
+            let text = std::fs::read_to_string(p).map_err(|e| WitnessServerError::LogKey {
+                path: shown.clone(),
+                why: e.to_string(),
+            })?;
+            let k = PublicKey::parse(&text).map_err(|e| WitnessServerError::LogKey {
+                path: shown,
+                why: e.to_string(),
+            })?;
+            // A log key vouches for its name (the rows' tree) and its re-verdict runs' tree.
+            for origin in [k.name.clone(), format!("{}{REVERDICTS_SUFFIX}", k.name)] {
+                logs.entry(origin).or_default().push(k.clone());
+            }
+        }
+        if logs.is_empty() {
+            return Err(WitnessServerError::Config(
+                "no log key (--log-key LOG.pub): the witness would cosign nothing".into(),
+            ));
+        }
+        let dir = s
+            .state_dir
+            .as_deref()
+            .ok_or_else(|| WitnessServerError::Config("no state directory (--state-dir)".into()))?;
+        let state = StateDir::open(dir).map_err(|source| WitnessServerError::State {
+            path: dir.display().to_string(),
+            source,
+        })?;
+        let listener =
+            TcpListener::bind(s.listen)
+                .await
+                .map_err(|source| WitnessServerError::Bind {
+                    addr: s.listen,
+                    source,
+                })?;
+        let address = listener.local_addr().unwrap_or(s.listen);
+        let registry = Registry::new();
+        let mut origins: Vec<String> = logs.keys().cloned().collect();
+        origins.sort();
+        let metrics = WitnessServerMetrics::new(&registry, &origins);
+        tracing::info!(%address, witness = %signer.public().encode(), logs = %origins.join(", "), state = %dir.display(), "witness listening (POST /add-checkpoint, GET /metrics)");
+        Ok(WitnessServer {
+            inner: Arc::new(Inner {
+                signer,
+                logs,
+                state,
+                lock: Mutex::new(()),
+                metrics,
+                registry,
+            }),
+            listener,
+            address,
+            limits: crate::server::limits::Limits::from_settings(&settings.http),
+        })
+    }
+
+    pub fn address(&self) -> SocketAddr {
+        self.address
+    }
+
+    /// Serves until `stop`.
+    pub async fn run_until_stopped(self, stop: CancellationToken) {
+        let router = Router::new()
+            .route("/", get(index))
+            .route("/add-checkpoint", post(add_checkpoint))
+            .route("/metrics", get(metrics))
+            .layer(axum::extract::DefaultBodyLimit::max(
+                defaults::WITNESS_MAX_BODY,
+            ))
+            .with_state(self.inner);
+        crate::server::serve(self.listener, router, self.limits, stop).await;
+    }
+}
+
+async fn index(State(w): State<Arc<Inner>>) -> String {
+    let mut logs: Vec<&String> = w.logs.keys().collect();
+    logs.sort();
+    format!(
+        "event-audit witness (C2SP tlog-witness, cosignature/v1)\nkey {}\nPOST /add-checkpoint\nGET /metrics\nlogs:\n{}\n",
+        w.signer.public().encode(),
+        logs.iter().map(|l| format!("  {l}")).collect::<Vec<_>>().join("\n")
+    )
+}
+
+async fn metrics(State(w): State<Arc<Inner>>) -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        crate::telemetry::metrics::render(&w.registry),
+    )
+        .into_response()
+}
+
+fn text(status: u16, body: String, content_type: &'static str) -> Response {
+    let code = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    (code, [(header::CONTENT_TYPE, content_type)], body).into_response()
+}
+
+async fn add_checkpoint(State(w): State<Arc<Inner>>, body: String) -> Response {
+    let req = match add::parse(&body) {
+        Ok(r) => r,
+        Err(why) => return refuse(&w, None, Refused::Malformed(why)),
+    };
+    let cp = match add::authenticate(&req, |o| w.logs.get(o).cloned().unwrap_or_default()) {
+        Ok(cp) => cp,
+        Err(r) => return refuse(&w, None, r),
+    };
+    let _held = w.lock.lock().await;
+    let latest = match w.state.load(&cp.origin) {
+        Ok(l) => l,
+        Err(e) => {
+            tracing::error!(origin = %cp.origin, error = %e, "the witness's state cannot be read; refusing to cosign");
+            return text(500, "witness state unreadable\n".into(), "text/plain");
+        }
+    };
+    let next = match add::decide(&req, &cp, latest.as_ref()) {
+        Ok(n) => n,
+        Err(r) => {
+            return refuse(
+                &w,
+                Some((&cp.origin, cp.size, latest.as_ref().map(|l| l.size))),
+                r,
+            )
+        }
+    };
+    if let Err(e) = w.state.store(&cp.origin, &next) {
+        tracing::error!(origin = %cp.origin, error = %e, "the witness's state cannot be written; refusing to cosign");
+        return text(500, "witness state not written\n".into(), "text/plain");
+    }
+    let body = match crate::audit::note::Note::parse(&req.note) {
+        Ok(n) => n.text.to_owned(),
+        Err(_) => return text(400, "not a signed note\n".into(), "text/plain"),
+    };
+    let now = u64::try_from(chrono::Utc::now().timestamp()).unwrap_or(0);
+    let line = w.signer.cosign(&body, now);
+    w.metrics.cosigned.with_label_values(&[&cp.origin]).inc();
+    tracing::debug!(origin = %cp.origin, size = cp.size, "checkpoint cosigned");
+    text(200, line, "text/plain; charset=utf-8")
+}
+
+/// The answer to a refused request; one validly signed is logged and counted as evidence.
+fn refuse(w: &Inner, signed: Option<(&str, u64, Option<u64>)>, r: Refused) -> Response {
+    let status = r.status();
+    match (signed, r.evidence()) {
+        (Some((origin, size, known)), Some(reason)) => {
+            w.metrics.refused.with_label_values(&[origin, reason]).inc();
+            tracing::warn!(%origin, size, known = known.unwrap_or(0), reason, status, "refused a checkpoint signed by the log's key: the log shows a history that does not extend what this witness cosigned");
+        }
+        _ => {
+            w.metrics
+                .rejected
+                .with_label_values(&[&status.to_string()])
+                .inc();
+        }
+    }
+    match r {
+        Refused::Conflict { known } => text(409, format!("{known}\n"), "text/x.tlog.size"),
+        Refused::Malformed(why) => text(400, format!("{why}\n"), "text/plain"),
+        Refused::OldTooLarge => text(
+            400,
+            "old size larger than the checkpoint's\n".into(),
+            "text/plain",
+        ),
+        Refused::UnknownOrigin => text(404, "unknown log origin\n".into(), "text/plain"),
+        Refused::Unsigned => text(
+            403,
+            "no signature by a trusted log key\n".into(),
+            "text/plain",
+        ),
+        Refused::Inconsistent => text(
+            422,
+            "the consistency proof does not verify\n".into(),
+            "text/plain",
+        ),
+    }
+}

@@ -1,0 +1,147 @@
+//! The witness's memory: per log origin, the latest checkpoint it cosigned (size, root, and the
+//! note it was shown), one file per origin in the state directory, replaced atomically and
+//! fsynced before the witness answers, never lowered. A lock on the directory keeps a second
+//! witness process away from it (two processes could otherwise roll each other back).
+
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::audit::tlog::Hash;
+
+/// The latest checkpoint cosigned for one origin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Latest {
+    pub size: u64,
+    pub root: Hash,
+    /// The checkpoint's note as submitted (evidence of what the log signed).
+    pub note: String,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    origin: String,
+    size: u64,
+    root: String,
+    note: String,
+}
+
+/// The state directory, locked by this process.
+pub struct StateDir {
+    dir: PathBuf,
+    _lock: std::fs::File,
+}
+
+impl StateDir {
+    /// Opens (creating) `dir` and takes its lock; fails when another witness holds it.
+    pub fn open(dir: &Path) -> std::io::Result<StateDir> {
+        std::fs::create_dir_all(dir)?;
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(dir.join(".lock"))?;
+        // SAFETY: flock on a descriptor this function owns; no memory is involved.
+        let r = unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        if r != 0 {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::WouldBlock,
+                format!(
+                    "{} is in use by another witness process (one process per state directory)",
+                    dir.display()
+                ),
+            ));
+        }
+        Ok(StateDir {
+            dir: dir.to_owned(),
+            _lock: lock,
+        })
+    }
+
+    fn path(&self, origin: &str) -> PathBuf {
+        let h: String = Sha256::digest(origin.as_bytes())[..16]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        self.dir.join(format!("{h}.json"))
+    }
+
+    /// The latest cosigned checkpoint of `origin`, if any. A file that cannot be read is an
+    /// error (never taken as "no state": that would let a log start over).
+    pub fn load(&self, origin: &str) -> std::io::Result<Option<Latest>> {
+        let path = self.path(origin);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let bad = |why: &str| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("{}: {why}", path.display()),
+            )
+        };
+        let f: File = serde_json::from_str(&text).map_err(|_| bad("not a witness state"))?;
+        if f.origin != origin {
+            return Err(bad("it is another origin's state"));
+        }
+        let root = B64
+            .decode(&f.root)
+            .ok()
+            .and_then(|r| Hash::try_from(r).ok())
+            .ok_or_else(|| bad("its root is not 32 bytes of base64"))?;
+        Ok(Some(Latest {
+            size: f.size,
+            root,
+            note: f.note,
+        }))
+    }
+
+    /// Stores `latest` for `origin`, durably, before the witness answers.
+    pub fn store(&self, origin: &str, latest: &Latest) -> std::io::Result<()> {
+        let f = File {
+            origin: origin.to_owned(),
+            size: latest.size,
+            root: B64.encode(latest.root),
+            note: latest.note.clone(),
+        };
+        let body = serde_json::to_vec_pretty(&f).unwrap_or_default();
+        crate::files::replace_private(&self.path(origin), &body)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keeps_one_file_per_origin_and_one_process_per_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = StateDir::open(dir.path()).unwrap();
+        assert!(
+            StateDir::open(dir.path()).is_err(),
+            "a second process is refused"
+        );
+        assert_eq!(s.load("a").unwrap(), None);
+        let l = Latest {
+            size: 3,
+            root: [1; 32],
+            note: "n".into(),
+        };
+        s.store("a", &l).unwrap();
+        assert_eq!(s.load("a").unwrap(), Some(l));
+        assert_eq!(s.load("b").unwrap(), None);
+        std::fs::write(s.path("b"), "{").unwrap();
+        assert!(s.load("b").is_err(), "an unreadable state is an error");
+        drop(s);
+        assert!(
+            StateDir::open(dir.path()).is_ok(),
+            "the lock goes with the process"
+        );
+    }
+}
