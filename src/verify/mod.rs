@@ -11,6 +11,7 @@ pub mod gaps;
 pub mod reverdicts;
 pub mod rows;
 pub mod store;
+pub mod tree_sink;
 pub mod walk;
 pub mod witness;
 

@@ -12,20 +12,18 @@
 //! tree must still have; `--full` rehashes every row and meets the state's checkpoint on the
 //! way.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 
 use serde::Serialize;
 
 use super::auditor::{AuditorState, Checked, StateError};
-use super::store::LinkRow;
-use super::walk::LeafSink;
+pub use super::tree_sink::TreeSink;
 use crate::audit::cosign::WitnessPolicy;
 use crate::audit::note::{self, Checkpoint, NoteError, PublicKey, REVERDICTS_SUFFIX};
-use crate::audit::tlog::{self, Frontier, MemTree, Node};
+use crate::audit::tlog::{self, Frontier, MemTree};
 use crate::checkpoint::CheckpointError;
 use crate::db::DbError;
-use crate::tree::{TreeStore, TILE_HEIGHT};
+use crate::tree::TreeStore;
 
 /// A checkpoint not trusted, and why.
 #[derive(Debug, Clone, Serialize)]
@@ -324,20 +322,6 @@ fn against_state(report: &mut WitnessReport, log: &str, list: &[Trusted], saved:
     }
 }
 
-/// The walk's leaves, made into the tree and held against links, stored subtrees and
-/// checkpoints as they come.
-pub struct TreeSink {
-    tree: Frontier,
-    /// (size, root, name) of the checkpoints to meet, in size order.
-    pending: Vec<(u64, tlog::Hash, String)>,
-    next: usize,
-    stored: HashMap<Node, Vec<u8>>,
-    breaks: Vec<(Option<String>, String)>,
-    rows: u64,
-    /// The tree at the newest checkpoint met.
-    at_newest: Option<Frontier>,
-}
-
 impl Prepared {
     /// The sink the walk feeds (the stored subtrees are read once, here).
     pub async fn sink(&self, trees: &TreeStore) -> Result<TreeSink, WitnessError> {
@@ -360,55 +344,11 @@ impl Prepared {
             ));
             pending.sort_by_key(|p| p.0);
         }
-        Ok(TreeSink {
-            tree: self.start.clone(),
+        Ok(TreeSink::new(
+            self.start.clone(),
             pending,
-            next: 0,
-            stored: trees.stored_nodes().await?,
-            breaks: Vec::new(),
-            rows: 0,
-            at_newest: None,
-        })
-    }
-}
-
-impl LeafSink for TreeSink {
-    fn link(&mut self, link: &LinkRow, row_hashes: &[[u8; 32]]) {
-        let (Some(size), Some(root)) = (link.tree_size, link.tree_root.as_deref()) else {
-            return;
-        };
-        for h in row_hashes {
-            let stored = &self.stored;
-            let mut bad = None;
-            self.tree.append(tlog::leaf_hash(h), |node, hash| {
-                if node.level > 0
-                    && node.level % TILE_HEIGHT == 0
-                    && stored.get(&node).map(Vec::as_slice) != Some(&hash[..])
-                {
-                    bad = Some(format!(
-                        "stored subtree height {} index {} does not match the rows (tree edited)",
-                        node.level, node.index
-                    ));
-                }
-            });
-            if let Some(b) = bad {
-                self.breaks.push((None, b));
-            }
-            self.rows += 1;
-            while let Some((s, r, name)) = self.pending.get(self.next) {
-                if *s != self.tree.size() {
-                    break;
-                }
-                if self.tree.root() != *r {
-                    self.breaks.push((Some(name.clone()), format!("{name}: the database's tree at size {s} has another root (rows changed, added or removed before it)")));
-                }
-                self.at_newest = Some(self.tree.clone());
-                self.next += 1;
-            }
-        }
-        if i64::try_from(self.tree.size()).ok() != Some(size) || root != self.tree.root() {
-            self.breaks.push((None, format!("link {}: its tree (size and root) does not match its rows (tree or rows edited)", link.link_seq)));
-        }
+            trees.stored_nodes().await?,
+        ))
     }
 }
 
