@@ -270,13 +270,15 @@ pub fn load_public_key(
 }
 
 /// The checkpoint `prove` proves against: the newest witnessed one the database's tree reaches
-/// (with `key`, only one whose signature verifies); when the witness cannot be read or holds
-/// none, and only with `key`, the database's copy of the latest one, once its signature
-/// verifies.
+/// (with `key`, only one whose signature verifies; only notes `keep` accepts, e.g. those with a
+/// witness policy's quorum of cosignatures); when the witness cannot be read or holds none, and
+/// only with `key`, the database's copy of the latest one, once its signature verifies and
+/// `keep` accepts it.
 pub async fn latest_checkpoint(
     s: &crate::config::Settings,
     db: &Db,
     key: Option<&crate::audit::note::PublicKey>,
+    keep: &dyn Fn(&str) -> bool,
 ) -> Result<(Checkpoint, String), WitnessError> {
     use crate::audit::note;
     let store = CheckpointStore::new(db.clone());
@@ -295,6 +297,7 @@ pub async fn latest_checkpoint(
     };
     let best = found
         .into_iter()
+        .filter(|f| keep(&f.note))
         .filter_map(|f| open(&f.note).map(|c| (c, f.note)))
         .filter(|(c, _)| i64::try_from(c.size).is_ok_and(|n| n <= head))
         .max_by_key(|(c, _)| c.size);
@@ -303,7 +306,7 @@ pub async fn latest_checkpoint(
     }
     if key.is_some() {
         if let Some(text) = store.latest_note().await? {
-            if let Some(c) = open(&text) {
+            if let Some(c) = open(&text).filter(|_| keep(&text)) {
                 return Ok((c, text));
             }
         }
