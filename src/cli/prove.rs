@@ -80,9 +80,12 @@ pub fn run(args: ProveArgs) -> anyhow::Result<ExitCode> {
             .transpose()?;
         let store = TreeStore::new(db.clone());
         let keep = |note: &str| policy.as_ref().is_none_or(|p| p.check(note).is_ok());
-        let (cp, note) = match crate::checkpoint::latest_checkpoint(&settings, &db, key.as_ref(), &keep).await {
+        let found = crate::checkpoint::latest_checkpoint(&settings, &db, key.as_ref(), &keep).await;
+        let (cp, note) = match found {
             Err(WitnessError::NoCheckpoint) if policy.is_some() => anyhow::bail!(
-                "no witnessed checkpoint the database reaches carries the witness policy's quorum of valid cosignatures (wait for the witnesses to cosign a newer checkpoint, or check the policy file)"
+                "no witnessed checkpoint the database reaches carries the witness policy's quorum \
+                 of valid cosignatures (wait for the witnesses to cosign a newer checkpoint, or \
+                 check the policy file)"
             ),
             other => other?,
         };
