@@ -377,3 +377,97 @@ async fn reprocess_resumes_a_run() {
     );
     assert_verifies(&db.url, 10).await;
 }
+
+#[tokio::test]
+async fn rewritten_reverdict_runs_are_caught_by_their_witnessed_checkpoints() {
+    use common::witness::{verify_witness, write_keys, Witness};
+    use event_audit::checkpoint::Signer;
+    use event_audit::ingest::source::Bus;
+    use event_audit::telemetry::metrics::{witness::WitnessMetrics, Registry};
+
+    let db = TestDb::create().await;
+    let sink = Sink::new(Db::from_pool(db.pool.clone()), "test");
+    sink.write_batch(&mut mix::records("RW"))
+        .await
+        .expect("write");
+    let fixture = fixture_catalogue();
+    transitions(&db.url, &[]).await;
+    transitions(
+        &db.url,
+        &["--catalogue-dir", fixture.path().to_str().expect("utf-8")],
+    )
+    .await;
+    assert_eq!(count(&db.pool, "audit.reprocess_run_ends").await, 2);
+
+    // The signer signs both trees: the rows (10) and the closed runs (2, origin O/reverdicts).
+    let tmp = tempfile::tempdir().expect("tmp");
+    let origin = format!("example.com/logs/{}", db.name);
+    let (_, public, key) = write_keys(tmp.path(), &origin, 91);
+    let mut s = event_audit::config::Settings::default();
+    s.nats.url = common::nats_url();
+    s.witness.checkpoint_stream = common::unique("RV_CP");
+    s.witness.signer_state = Some(tmp.path().join("signer.state"));
+    let _w = Witness(s.witness.checkpoint_stream.clone());
+    let bus = Bus::connect(&s.nats).await.expect("nats");
+    let metrics = std::sync::Arc::new(WitnessMetrics::new(&Registry::new()));
+    let signer = Signer::new(
+        key,
+        origin.clone(),
+        Db::from_pool(db.pool.clone()),
+        bus,
+        &s.witness,
+        metrics,
+    )
+    .expect("signer");
+    signer.prepare().await.expect("stream");
+    let round = signer.round().await.expect("round");
+    assert_eq!(
+        round.signed,
+        vec![("events", 10), ("reverdicts", 2)],
+        "{round:?}"
+    );
+    let state = tmp.path().join("auditor.json");
+    let st = state.to_str().expect("utf-8");
+    let cps = s.witness.checkpoint_stream.clone();
+    let ok = verify_witness(&db.url, &public, &cps, &["--state-file", st]).await;
+    assert_eq!(ok.code, Some(0), "{ok:?}");
+    assert!(ok.stderr.contains("(re-verdict runs: 2)"), "{ok:?}");
+
+    // A DBA removes the second run whole (its end, re-verdicts, pages and run row, triggers
+    // off): the remaining run chain is consistent, so the walk alone finds nothing; the
+    // re-verdict runs' witnessed tree does.
+    let mut tx = db.pool.begin().await.expect("begin");
+    sqlx::query("SET LOCAL session_replication_role = replica")
+        .execute(&mut *tx)
+        .await
+        .expect("replica");
+    for table in [
+        "audit.reprocess_run_ends",
+        "audit.reverdicts",
+        "audit.reprocess_pages",
+    ] {
+        sqlx::query(&format!(
+            "DELETE FROM {table} WHERE run_id = (SELECT max(id) FROM audit.reprocess_runs)"
+        ))
+        .execute(&mut *tx)
+        .await
+        .expect("delete");
+    }
+    sqlx::query(
+        "DELETE FROM audit.reprocess_runs WHERE id = (SELECT max(id) FROM audit.reprocess_runs)",
+    )
+    .execute(&mut *tx)
+    .await
+    .expect("delete the run");
+    tx.commit().await.expect("commit");
+    assert_verifies(&db.url, 10).await;
+    for extra in [
+        vec!["--state-file", st],
+        vec!["--state-file", st, "--full"],
+        vec!["--no-state"],
+    ] {
+        let v = verify_witness(&db.url, &public, &cps, &extra).await;
+        assert_eq!(v.code, Some(1), "{extra:?}: {v:?}");
+        assert!(v.stderr.contains("re-verdict checkpoint size 2"), "{v:?}");
+    }
+}

@@ -228,12 +228,15 @@ async fn duplicate_and_conflicting_envelope_ids() {
 
     // The findings are not chained: verify recomputes them from the rows. A superuser (triggers
     // off) deletes one (a conflict turned into a first sighting), points one elsewhere, turns a
-    // byte-identical duplicate into a conflict, and adds one on a first occurrence.
+    // byte-identical duplicate into a conflict, relabels a conflict a duplicate and a duplicate
+    // up to formatting a conflict, and adds one on a first occurrence.
     let mut tx = db.pool.begin().await.expect("begin");
     for sql in [
         format!("DELETE FROM audit.id_findings WHERE stream_seq = {x3}"),
         format!("UPDATE audit.id_findings SET first_stream_seq = {y1} WHERE stream_seq = {x2}"),
         format!("UPDATE audit.id_findings SET finding = 'conflict' WHERE stream_seq = {y2}"),
+        format!("UPDATE audit.id_findings SET finding = 'duplicate' WHERE stream_seq = {y3}"),
+        format!("UPDATE audit.id_findings SET finding = 'conflict' WHERE stream_seq = {y4}"),
         format!(
             "INSERT INTO audit.id_findings SELECT e.stream, e.stream_seq, e.published_at, f.event_id, \
              'duplicate', f.first_stream, f.first_stream_seq, f.first_published_at, f.batch_id \
@@ -265,7 +268,21 @@ async fn duplicate_and_conflicting_envelope_ids() {
     );
     assert!(named(x2, "points to"), "{whys:#?}");
     assert!(named(y2, "says conflict"), "{whys:#?}");
+    assert!(
+        named(
+            y3,
+            "says duplicate, but the first occurrence carries another payload"
+        ),
+        "{whys:#?}"
+    );
+    assert!(
+        named(
+            y4,
+            "says conflict, but the first occurrence is the same event and payload"
+        ),
+        "{whys:#?}"
+    );
     assert!(named(x1, "on the first occurrence"), "{whys:#?}");
-    assert_eq!(whys.len(), 4, "{whys:#?}");
+    assert_eq!(whys.len(), 6, "{whys:#?}");
     assert!(v.first_break().contains("finding"), "{v:?}");
 }

@@ -230,6 +230,14 @@ async fn the_log_is_append_only_for_writer_owner_and_auditor() {
     as_role(pool, writer, "SELECT audit.ensure_partitions(now(), 2)")
         .await
         .expect("the writer creates partitions");
+    // It runs with its owner's rights, so it resolves no name through the caller's search_path.
+    let config: Vec<String> = sqlx::query_scalar(
+        "SELECT unnest(proconfig) FROM pg_proc WHERE proname = 'ensure_partitions'",
+    )
+    .fetch_all(pool)
+    .await
+    .expect("proconfig");
+    assert_eq!(config, vec!["search_path=pg_catalog, pg_temp".to_owned()]);
 
     // The owner and a superuser have the privileges; the triggers refuse.
     for role in [owner, None] {

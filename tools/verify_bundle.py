@@ -1,84 +1,418 @@
 #!/usr/bin/env python3
 """Checks an event-audit evidence bundle offline, independently of event-audit itself.
 
-Usage: verify_bundle.py BUNDLE.json --public-key KEY.pub
+Usage: verify_bundle.py BUNDLE.json --public-key KEY.pub [--origin NAME] [--witness-policy FILE]
 Needs Python 3.8+ and `cryptography` (Ed25519). Exit 0: every entry is proven against the signed
-checkpoint; 1: rejected (the line says what failed); 2: unusable input.
+checkpoint; 1: rejected (the line names what failed); 2: unusable input (a file, key or policy
+that cannot be read, a bundle whose JSON or shape is not a bundle's).
 
-What is checked (README, "Evidence bundles"): the checkpoint is a C2SP signed note whose signature
-line for the public key's name and key id verifies with Ed25519; its body is
-"<origin>\\n<tree size>\\n<base64 root>\\n". Per entry: SHA-256(leaf_data) == row_hash; `raw` is the
-last field of leaf_data (u64 big-endian length, then the bytes); the RFC 9162 inclusion proof of
-leaf SHA-256(0x00 || row_hash) at leaf_index leads to the root for the tree size.
+Written from the README ("Checking an evidence bundle") and the C2SP signed-note,
+tlog-checkpoint and tlog-cosignature specifications, not from event-audit's code. Checked: the
+bundle's JSON (strict, no repeated keys) and shape; the checkpoint note's signature by the public
+key (every line by that key must verify), its origin (--origin), the witness policy's quorum of
+valid cosignatures (--witness-policy); per entry: SHA-256(leaf_data) == row_hash, leaf_data read
+by the row-encoding grammar (versions 1 and 2, every byte used), raw == the leaf's raw field,
+stream, stream_seq and every key of columns against the leaf (an unknown key is a rejection),
+and the RFC 9162 inclusion proof of leaf SHA-256(0x00 || row_hash) at leaf_index.
 """
-import argparse, base64, hashlib, json, sys
+import argparse, base64, hashlib, json, re, sys
+from decimal import Decimal
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+FORMATS = ("event-audit-bundle/2", "event-audit-bundle/1")
+MAX_DEPTH, MAX_SIGNATURES, U64 = 1024, 64, 2**64 - 1
+DASH = "\u2014 "
+# Unicode White_Space: never in a key name; separates a policy line's words.
+WS = ("\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
+      "\u2009\u200a\u2028\u2029\u202f\u205f\u3000")
+WORDS = re.compile("[^" + WS + "]+")
+DECIMAL = re.compile("0|[1-9][0-9]*")
 
 class Rejected(Exception):
-    pass
+    """The bundle does not prove what it shows (exit 1)."""
 
+class Unusable(Exception):
+    """Not a usable input (exit 2)."""
+
+class Int(Decimal):
+    """A JSON number written as an integer."""
 
 def sha256(*parts):
     return hashlib.sha256(b"".join(parts)).digest()
 
-
-def b64(text, what):
+def b64(text, what, err=Rejected):
+    """Canonical standard base64 (padded, no stray bits)."""
     try:
-        return base64.b64decode(text, validate=True)
+        raw = base64.b64decode(text, validate=True)
     except (ValueError, TypeError):
-        raise Rejected(f"{what}: not base64")
+        raise err(f"{what} is not valid base64")
+    if base64.b64encode(raw).decode() != text: raise err(f"{what} is not valid base64")
+    return raw
 
+# --- keys, notes, cosignatures ------------------------------------------------------------
 
-def read_key(line):
-    name, key_id, key = line.strip().split("+", 2)  # base64 may hold "+"
-    key = base64.b64decode(key)
-    if len(key) != 33 or key[0] != 1:
-        raise ValueError("not an Ed25519 public key (0x01 || 32 bytes)")
-    if sha256(name.encode(), b"\n", key)[:4].hex() != key_id.lower():
-        raise ValueError("its key id does not match its name and key")
-    return name, bytes.fromhex(key_id), Ed25519PublicKey.from_public_bytes(key[1:])
+P = 2**255 - 19
+D = -121665 * pow(121666, P - 2, P) % P
 
+def on_curve(k):
+    """Whether 32 bytes decompress to an Ed25519 point (y from the low 255 bits, mod p)."""
+    y = (int.from_bytes(k, "little") & ((1 << 255) - 1)) % P
+    u, v = (y * y - 1) % P, (D * y * y + 1) % P
+    if v == 0: return False
+    x2 = u * pow(v, P - 2, P) % P
+    return x2 == 0 or pow(x2, (P - 1) // 2, P) == 1
 
-def check_note(note, key):
-    name, key_id, public = key
-    cut = note.rfind("\n\n")
-    if cut < 0 or not note.endswith("\n"):
-        raise Rejected("checkpoint: not a signed note (no blank line before the signatures)")
-    body, sigs = note[: cut + 1], note[cut + 2 :].splitlines()
-    mine = [s for s in sigs if s.startswith(f"\u2014 {name} ")]
+def valid_name(name):
+    return name != "" and "+" not in name and not any(c in WS for c in name)
+
+def vkey(text, alg, err):
+    """`<name>+<8 hex key id>+base64(alg || key)` -> (name, key id, Ed25519PublicKey)."""
+    parts = text.split("+", 2)
+    if len(parts) != 3: raise err("expected <name>+<key id>+<key>")
+    name, kid, key = parts
+    if not valid_name(name): raise err("the key name is empty or holds '+' or spaces")
+    raw = b64(key, "the key", err)
+    if len(raw) != 33 or raw[0] != alg:
+        raise err(f"not an Ed25519 key of signature type 0x{alg:02x}")
+    if not re.fullmatch("[0-9a-fA-F]{8}", kid): raise err("the key id is not 8 hex digits")
+    if sha256(name.encode(), b"\n", raw)[:4] != bytes.fromhex(kid):
+        raise err("the key id does not match the name and key")
+    if not on_curve(raw[1:]): raise err("not a valid Ed25519 public key")
+    return name, bytes.fromhex(kid), Ed25519PublicKey.from_public_bytes(raw[1:])
+
+def verifies(public, sig, msg):
+    try:
+        public.verify(sig, msg)
+        return True
+    except InvalidSignature:
+        return False
+
+def split_note(note):
+    """C2SP signed note: (text up to and with the last blank line's first newline, signatures)."""
+    bad = lambda why: Rejected(f"checkpoint signature: malformed note: {why}")
+    if any(c < " " and c != "\n" for c in note): raise bad("it holds a control character")
+    at = note.rfind("\n\n")
+    if at < 0: raise bad("no blank line before the signatures")
+    text, rest = note[: at + 1], note[at + 2 :]
+    if not rest.endswith("\n"): raise bad("the note does not end with a newline")
+    sigs = []
+    for line in rest[:-1].split("\n"):
+        if not line.startswith(DASH): raise bad("a signature line does not start with '\u2014 '")
+        name, space, sig = line[len(DASH) :].partition(" ")
+        if not space or not valid_name(name): raise bad("a signature line lacks a valid key name")
+        blob = b64(sig, "a signature", bad)
+        if len(blob) < 4: raise bad("a signature is shorter than its key id")
+        sigs.append((name, blob))
+    if len(sigs) > MAX_SIGNATURES: raise bad("too many signatures")
+    return text, sigs
+
+def open_checkpoint(note, key):
+    """The checkpoint (origin, size, root) once every signature line by `key` verifies."""
+    name, kid, public = key
+    text, sigs = split_note(note)
+    label = f"{name}+{kid.hex()}"
+    mine = [blob for n, blob in sigs if n == name and blob[:4] == kid]
     if not mine:
-        raise Rejected(f"checkpoint signature: no signature line for key {name}")
-    for line in mine:
-        sig = b64(line.rsplit(" ", 1)[1], "checkpoint signature")
-        if len(sig) == 68 and sig[:4] == key_id:
-            try:
-                public.verify(sig[4:], body.encode())
-                break
-            except InvalidSignature:
-                pass
-    else:
-        raise Rejected("checkpoint signature does not verify with the public key "
-                       "(origin, tree size or root changed, or another key)")
-    lines = body.split("\n")
-    if len(lines) < 4 or not lines[1].isdigit():
-        raise Rejected("checkpoint tree size: not a number")
-    root = b64(lines[2], "checkpoint root")
-    if len(root) != 32:
-        raise Rejected("checkpoint root: not 32 bytes")
-    return lines[0], int(lines[1]), root
+        raise Rejected(f"checkpoint signature: no signature by key {label} (signed by another key)")
+    for blob in mine:
+        if len(blob) != 68 or not verifies(public, blob[4:], text.encode()):
+            raise Rejected(f"checkpoint signature: the signature by key {label} does not verify")
+    bad = lambda why: Rejected(f"checkpoint signature: malformed checkpoint: {why}")
+    lines = text[:-1].split("\n")
+    if lines[0] == "": raise bad("no origin line")
+    if len(lines) < 2 or not DECIMAL.fullmatch(lines[1]) or int(lines[1]) > U64:
+        raise bad("the tree size is not a decimal number without leading zeros")
+    root = b64(lines[2], "the root", bad) if len(lines) > 2 else b""
+    if len(root) != 32: raise bad("the root is not 32 bytes of base64")
+    if "" in lines[3:]: raise bad("an extension line is empty")
+    return text, sigs, (lines[0], int(lines[1]), root)
 
+def read_policy(text):
+    """`witness <vkey> <url>` lines and `quorum <n>` (default: every witness); `#` comments."""
+    witnesses, quorum = [], None
+    for n, line in enumerate(text.split("\n"), 1):
+        err = lambda why: Unusable(f"the witness policy, line {n}: {why}")
+        words = WORDS.findall(line.split("#", 1)[0])
+        if not words: continue
+        if words[0] == "witness" and len(words) == 3:
+            w = vkey(words[1], 0x04, err)
+            if any(x[:2] == w[:2] for x in witnesses): raise err("this witness is listed twice")
+            if not words[2].startswith(("http://", "https://")):
+                raise err("the URL does not start with http:// or https://")
+            witnesses.append(w)
+        elif words[0] == "quorum" and len(words) == 2:
+            if not DECIMAL.fullmatch(words[1]) or not 0 < int(words[1]) <= U64:
+                raise err("the quorum is not a number above 0")
+            if quorum is not None: raise err("a second quorum line")
+            quorum = int(words[1])
+        else:
+            raise err("expected `witness <vkey> <url>` or `quorum <n>`")
+    if not witnesses: raise Unusable("the witness policy names no witness")
+    quorum = len(witnesses) if quorum is None else quorum
+    if quorum > len(witnesses):
+        raise Unusable(f"the witness policy's quorum {quorum} is above its {len(witnesses)} witness(es)")
+    return witnesses, quorum
+
+def cosigned(text, sigs, policy):
+    """The names of the policy's witnesses with a valid cosignature/v1 on the note's text."""
+    witnesses, quorum = policy
+    by = set()
+    for name, kid, public in witnesses:
+        lines = [blob for n, blob in sigs if n == name and blob[:4] == kid]
+        for blob in lines:
+            t = int.from_bytes(blob[4:12], "big")
+            msg = f"cosignature/v1\ntime {t}\n{text}".encode()
+            if len(blob) != 76 or t >= 2**63 or not verifies(public, blob[12:], msg):
+                raise Rejected(f"witness policy: the cosignature by witness {name}+{kid.hex()} "
+                               "does not verify (forged or altered)")
+        if lines:
+            by.add(name)
+    if len(by) < quorum:
+        raise Rejected(f"witness policy: {len(by)} valid cosignature(s) of the {quorum} the witness "
+                       f"policy requires (cosigned by: {', '.join(sorted(by)) or 'none'})")
+    return sorted(by)
+
+# --- JSON ---------------------------------------------------------------------------------
+
+def number(text):
+    exp = re.search("[eE][-+]?0*([0-9]*)$", text)
+    if exp and len(exp.group(1)) > 9: raise ValueError("a number's exponent has more than 9 digits")
+    return Decimal(text)
+
+def load_json(text, unique):
+    """Strict JSON: numbers exact, no NaN, no lone surrogates, nesting <= 1,024; a repeated key
+    refused (`unique`, a bundle) or the last kept (JSON from a leaf)."""
+    def pairs(items):
+        out = {}
+        for k, v in items:
+            if unique and k in out: raise ValueError("a key repeated within one object")
+            out[k] = v
+        return out
+
+    def constant(name):
+        raise ValueError(f"{name} is not JSON")
+
+    value = json.loads(text, object_pairs_hook=pairs, parse_int=Int, parse_float=number,
+                       parse_constant=constant)
+    todo = [(value, 0)]
+    while todo:
+        v, depth = todo.pop()
+        items = list(v.items()) if isinstance(v, dict) else [(None, x) for x in v] \
+            if isinstance(v, list) else None
+        if items is None:
+            if isinstance(v, str):
+                v.encode("utf-8")  # a lone surrogate raises UnicodeEncodeError (a ValueError)
+            continue
+        if depth + 1 > MAX_DEPTH: raise ValueError("nested deeper than 1,024 arrays and objects")
+        for k, x in items:
+            if k is not None:
+                k.encode("utf-8")
+            todo.append((x, depth + 1))
+    return value
+
+def same(a, b):
+    """Equal as JSON values: same kind; numbers by value; objects as maps; arrays in order."""
+    if isinstance(a, Decimal): return isinstance(b, Decimal) and a == b
+    if isinstance(a, list): return isinstance(b, list) and len(a) == len(b) and all(map(same, a, b))
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    return type(a) is type(b) and a == b
+
+def render(v):
+    if v is None or isinstance(v, bool): return json.dumps(v)
+    if isinstance(v, Decimal): return str(v)
+    if isinstance(v, list): return "[" + ",".join(map(render, v)) + "]"
+    if isinstance(v, dict):
+        return "{" + ",".join(json.dumps(k, ensure_ascii=False) + ":" + render(x)
+                              for k, x in v.items()) + "}"
+    return json.dumps(v, ensure_ascii=False)
+
+def shown(v):
+    t = render(v)
+    return t if len(t) <= 120 else t[:120] + "\u2026"
+
+# --- times --------------------------------------------------------------------------------
+
+TIME = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})"
+                  r"(?:\.([0-9]{1,9}))?Z")
+
+def days_from_civil(y, m, d):
+    """Days since 1970-01-01 of a proleptic Gregorian date (after H. Hinnant)."""
+    y -= m <= 2
+    era = y // 400
+    yoe = y - era * 400
+    doy = (153 * (m + (-3 if m > 2 else 9)) + 2) // 5 + d - 1
+    return era * 146097 + yoe * 365 + yoe // 4 - yoe // 100 + doy - 719468
+
+def time_text(us):
+    """Microseconds since 1970 as the time text (for messages)."""
+    secs, frac = divmod(us, 10**6)
+    z, secs = divmod(secs, 86400)
+    z += 719468
+    era, doe = divmod(z, 146097)
+    yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
+    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
+    mp = (5 * doy + 2) // 153
+    d, m = doy - (153 * mp + 2) // 5 + 1, mp + 3 if mp < 10 else mp - 9
+    y = yoe + era * 400 + (m <= 2)
+    return f'"{y:04}-{m:02}-{d:02}T{secs // 3600:02}:{secs // 60 % 60:02}:{secs % 60:02}.{frac:06}Z"'
+
+def time_us(s):
+    """`YYYY-MM-DDTHH:MM:SS[.f]Z` as microseconds since 1970 (None: malformed or sub-microsecond)."""
+    m = TIME.fullmatch(s) if isinstance(s, str) else None
+    if not m: return None
+    y, mo, d, h, mi, se = (int(g) for g in m.groups()[:6])
+    leap = y % 4 == 0 and (y % 100 != 0 or y % 400 == 0)
+    month = [31, 29 if leap else 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
+    ns = int((m.group(7) or "").ljust(9, "0"))
+    if not (1 <= mo <= 12 and 1 <= d <= month[mo - 1] and h < 24 and mi < 60 and se < 60) or ns % 1000:
+        return None
+    return (((days_from_civil(y, mo, d) * 24 + h) * 60 + mi) * 60 + se) * 10**6 + ns // 1000
+
+# --- the leaf -----------------------------------------------------------------------------
+
+TAGS = {b"event-audit row v1\0": 1, b"event-audit row v2\0": 2}
+TEXTS = ("headers", "envelope", "event_id", "event_type", "event_version", "status", "errors",
+         "unknown_fields", "account_number")
+
+class Reader:
+    def __init__(self, data):
+        self.data, self.at = data, 19
+
+    def take(self, n, name):
+        if n > len(self.data) - self.at:
+            raise Rejected(f"leaf data: {name}: runs past the end of the leaf data")
+        self.at += n
+        return self.data[self.at - n : self.at]
+
+    def signed(self, b):
+        return int.from_bytes(b, "big", signed=True)
+
+    def field(self, name, nullable):
+        n = int.from_bytes(self.take(8, name), "big")
+        if n == U64:
+            if nullable: return None
+            raise Rejected(f"leaf data: {name}: NULL where the encoding has no NULL")
+        return self.take(n, name)
+
+    def text(self, name, nullable=True):
+        b = self.field(name, nullable)
+        try:
+            return None if b is None else b.decode("utf-8")
+        except UnicodeDecodeError:
+            raise Rejected(f"leaf data: {name}: not UTF-8")
+
+    def int(self, name, nullable=False):
+        b = self.field(name, nullable)
+        if b is not None and len(b) != 8:
+            raise Rejected(f"leaf data: {name}: an integer field that is not 8 bytes long")
+        return None if b is None else self.signed(b)
+
+def parse_leaf(data):
+    """A row's canonical encoding (README: versions 1 and 2) -> its fields; every byte used."""
+    version = TAGS.get(data[:19])
+    if version is None: raise Rejected("leaf data: version tag: not `event-audit row v1` or `v2`")
+    r, f = Reader(data), {"version": version}
+    f["stream"] = r.text("stream", False)
+    if version == 2:
+        for name in ("stream_seq", "published_at", "received_at"):
+            f[name] = r.int(name)
+        f["subject"] = r.text("subject", False)
+        f["delivery_count"] = r.int("delivery_count")
+        if not -(2**31) <= f["delivery_count"] < 2**31:
+            raise Rejected("leaf data: delivery_count: beyond a 32-bit integer")
+    else:
+        for name in ("stream_seq", "published_at", "received_at"):
+            f[name] = r.signed(r.take(8, name))
+        f["subject"] = r.text("subject", False)
+        f["delivery_count"] = r.signed(r.take(4, "delivery_count"))
+    for name in TEXTS:
+        f[name] = r.text(name, name != "status")
+    f["payload_place"] = None
+    if version == 2:
+        f["occurred_at"] = r.int("occurred_at", True)
+        place = r.field("payload_place", True)
+        if place is not None and len(place) != 16:
+            raise Rejected("leaf data: payload_place: not two 8-byte integers")
+        if place is not None:
+            f["payload_place"] = (int.from_bytes(place[:8], "big"), int.from_bytes(place[8:], "big"))
+        f["payload_error"] = r.text("payload_error")
+        f["catalogue"] = r.text("catalogue", False)
+    else:
+        present = r.take(1, "occurred_at")[0]
+        if present > 1:
+            raise Rejected("leaf data: occurred_at: its presence byte is neither 0 nor 1")
+        f["occurred_at"] = r.signed(r.take(8, "occurred_at")) if present else None
+    f["raw"] = r.field("raw", False)
+    if r.at != len(data):
+        raise Rejected("leaf data: raw: bytes follow the raw message (the last field)")
+    p = f["payload_place"]
+    if p is not None and not p[0] <= p[1] <= len(f["raw"]):
+        raise Rejected("leaf data: payload_place: not a range within the raw message")
+    return f
+
+# --- columns ------------------------------------------------------------------------------
+
+COLUMNS = ("stream", "stream_seq", "published_at", "received_at", "subject", "delivery_count",
+           "headers", "envelope", "event_id", "event_type", "event_version", "status", "errors",
+           "unknown_fields", "account_number", "occurred_at", "payload_place", "payload",
+           "payload_error", "catalogue")
+V2_ONLY = ("payload_place", "payload", "payload_error", "catalogue")
+TIMES = ("published_at", "received_at", "occurred_at")
+
+class Unreadable:
+    def __init__(self, why):
+        self.why = why
+
+def leaf_json(text, why):
+    try:
+        return load_json(text, unique=False)
+    except (ValueError, RecursionError):
+        return Unreadable(why)
+
+def expected(key, f):
+    """What the leaf says `key` holds: a JSON value, a time (int or None), or Unreadable."""
+    if f["version"] == 1 and key in V2_ONLY: return None
+    v = f.get(key)
+    if key in ("headers", "errors", "unknown_fields"):
+        return None if v is None else leaf_json(v, f"the leaf's {key.replace('_', ' ')} are not JSON")
+    if key == "payload":
+        p = f["payload_place"]
+        if p is None: return None
+        try:
+            text = f["raw"][p[0] : p[1]].decode("utf-8")
+        except UnicodeDecodeError:
+            return Unreadable("the leaf's payload place does not hold JSON")
+        return leaf_json(text, "the leaf's payload place does not hold JSON")
+    if key == "payload_place": return None if v is None else [Decimal(v[0]), Decimal(v[1])]
+    if key in ("stream_seq", "delivery_count"): return Decimal(v)
+    return v
+
+def check_field(field, key, value, f):
+    if key not in COLUMNS:
+        raise Rejected(f"field {field}: not a field the verifier checks "
+                       "(nothing unchecked may be shown as evidence)")
+    want = expected(key, f)
+    if isinstance(want, Unreadable):
+        raise Rejected(f"field {field}: the bundle says {shown(value)}, but {want.why}")
+    if key in TIMES:
+        ok = value is None if want is None else time_us(value) == want
+        leaf = "null" if want is None else time_text(want)
+    else:
+        ok, leaf = same(value, want), shown(want)
+    if not ok:
+        raise Rejected(f"field {field}: the bundle says {shown(value)}, the leaf says {leaf}")
+
+# --- entries ------------------------------------------------------------------------------
 
 def inclusion_root(index, size, leaf, proof):
     """RFC 9162, 2.1.3.2: the root an inclusion proof leads to (None when it cannot)."""
-    if index >= size:
-        return None
+    if index >= size: return None
     fn, sn, r = index, size - 1, leaf
     for p in proof:
-        if sn == 0:
-            return None
+        if sn == 0: return None
         if fn & 1 or fn == sn:
             r = sha256(b"\x01", p, r)
             while not fn & 1 and fn != 0:
@@ -88,51 +422,98 @@ def inclusion_root(index, size, leaf, proof):
         fn, sn = fn >> 1, sn >> 1
     return r if sn == 0 else None
 
-
-def check_entry(i, e, size, root):
-    where = f"entry {i} (stream {e.get('stream')} seq {e.get('stream_seq')})"
-    leaf_data, raw = b64(e["leaf_data"], f"{where} leaf data"), b64(e["raw"], f"{where} raw")
-    if sha256(leaf_data).hex() != e["row_hash"].lower():
-        raise Rejected(f"{where}: row hash is not SHA-256 of the leaf data")
-    n = len(raw)
-    if len(leaf_data) < n + 8 or leaf_data[len(leaf_data) - n - 8 :] != n.to_bytes(8, "big") + raw:
-        raise Rejected(f"{where}: raw bytes are not the raw field of the leaf data")
-    proof = [b64(p, f"{where} proof hash") for p in e["inclusion_proof"]]
+def check_entry(e, size, root):
+    data, raw = b64(e["leaf_data"], "leaf_data"), b64(e["raw"], "raw")
+    if not re.fullmatch("[0-9a-fA-F]{64}", e["row_hash"]):
+        raise Rejected("row_hash is not 64 hex digits")
+    if sha256(data) != bytes.fromhex(e["row_hash"]):
+        raise Rejected("row hash: row_hash is not SHA-256 of the leaf data")
+    f = parse_leaf(data)
+    if f["raw"] != raw: raise Rejected("raw: the bundle's raw bytes are not the leaf's raw field")
+    check_field("stream", "stream", e["stream"], f)
+    check_field("stream_seq", "stream_seq", e["stream_seq"], f)
+    for key, value in e.get("columns", {}).items():
+        check_field(f"columns.{key}", key, value, f)
+    proof = [b64(p, "an inclusion_proof hash") for p in e["inclusion_proof"]]
     if any(len(p) != 32 for p in proof):
-        raise Rejected(f"{where}: proof hash not 32 bytes")
-    leaf = sha256(b"\x00", bytes.fromhex(e["row_hash"]))
-    if inclusion_root(e["leaf_index"], size, leaf, proof) != root:
-        raise Rejected(f"{where}: inclusion proof does not lead to the checkpoint's root "
-                       f"(leaf index {e['leaf_index']}, tree size {size})")
+        raise Rejected("inclusion_proof: a proof hash is not 32 bytes")
+    leaf = sha256(b"\x00", sha256(data))
+    if inclusion_root(int(e["leaf_index"]), size, leaf, proof) != root:
+        raise Rejected(f"inclusion proof of leaf {int(e['leaf_index'])} does not lead to the root "
+                       f"of tree size {size}")
 
+ENTRY = {"stream": str, "stream_seq": Int, "leaf_index": Int, "raw": str, "columns": dict,
+         "leaf_data": str, "row_hash": str, "inclusion_proof": list}
+
+def shape(b):
+    """The bundle's fixed shape (anything else is unusable input)."""
+    def need(obj, key, kind, at):
+        if key not in obj: raise Unusable(f"{at}{key}: missing")
+        if not isinstance(obj[key], kind): raise Unusable(f"{at}{key}: not of the right JSON type")
+        return obj[key]
+
+    if not isinstance(b, dict): raise Unusable("not a JSON object")
+    for k in b:
+        if k not in ("format", "checkpoint", "entries"):
+            raise Unusable(f"{k}: not a key of the bundle format")
+    if need(b, "format", str, "") not in FORMATS:
+        raise Unusable(f"format {b['format']!r} is not {FORMATS[0]} (nor {FORMATS[1]})")
+    need(b, "checkpoint", str, "")
+    if not need(b, "entries", list, ""):
+        raise Unusable("entries: none (a bundle proves at least one row)")
+    for i, e in enumerate(b["entries"]):
+        at = f"entries[{i}]."
+        if not isinstance(e, dict): raise Unusable(f"entries[{i}]: not an object")
+        for k in e:
+            if k not in ENTRY: raise Unusable(f"{at}{k}: not a key of the bundle format")
+        for k, kind in ENTRY.items():
+            if k != "columns" or k in e:
+                need(e, k, kind, at)
+        if not 0 <= e["leaf_index"] <= U64:
+            raise Unusable(f"{at}leaf_index: not an integer from 0 to {U64}")
+        if not all(isinstance(p, str) for p in e["inclusion_proof"]):
+            raise Unusable(f"{at}inclusion_proof: not an array of strings")
+    return b
+
+def read_text(path):
+    data = sys.stdin.buffer.read() if path == "-" else open(path, "rb").read()
+    return data.decode("utf-8")
 
 def main():
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 4000))
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("bundle")
     ap.add_argument("--public-key", required=True)
+    ap.add_argument("--origin", help="the log the checkpoint must be of")
+    ap.add_argument("--witness-policy", help="witness <vkey> <url> lines and quorum <n>")
     a = ap.parse_args()
     try:
-        with open(a.public_key) as f:
-            key = read_key(f.readline())
-        with open(a.bundle) as f:
-            bundle = json.load(f)
-    except (OSError, ValueError) as e:
-        print(f"cannot read the input: {e}", file=sys.stderr)
+        key = vkey(read_text(a.public_key).strip(WS), 0x01, lambda why: Unusable(f"the public key: {why}"))
+        policy = read_policy(read_text(a.witness_policy)) if a.witness_policy else None
+        try:
+            bundle = shape(load_json(read_text(a.bundle), unique=True))
+        except (ValueError, RecursionError) as e:
+            raise Unusable(f"not JSON: {e}")
+    except (OSError, UnicodeDecodeError, Unusable) as e:
+        print(f"UNUSABLE: {e}", file=sys.stderr)
         return 2
     try:
-        if bundle.get("format") != "event-audit-bundle/1":
-            raise Rejected(f"format {bundle.get('format')!r} is not event-audit-bundle/1")
-        origin, size, root = check_note(bundle["checkpoint"], key)
+        text, sigs, (origin, size, root) = open_checkpoint(bundle["checkpoint"], key)
+        if a.origin is not None and origin != a.origin:
+            raise Rejected(f"checkpoint origin: the checkpoint is of log {origin}, not {a.origin}")
+        by = cosigned(text, sigs, policy) if policy else None
         for i, e in enumerate(bundle["entries"]):
-            check_entry(i, e, size, root)
-    except (Rejected, KeyError, TypeError, ValueError) as e:
-        what = f"missing field {e}" if isinstance(e, KeyError) else str(e)
-        print(f"REJECTED: {what}", file=sys.stderr)
+            try:
+                check_entry(e, size, root)
+            except Rejected as r:
+                raise Rejected(f"entry {i} (stream {e['stream']} seq {e['stream_seq']}): {r}")
+    except Rejected as e:
+        print(f"REJECTED: {e}", file=sys.stderr)
         return 1
-    print(f"OK: {len(bundle['entries'])} entr{'y' if len(bundle['entries']) == 1 else 'ies'} "
-          f"proven against {origin} at tree size {size}")
+    n = len(bundle["entries"])
+    print(f"OK: {n} entr{'y' if n == 1 else 'ies'} proven against {origin} at tree size {size}"
+          + (f", cosigned by {', '.join(by)}" if by is not None else ""))
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

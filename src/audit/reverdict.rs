@@ -143,5 +143,9 @@ mod tests {
                 r#"[{"path":"a","code":"missing_field","message":"a: required field is missing"}]"#
             )
         );
+        // A key added to a stored errors object does not vanish in the re-canonicalisation: the
+        // text no longer reads as errors at all (so the row or re-verdict no longer hashes).
+        let injected = r#"[{"code": "missing_field", "path": "a", "message": "m", "note": "x"}]"#;
+        assert_eq!(recanonical_errors(Some(injected)), None);
     }
 }

@@ -1,6 +1,8 @@
 //! `event-audit prove`: an evidence bundle (JSON) for one event (`--stream S --seq N`) or an
 //! account's events (`--account NUMBER [--since T] [--until T]`) against the latest witnessed
-//! checkpoint, to stdout or `-o FILE`. Check it with `verify-proof` or tools/verify_bundle.py.
+//! checkpoint (with `--witness-policy`, the latest carrying the policy's quorum of cosignatures),
+//! to stdout or `-o FILE`; the bundle is checked as `verify-proof` checks it before it is written.
+//! Check it with `verify-proof` or tools/verify_bundle.py.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -9,6 +11,8 @@ use serde::Serialize;
 
 use super::args::{ConfigArg, DatabaseArgs, NatsArgs};
 use super::witness_args::PlaceArgs;
+use crate::audit::bundle::{check as check_bundle, Expect};
+use crate::checkpoint::CheckpointError;
 use crate::db::Db;
 use crate::prove::{prove, Query};
 use crate::tree::TreeStore;
@@ -48,6 +52,11 @@ pub struct ProveArgs {
     #[arg(long, env = "EVENT_AUDIT_PUBLIC_KEY")]
     #[serde(skip)]
     pub public_key: Option<PathBuf>,
+    /// A witness policy (`witness <vkey> <url>` lines, `quorum <n>`): prove against the newest
+    /// checkpoint that carries the policy's quorum of valid cosignatures.
+    #[arg(long)]
+    #[serde(skip)]
+    pub witness_policy: Option<PathBuf>,
     #[command(flatten)]
     pub database: DatabaseArgs,
     #[command(flatten)]
@@ -64,14 +73,24 @@ pub fn run(args: ProveArgs) -> anyhow::Result<ExitCode> {
             Some(p) => Some(crate::checkpoint::load_public_key(p)?),
             None => None,
         };
+        let policy = args
+            .witness_policy
+            .as_deref()
+            .or(settings.witness.witness_policy.as_deref())
+            .map(super::verify_proof::read_policy)
+            .transpose()?;
         let store = TreeStore::new(db.clone());
-        let policy = match &settings.witness.witness_policy {
-            Some(p) => Some(crate::checkpoint::load_policy(p)?),
-            None => None,
-        };
-        let (cp, note) =
+        let found =
             crate::checkpoint::latest_checkpoint(&settings, &db, key.as_ref(), policy.as_ref())
-                .await?;
+                .await;
+        let (cp, note) = match found {
+            Err(CheckpointError::NoCheckpoint) if policy.is_some() => anyhow::bail!(
+                "no witnessed checkpoint the database reaches carries the witness policy's quorum \
+                 of valid cosignatures (wait for the witnesses to cosign a newer checkpoint, or \
+                 check the policy file)"
+            ),
+            other => other?,
+        };
         let (since, until) = (
             args.since.map(|t| t.to_rfc3339()).unwrap_or_default(),
             args.until.map(|t| t.to_rfc3339()).unwrap_or_default(),
@@ -89,6 +108,13 @@ pub fn run(args: ProveArgs) -> anyhow::Result<ExitCode> {
         let bundle = prove(&store, query, &cp, &note).await?;
         let took = started.elapsed();
         let body = serde_json::to_string_pretty(&bundle)? + "\n";
+        let expect = Expect {
+            origin: None,
+            policy,
+        };
+        if let Err(e) = check_bundle(&body, key.as_ref(), &expect) {
+            anyhow::bail!("the bundle does not pass its own check, nothing written: {e}");
+        }
         super::output::emit(args.output.as_deref(), &body)?;
         let rows = bundle.entries.len().max(1) as f64;
         eprintln!(

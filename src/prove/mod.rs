@@ -1,15 +1,16 @@
 //! `prove`: an evidence bundle for some rows (one event, or an account's events) against one
-//! signed checkpoint: each row's raw bytes and decoded columns, its leaf data (the canonical
-//! encoding, whose SHA-256 is the row hash) and its inclusion proof, plus the checkpoint's
-//! signed note. Every proof is checked here before it is written, so a bundle from a database
-//! that does not match the checkpoint is refused, not handed out.
+//! signed checkpoint: each row's raw bytes, its leaf data (the canonical encoding, whose SHA-256
+//! is the row hash), the decoded columns read back from that leaf data (so every field shown is
+//! covered by the proof) and its inclusion proof, plus the checkpoint's signed note. Every proof
+//! is checked here before it is written, so a bundle from a database that does not match the
+//! checkpoint is refused, not handed out.
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use serde::Serialize;
-use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
+use crate::audit::bundle::{fields, json::Json, leaf};
 use crate::audit::note::Checkpoint;
 use crate::audit::tlog;
 use crate::db::DbError;
@@ -17,7 +18,7 @@ use crate::tree::{RowPlace, TreeStore};
 use crate::verify::store::StoredRow;
 
 /// The bundle format's name.
-pub const FORMAT: &str = "event-audit-bundle/1";
+pub use crate::audit::bundle::FORMAT;
 
 /// One proven row.
 #[derive(Debug, Clone, Serialize)]
@@ -26,13 +27,14 @@ pub struct Entry {
     pub stream_seq: i64,
     pub leaf_index: u64,
     pub raw: String,
-    pub columns: Value,
+    /// Read back from the leaf data (`audit::bundle::fields`).
+    pub columns: Json,
     pub leaf_data: String,
     pub row_hash: String,
     pub inclusion_proof: Vec<String>,
 }
 
-/// The evidence bundle (see README, "Evidence bundles").
+/// The evidence bundle (see README, "Checking an evidence bundle").
 #[derive(Debug, Clone, Serialize)]
 pub struct Bundle {
     pub format: &'static str,
@@ -106,6 +108,9 @@ pub async fn prove(
             .await?
             .ok_or_else(|| ProveError::NotFound(what.clone()))?;
         let data = leaf_data(&row).ok_or_else(|| ProveError::Mismatch(what.clone()))?;
+        let columns = leaf::parse(&data)
+            .map(|c| fields::columns(&c))
+            .map_err(|_| ProveError::Mismatch(what.clone()))?;
         let row_hash: [u8; 32] = Sha256::digest(&data).into();
         let proof = store.inclusion(index, cp.size).await?;
         tlog::verify_inclusion(
@@ -121,7 +126,7 @@ pub async fn prove(
             stream_seq: row.stream_seq,
             leaf_index: index,
             raw: B64.encode(&row.raw),
-            columns: columns(&row),
+            columns,
             leaf_data: B64.encode(&data),
             row_hash: hex(&row_hash),
             inclusion_proof: proof.iter().map(|h| B64.encode(h)).collect(),
@@ -131,25 +136,6 @@ pub async fn prove(
         format: FORMAT,
         checkpoint: note.to_owned(),
         entries,
-    })
-}
-
-/// The decoded columns, for humans (the proof covers them through the leaf data).
-fn columns(r: &StoredRow) -> Value {
-    let js = |t: &Option<String>| {
-        t.as_deref()
-            .and_then(|t| serde_json::from_str::<Value>(t).ok())
-    };
-    json!({
-        "stream": r.stream, "stream_seq": r.stream_seq,
-        "published_at": r.published_at, "received_at": r.received_at,
-        "subject": r.subject, "delivery_count": r.delivery_count,
-        "headers": js(&r.headers), "envelope": r.envelope, "event_id": r.event_id,
-        "event_type": r.event_type, "event_version": r.event_version, "status": r.status,
-        "errors": js(&r.errors), "unknown_fields": js(&r.unknown_fields),
-        "payload": js(&r.payload), "account_number": r.account_number,
-        "occurred_at": r.occurred_at, "payload_error": r.payload_error,
-        "catalogue": r.catalogue,
     })
 }
 

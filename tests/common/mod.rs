@@ -2,6 +2,7 @@
 //! JetStream stream per test ([`stream`]), the daemon in-process ([`app`]) with its log
 //! ([`logs`]) or, where the process is the point, as a subprocess ([`process`]), the platform
 //! simulator in-process ([`sim`]), the CLI commands whose exit codes are checked ([`cli`]),
+//! evidence bundles and both their verifiers ([`bundle`]),
 //! audit rows built without the bus ([`records`]), and the operations tools ([`observe`]).
 //!
 //! Every test gets its own database, stream, consumer and subject space, and its own HTTP port,
@@ -10,6 +11,7 @@
 #![allow(dead_code)]
 
 pub mod app;
+pub mod bundle;
 pub mod cli;
 pub mod db;
 pub mod logs;
