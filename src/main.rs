@@ -2,7 +2,7 @@
 
 fn main() -> std::process::ExitCode {
     let cli = event_audit::cli::parse();
-    event_audit::telemetry::init(cli.log_json);
+    event_audit::telemetry::init(cli.log_json, event_audit::cli::default_log_filter(&cli));
     match event_audit::cli::dispatch(cli) {
         Ok(code) => code,
         // `event-audit catalogue list | head` is not an error.

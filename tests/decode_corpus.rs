@@ -242,3 +242,78 @@ fn missing_file_is_an_error_not_a_verdict() {
     assert!(out.stdout.is_empty());
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot open"));
 }
+
+/// `decode` on `input`, its stdout read as lines.
+fn run_text(input: &str) -> (Vec<Value>, Output) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("in.jsonl");
+    std::fs::write(&path, input).expect("write");
+    let out = run_files(&[path]);
+    (json_lines(&out.stdout), out)
+}
+
+#[test]
+fn a_name_the_catalogue_does_not_know_gets_close_names_in_its_message_not_its_status() {
+    let (got, out) = run_text(concat!(
+        r#"{"event":"acount.created-v1","id":"1","payload":{}}"#,
+        "\n",
+        r#"{"event":"account.created-v9","id":"2","payload":{}}"#,
+        "\n",
+        r#"{"event":"tech.kraken.workflow.created.v1-v1","id":"3","payload":{}}"#,
+        "\n",
+    ));
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(got[0]["status"], "unknown_type");
+    let m = got[0]["message"].as_str().expect("a message");
+    assert!(m.contains("did you mean account.created-v1"), "{m}");
+    assert_eq!(got[0]["errors"], serde_json::json!([]));
+    assert_eq!(got[1]["status"], "unknown_version");
+    let m = got[1]["message"].as_str().expect("a message");
+    assert!(m.contains("its versions: v1"), "{m}");
+    // Nothing close: no message (the platform emits hundreds of types the catalogue omits).
+    assert_eq!(got[2]["status"], "unknown_type");
+    assert!(got[2].get("message").is_none(), "{}", got[2]);
+}
+
+/// `decode` of `lines` with a reader that takes one line and closes the pipe: the exit code
+/// and the summary cover the lines read until then.
+fn closed_after_one_line(lines: &[&str]) -> (Option<i32>, String) {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("in.jsonl");
+    std::fs::write(&path, lines.join("\n") + "\n").expect("write");
+    let mut child = bin()
+        .arg("decode")
+        .arg(&path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut first = String::new();
+    std::io::BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut first)
+        .expect("one line");
+    // The reader is gone (`| head -1`).
+    let out = child.wait_with_output().expect("wait");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn output_closed_early_exits_as_the_lines_read_until_then_say() {
+    let good = std::fs::read_to_string(corpus("valid.jsonl")).expect("valid");
+    let good = good.lines().next().expect("a line").to_owned();
+    let bad = r#"{"event":"account.created-v1","payload":{}}"#;
+    // 10 MB of output: far more than a pipe holds, so decoding stops when the reader goes.
+    let mut lines = vec![good.as_str(); 50_000];
+    lines.push(bad);
+    let (code, stderr) = closed_after_one_line(&lines);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stderr.contains("output closed early"), "{stderr}");
+    lines.insert(0, bad);
+    let (code, stderr) = closed_after_one_line(&lines);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("output closed early"), "{stderr}");
+}

@@ -1,5 +1,7 @@
-//! The operations files, checked as files: every alert rule has a `runbook_url` naming a README
-//! section and promtool tests that fire it and keep it quiet; the dashboards declare the
+//! The operations files, checked as files: every alert rule has a `runbook_url` naming its own
+//! section of `docs/runbooks.md` and promtool tests that fire it and keep it quiet; every
+//! relative link of the README and `docs/` leads to a file and heading that exist, and the
+//! README (the newcomer's page) stays short and links every guide; the dashboards declare the
 //! Grafana version their schema needs, a data-source variable that file provisioning resolves,
 //! template variables (instance, supplier, batch) that every panel's query may use, one unit
 //! per panel, value mappings for states and "never" for ages of things that never happened; the
@@ -18,11 +20,17 @@ fn file(rel: &str) -> String {
     std::fs::read_to_string(repo().join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
 }
 
-/// The anchors GitHub gives the README's headings.
+/// The anchors GitHub gives a Markdown file's headings (code blocks left out).
 fn anchors(markdown: &str) -> BTreeSet<String> {
+    let mut in_code = false;
     markdown
         .lines()
-        .filter(|l| l.starts_with('#'))
+        .filter(|l| {
+            if l.starts_with("```") {
+                in_code = !in_code;
+            }
+            !in_code && l.starts_with('#')
+        })
         .map(|l| {
             l.trim_start_matches('#')
                 .trim()
@@ -37,7 +45,17 @@ fn anchors(markdown: &str) -> BTreeSet<String> {
 
 #[test]
 fn every_alert_has_a_runbook_and_tests_that_fire_it_and_keep_it_quiet() {
-    let rules = file("dashboards/alerts.yml");
+    // The daemon's rules, and the independent witness's (scraped from `witness serve`).
+    for (rules, tests) in [
+        ("alerts.yml", "alerts.test.yml"),
+        ("witness-alerts.yml", "witness-alerts.test.yml"),
+    ] {
+        rules_have_runbooks_and_tests(rules, tests);
+    }
+}
+
+fn rules_have_runbooks_and_tests(rules_file: &str, tests_file: &str) {
+    let rules = file(&format!("dashboards/{rules_file}"));
     let mut runbooks: BTreeMap<String, Option<String>> = BTreeMap::new();
     let mut current = None;
     for line in rules.lines().map(str::trim) {
@@ -48,22 +66,27 @@ fn every_alert_has_a_runbook_and_tests_that_fire_it_and_keep_it_quiet() {
             runbooks.insert(name.clone(), Some(url.trim().trim_matches('"').to_owned()));
         }
     }
-    assert!(runbooks.len() >= 15, "{runbooks:?}");
-    let readme = anchors(&file("README.md"));
+    assert!(!runbooks.is_empty(), "{rules_file}: no rule");
+    let book = anchors(&file("docs/runbooks.md"));
     for (name, url) in &runbooks {
         let url = url
             .as_deref()
             .unwrap_or_else(|| panic!("{name} has no runbook_url"));
         let anchor = url
-            .strip_prefix("README.md#")
-            .unwrap_or_else(|| panic!("{name}: {url} is not a README section"));
+            .strip_prefix("docs/runbooks.md#")
+            .unwrap_or_else(|| panic!("{name}: {url} is not a section of docs/runbooks.md"));
+        assert_eq!(
+            anchor,
+            format!("runbook-{}", name.to_lowercase()),
+            "{name}: its runbook_url names another alert's section"
+        );
         assert!(
-            readme.contains(anchor),
-            "{name}: README has no section #{anchor}"
+            book.contains(anchor),
+            "{name}: docs/runbooks.md has no section #{anchor}"
         );
     }
     // Each rule is evaluated at least once expecting alerts and once expecting none.
-    let tests = file("dashboards/alerts.test.yml");
+    let tests = file(&format!("dashboards/{tests_file}"));
     let lines: Vec<&str> = tests.lines().map(str::trim).collect();
     let (mut firing, mut quiet) = (BTreeSet::new(), BTreeSet::new());
     for (i, line) in lines.iter().enumerate() {
@@ -87,7 +110,7 @@ fn every_alert_has_a_runbook_and_tests_that_fire_it_and_keep_it_quiet() {
         );
     }
     let out = tool("promtool")
-        .args(["test", "rules", "alerts.test.yml"])
+        .args(["test", "rules", tests_file])
         .current_dir(repo().join("dashboards"))
         .output()
         .expect("promtool");
@@ -96,6 +119,98 @@ fn every_alert_has_a_runbook_and_tests_that_fire_it_and_keep_it_quiet() {
         "{}",
         String::from_utf8_lossy(&out.stdout)
     );
+}
+
+/// The relative link targets of a Markdown file (`[text](target)`, code left out).
+fn links(markdown: &str) -> Vec<String> {
+    let mut in_code = false;
+    let mut out = Vec::new();
+    for line in markdown.lines() {
+        if line.starts_with("```") {
+            in_code = !in_code;
+        }
+        if in_code {
+            continue;
+        }
+        // Inline code spans are not links.
+        let text: String = line.split('`').step_by(2).collect::<Vec<_>>().join(" ");
+        for (i, _) in text.match_indices("](") {
+            let rest = &text[i + 2..];
+            let target = rest.split(')').next().unwrap_or_default();
+            if !target.contains("://") && !target.is_empty() {
+                out.push(target.to_owned());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_relative_link_of_the_readme_and_the_guides_leads_somewhere() {
+    let mut docs = vec!["README.md".to_owned()];
+    for entry in std::fs::read_dir(repo().join("docs")).expect("docs/") {
+        let path = entry.expect("entry").path();
+        if path.extension().is_some_and(|e| e == "md") {
+            docs.push(format!(
+                "docs/{}",
+                path.file_name().expect("name").to_string_lossy()
+            ));
+        }
+    }
+    let mut checked = 0;
+    for doc in &docs {
+        let dir = std::path::Path::new(doc)
+            .parent()
+            .expect("a directory")
+            .to_owned();
+        for target in links(&file(doc)) {
+            let (path, anchor) = match target.split_once('#') {
+                Some((p, a)) => (p, Some(a)),
+                None => (target.as_str(), None),
+            };
+            let rel = if path.is_empty() {
+                std::path::PathBuf::from(doc)
+            } else {
+                dir.join(path)
+            };
+            let full = repo().join(&rel);
+            assert!(full.exists(), "{doc}: link {target}: no {}", rel.display());
+            if let Some(a) = anchor {
+                let text = std::fs::read_to_string(&full).expect("a Markdown file");
+                assert!(
+                    anchors(&text).contains(a),
+                    "{doc}: link {target}: {} has no heading #{a}",
+                    rel.display()
+                );
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 20, "{checked} links");
+    // The README is the newcomer's page: what it is in its first lines, short, and a link to
+    // every guide (with the screenshot it shows).
+    let readme = file("README.md");
+    let first: Vec<&str> = readme.lines().take(3).collect();
+    assert!(
+        first
+            .iter()
+            .any(|l| l.contains("auditable") && l.contains("operators")),
+        "{first:?}"
+    );
+    assert!(
+        readme.lines().count() <= 300,
+        "the README grew past 300 lines"
+    );
+    let linked = links(&readme);
+    for doc in docs.iter().skip(1) {
+        assert!(
+            linked
+                .iter()
+                .any(|l| l.split('#').next() == Some(doc.as_str())),
+            "the README does not link {doc}"
+        );
+    }
+    assert!(linked.iter().any(|l| l == "docs/report.png"));
 }
 
 fn dashboard(name: &str) -> Value {

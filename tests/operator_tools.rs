@@ -1,7 +1,8 @@
 //! The small things an operator hit, against real NATS JetStream and Postgres: `publish --rate`
 //! paces every message; `publish` and `simulate-platform` without `--seed` never reuse envelope
 //! ids across runs (with the same `--seed` they do, deterministically); files holding account
-//! numbers (`--expected`, `--manifest`) are written with mode 0600.
+//! numbers (`--expected`, `--manifest`) are written with mode 0600; `run` checks its port and
+//! that PostgreSQL and NATS answer before it creates a database or a stream.
 
 mod common;
 
@@ -114,4 +115,79 @@ async fn without_a_seed_reruns_never_reuse_envelope_ids() {
     let (after, _, findings) = ids(&test_db.pool).await;
     assert!(findings > 20, "{findings}");
     assert_eq!(2 * findings, after - n, "every repeated id is a finding");
+}
+
+/// Whether the test server has a database named `name`, and whether NATS has stream `stream`.
+async fn created(name: &str, stream: &str) -> (bool, bool) {
+    let admin = sqlx::PgPool::connect(&common::db::admin_url())
+        .await
+        .expect("admin");
+    let db: bool =
+        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)")
+            .bind(name)
+            .fetch_one(&admin)
+            .await
+            .expect("pg_database");
+    let client = async_nats::connect(common::nats_url()).await.expect("nats");
+    let js = async_nats::jetstream::new(client);
+    (db, js.get_stream(stream).await.is_ok())
+}
+
+#[tokio::test]
+async fn run_checks_its_port_postgresql_and_nats_before_it_creates_anything() {
+    use event_audit::app::App;
+    let url = TestDb::missing_url();
+    let name = url.rsplit('/').next().expect("a database name").to_owned();
+    let stream = common::unique("start_order");
+    let mut s = event_audit::config::Settings::default();
+    s.database.url = url;
+    s.nats.url = common::nats_url();
+    s.stream.name = stream.clone();
+    s.stream.subjects = vec![format!("{stream}.>")];
+    s.http.addr = "127.0.0.1:0".parse().expect("addr");
+    let fails = |s: event_audit::config::Settings| async move {
+        let started = Instant::now();
+        match App::build(s).await {
+            Ok(_) => panic!("the daemon started"),
+            Err(e) => (e.to_string(), started.elapsed()),
+        }
+    };
+    // The HTTP port is taken.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let mut busy = s.clone();
+    busy.http.addr = taken.local_addr().expect("addr");
+    let (why, _) = fails(busy).await;
+    assert!(why.contains("binding the HTTP listener"), "{why}");
+    assert_eq!(created(&name, &stream).await, (false, false), "{why}");
+    // NATS refuses.
+    let mut no_nats = s.clone();
+    no_nats.nats.url = "nats://127.0.0.1:1".into();
+    let (why, _) = fails(no_nats).await;
+    assert!(why.contains("127.0.0.1:1"), "{why}");
+    assert_eq!(created(&name, &stream).await, (false, false), "{why}");
+    // PostgreSQL refuses: said at once, not after the connect timeout.
+    let mut no_pg = s.clone();
+    no_pg.database.url = "postgres://postgres@127.0.0.1:1/x".into();
+    let (why, took) = fails(no_pg).await;
+    assert!(
+        why.contains("refused") && why.contains("127.0.0.1:1"),
+        "{why}"
+    );
+    assert!(took < std::time::Duration::from_secs(5), "{took:?}");
+    assert_eq!(created(&name, &stream).await, (false, false), "{why}");
+    // Everything answers: created.
+    let app = App::build(s).await.expect("the daemon starts");
+    assert_eq!(created(&name, &stream).await, (true, true));
+    drop(app);
+    let admin = sqlx::PgPool::connect(&common::db::admin_url())
+        .await
+        .expect("admin");
+    sqlx::query(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
+        .execute(&admin)
+        .await
+        .expect("drop");
+    let client = async_nats::connect(common::nats_url()).await.expect("nats");
+    let _ = async_nats::jetstream::new(client)
+        .delete_stream(&stream)
+        .await;
 }

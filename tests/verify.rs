@@ -1,7 +1,8 @@
 //! `verify` as an auditor would run it, against real PostgreSQL and NATS JetStream: as the
 //! read-only auditor role, on a missing database (exit 2, never created), listing every break,
 //! and reporting completeness (sequences deleted on the bus before they were read, rows removed
-//! from the log).
+//! from the log); at the default log level its stderr is the one-line summary; NATS down or
+//! PostgreSQL refusing is said at once, naming what to try.
 
 mod common;
 
@@ -227,6 +228,36 @@ async fn completeness_tells_deleted_on_the_bus_from_not_recorded() {
     let s = &report["completeness"]["streams"][0];
     assert_eq!(s["held"], serde_json::json!([[1, 4], [8, 11], [13, 30]]));
     assert_eq!(s["bus"]["last_seq"], 30);
+    // At the default log level, stderr is the one-line summary (a routine NATS close is no
+    // warning).
+    let quiet = common::bin()
+        .args(["verify", "--database-url", &db.url])
+        .env_remove("RUST_LOG")
+        .output()
+        .await
+        .expect("verify");
+    let err = String::from_utf8_lossy(&quiet.stderr);
+    assert_eq!(quiet.status.code(), Some(0), "{err}");
+    let lines: Vec<&str> = err.lines().collect();
+    assert!(
+        lines.len() == 1
+            && lines[0].starts_with("chain intact: ")
+            && lines[0].ends_with(" 26 rows"),
+        "{err}"
+    );
+    // NATS down: exit 2, naming the way to verify without it.
+    let (code, _, stderr) = verify(&db.url, &["--nats-url", "nats://127.0.0.1:1"]).await;
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("127.0.0.1:1") && stderr.contains("--skip-completeness"),
+        "{stderr}"
+    );
+    // PostgreSQL refuses: said at once, not after the connect timeout.
+    let started = std::time::Instant::now();
+    let (code, _, stderr) = verify("postgres://postgres@127.0.0.1:1/x", &[]).await;
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("refused"), "{stderr}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
 
     // A superuser removes a row from the log: a gap of the second kind, a break.
     assert_eq!(

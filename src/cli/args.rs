@@ -16,7 +16,7 @@ pub(crate) fn is_false(b: &bool) -> bool {
     !*b
 }
 
-/// `--config`: the TOML file with any settings (nested tables, see README).
+/// `--config`: the TOML file with any settings (nested tables, see docs/operators.md).
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct ConfigArg {
     /// TOML file with settings (`[database]`, `[ingest]`, ...); environment and flags win.
@@ -31,9 +31,24 @@ impl ConfigArg {
     }
 }
 
+/// The audit log's database as every command that opens it reads it: where it is, and how long
+/// to wait for it. The commands that read more of `[database]` flatten a larger group below, so
+/// that `--help` lists only what the command reads.
 #[skip_serializing_none]
 #[derive(clap::Args, Debug, Clone, Default, Serialize)]
 pub struct DatabaseArgs {
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub url: DatabaseUrlArg,
+    /// How long to wait for PostgreSQL to accept a connection.
+    #[arg(long = "db-connect-timeout", id = "database.connect_timeout")]
+    pub connect_timeout: Option<Dur>,
+}
+
+/// The database's URL alone (`keygen` reads only its name).
+#[skip_serializing_none]
+#[derive(clap::Args, Debug, Clone, Default, Serialize)]
+pub struct DatabaseUrlArg {
     /// PostgreSQL URL (postgres://USER@HOST:PORT/DATABASE); keep passwords in the environment.
     #[arg(
         long = "database-url",
@@ -42,6 +57,15 @@ pub struct DatabaseArgs {
         hide_env_values = true
     )]
     pub url: Option<String>,
+}
+
+/// The database with a pool sized by `--db-connections` (`verify`).
+#[skip_serializing_none]
+#[derive(clap::Args, Debug, Clone, Default, Serialize)]
+pub struct PooledDatabaseArgs {
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub database: DatabaseArgs,
     /// Connections in the pool.
     #[arg(
         long = "db-connections",
@@ -49,9 +73,15 @@ pub struct DatabaseArgs {
         env = "EVENT_AUDIT_DB_CONNECTIONS"
     )]
     pub connections: Option<u32>,
-    /// How long to wait for PostgreSQL to accept a connection.
-    #[arg(long = "db-connect-timeout", id = "database.connect_timeout")]
-    pub connect_timeout: Option<Dur>,
+}
+
+/// The database as a writer opens it: its statements bounded on the server (`reprocess`).
+#[skip_serializing_none]
+#[derive(clap::Args, Debug, Clone, Default, Serialize)]
+pub struct StatementDatabaseArgs {
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub pool: PooledDatabaseArgs,
     /// Server-side bound of each statement, and of idle time inside a transaction.
     #[arg(
         long = "db-statement-timeout",
@@ -59,6 +89,15 @@ pub struct DatabaseArgs {
         env = "EVENT_AUDIT_DB_STATEMENT_TIMEOUT"
     )]
     pub statement_timeout: Option<Dur>,
+}
+
+/// The daemon's database: also each batch write bounded on the client (`run`).
+#[skip_serializing_none]
+#[derive(clap::Args, Debug, Clone, Default, Serialize)]
+pub struct WriterDatabaseArgs {
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub statements: StatementDatabaseArgs,
     /// Client-side bound of one batch write; past it the connection is dropped and the batch
     /// retried.
     #[arg(
@@ -383,75 +422,4 @@ pub struct ScheduleArgs {
 }
 
 #[cfg(test)]
-mod tests {
-    use clap::CommandFactory;
-
-    /// Every argument whose id is a settings path names an existing setting (or an optional
-    /// one without default), so flags, file and defaults cannot drift apart.
-    #[test]
-    fn every_settings_id_is_a_settings_path() {
-        let defaults = toml::Table::try_from(crate::config::Settings::default()).expect("toml");
-        let optional = [
-            "http.report_token_file",
-            "rest.url",
-            "rest.token_file",
-            "reconcile.window",
-            "simulator.start",
-            "simulator.expected",
-            "simulator.token_file",
-            "ingest.instance",
-            "nats.user",
-            "nats.password_file",
-            "nats.token_file",
-            "nats.nkey_file",
-            "nats.creds_file",
-            "nats.tls_ca_file",
-            "nats.tls_cert_file",
-            "nats.tls_key_file",
-            "http.public_url",
-            "rest.graphql_url",
-            "rest.api_key_file",
-            "simulator.manifest",
-            "simulator.api_key_file",
-            "witness.signing_key_file",
-            "witness.checkpoint_dir",
-            "witness.origin",
-            "witness.public_key",
-            "witness.state_file",
-            "publish.seed",
-            "simulator.seed",
-            "demo.seed",
-            "witness.signing_key_file",
-            "witness.checkpoint_dir",
-            "witness.origin",
-            "witness.public_key",
-            "witness.state_file",
-        ];
-        let mut seen = 0;
-        let cmd = crate::cli::Cli::command();
-        for sub in cmd.get_subcommands() {
-            for arg in sub.get_arguments() {
-                let id = arg.get_id().as_str();
-                if !id.contains('.') {
-                    continue;
-                }
-                seen += 1;
-                let mut node = toml::Value::Table(defaults.clone());
-                let mut found = true;
-                for part in id.split('.') {
-                    match node.as_table().and_then(|t| t.get(part)) {
-                        Some(v) => node = v.clone(),
-                        None => found = false,
-                    }
-                }
-                assert!(
-                    found || optional.contains(&id),
-                    "{} --{:?}: `{id}` is not a setting",
-                    sub.get_name(),
-                    arg.get_long()
-                );
-            }
-        }
-        assert!(seen > 40, "{seen}");
-    }
-}
+mod tests;

@@ -1,6 +1,10 @@
 //! `event-audit decode [FILE...]`: JSON Lines in, one verdict per line out, a summary on stderr.
+//! An event name the catalogue does not know gets a `message` naming close names (a misspelled
+//! type) or the versions it has; the status stays `unknown_type` / `unknown_version`. A reader
+//! that closes the output early (`| head`) ends the run: the summary and the exit code cover
+//! the lines read until then.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -31,6 +35,9 @@ pub struct Line<'a> {
     pub event_type: Option<&'a str>,
     pub version: Option<&'a str>,
     pub status: Status,
+    /// For a name the catalogue does not know: close names, or the type's versions.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<&'a str>,
     pub envelope: Option<EnvelopeKind>,
     pub errors: &'a [FieldError],
     pub unknown_fields: &'a [String],
@@ -47,6 +54,7 @@ impl<'a> Line<'a> {
             event_type,
             version,
             status: v.status,
+            message: None,
             envelope: v.envelope,
             errors: &v.errors,
             unknown_fields: &v.unknown_fields,
@@ -54,12 +62,57 @@ impl<'a> Line<'a> {
     }
 }
 
-/// Decodes every line of `input`, writing verdicts to `out`; returns the counts per status.
+/// What `decode` says about a name the catalogue does not know (`None` for a known one, or
+/// an unknown type with no close name): computed once per name.
+#[derive(Default)]
+pub struct Hints(HashMap<String, Option<String>>);
+
+impl Hints {
+    fn of(&mut self, v: &Verdict<'_>) -> Option<&str> {
+        let name = v.name.as_deref()?;
+        if !matches!(v.status, Status::UnknownType | Status::UnknownVersion) {
+            return None;
+        }
+        if !self.0.contains_key(name) {
+            let hint = hint(name, v.status, v.type_and_version().0);
+            self.0.insert(name.to_owned(), hint);
+        }
+        self.0.get(name).and_then(Option::as_deref)
+    }
+}
+
+/// `acount.created-v1` → "… did you mean account.created-v1?"; `account.created-v9` → its
+/// versions.
+fn hint(name: &str, status: Status, event_type: Option<&str>) -> Option<String> {
+    use crate::decode::catalogue::EVENTS;
+    if status == Status::UnknownVersion {
+        let t = event_type?;
+        let versions: Vec<&str> = EVENTS
+            .iter()
+            .filter(|e| e.event_type == t)
+            .map(|e| e.version)
+            .collect();
+        return Some(format!(
+            "`{name}`: type `{t}` has no such version in the catalogue; its versions: {}",
+            versions.join(", ")
+        ));
+    }
+    let close = crate::compat::close_names(name, EVENTS.iter().map(|e| e.name));
+    (!close.is_empty()).then(|| {
+        format!(
+            "`{name}` is not in the catalogue; did you mean {}?",
+            close.join(" or ")
+        )
+    })
+}
+
+/// Decodes every line of `input`, writing verdicts to `out`; counts them per status.
 pub fn decode_stream(
     input: impl BufRead,
     file: Option<&str>,
     out: &mut impl Write,
     counts: &mut BTreeMap<Status, usize>,
+    hints: &mut Hints,
 ) -> anyhow::Result<()> {
     let mut buf = Vec::new();
     let mut input = input;
@@ -79,34 +132,66 @@ pub fn decode_stream(
         }
         let v = verdict::decode(bytes, None);
         *counts.entry(v.status).or_default() += 1;
-        serde_json::to_writer(&mut *out, &Line::new(n, file, &v))?;
+        let mut line = Line::new(n, file, &v);
+        line.message = hints.of(&v);
+        serde_json::to_writer(&mut *out, &line).map_err(std::io::Error::from)?;
         out.write_all(b"\n")?;
     }
     Ok(())
 }
 
+/// The reader of the output went away (`decode FILE | head -2`).
+fn closed_early(e: &anyhow::Error) -> bool {
+    e.downcast_ref::<std::io::Error>()
+        .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+}
+
 pub fn run(files: &[PathBuf]) -> anyhow::Result<ExitCode> {
     let mut counts = BTreeMap::new();
+    let mut hints = Hints::default();
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    if files.is_empty() {
-        decode_stream(std::io::stdin().lock(), None, &mut out, &mut counts)?;
-    } else {
-        for path in files {
-            let f = std::fs::File::open(path)
-                .with_context(|| format!("cannot open {}", path.display()))?;
-            let name = path.display().to_string();
-            let file = (files.len() > 1).then_some(name.as_str());
-            decode_stream(BufReader::new(f), file, &mut out, &mut counts)?;
+    let mut all = || -> anyhow::Result<()> {
+        if files.is_empty() {
+            decode_stream(
+                std::io::stdin().lock(),
+                None,
+                &mut out,
+                &mut counts,
+                &mut hints,
+            )?;
+        } else {
+            for path in files {
+                let f = std::fs::File::open(path)
+                    .with_context(|| format!("cannot open {}", path.display()))?;
+                let name = path.display().to_string();
+                let file = (files.len() > 1).then_some(name.as_str());
+                decode_stream(BufReader::new(f), file, &mut out, &mut counts, &mut hints)?;
+            }
         }
-    }
-    out.flush()?;
+        out.flush()?;
+        Ok(())
+    };
+    // Output closed early: what was read until then decides, as if the input ended there.
+    let early = match all() {
+        Ok(()) => false,
+        Err(e) if closed_early(&e) => true,
+        Err(e) => return Err(e),
+    };
     let total: usize = counts.values().sum();
     let summary: Vec<String> = Status::ALL
         .iter()
         .map(|s| format!("{} {}", s, counts.get(s).copied().unwrap_or(0)))
         .collect();
-    eprintln!("{total} lines: {}", summary.join(", "));
+    eprintln!(
+        "{total} lines{}: {}",
+        if early {
+            " (output closed early: the lines read until then)"
+        } else {
+            ""
+        },
+        summary.join(", ")
+    );
     let all_decoded = counts.get(&Status::Decoded).copied().unwrap_or(0) == total;
     Ok(if all_decoded {
         ExitCode::SUCCESS

@@ -11,8 +11,7 @@ use anyhow::Context;
 use rand::RngCore;
 use serde::Serialize;
 
-use super::args::{ConfigArg, DatabaseArgs};
-use super::witness_args::PlaceArgs;
+use super::args::{ConfigArg, DatabaseUrlArg};
 use crate::audit::cosign::WitnessSigner;
 use crate::audit::note::PrivateKey;
 use crate::files::create_new;
@@ -38,9 +37,19 @@ pub struct KeygenArgs {
     /// The database whose name goes into the default log origin
     /// (event-audit/<database name>/<random>).
     #[command(flatten)]
-    pub database: DatabaseArgs,
+    pub database: DatabaseUrlArg,
     #[command(flatten)]
-    pub witness: PlaceArgs,
+    pub witness: OriginArg,
+}
+
+/// Of the witness options, keygen reads only the log's name.
+#[serde_with::skip_serializing_none]
+#[derive(clap::Args, Debug, Clone, Default, Serialize)]
+pub struct OriginArg {
+    /// The key's name, which names the log in its checkpoints (default:
+    /// event-audit/<database name>/<random>).
+    #[arg(long, id = "witness.origin", env = "EVENT_AUDIT_ORIGIN")]
+    pub origin: Option<String>,
 }
 
 fn with_ext(prefix: &std::path::Path, ext: &str) -> PathBuf {

@@ -164,6 +164,17 @@ fn credentials_in_argv(m: &clap::ArgMatches) -> Option<String> {
     None
 }
 
+/// The log filter when `RUST_LOG` is not set: [`crate::telemetry::DEFAULT_FILTER`], except for
+/// the demo, which prints its own summary of each run and logs only warnings (`RUST_LOG=info`
+/// shows the daemon's log).
+pub fn default_log_filter(cli: &Cli) -> &'static str {
+    match cli.command {
+        #[cfg(feature = "dev")]
+        Command::Demo(_) => "warn",
+        _ => crate::telemetry::DEFAULT_FILTER,
+    }
+}
+
 /// A multi-threaded runtime for the commands that do I/O.
 pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_multi_thread()

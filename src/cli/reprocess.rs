@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use serde::Serialize;
 
-use super::args::{ConfigArg, DatabaseArgs};
+use super::args::{ConfigArg, StatementDatabaseArgs};
 use super::catalogue::ListFormat;
 use crate::compat;
 use crate::config::defaults;
@@ -24,7 +24,7 @@ pub struct ReprocessArgs {
     #[serde(skip)]
     pub config: ConfigArg,
     #[command(flatten)]
-    pub database: DatabaseArgs,
+    pub database: StatementDatabaseArgs,
     /// From this bus time (RFC 3339, or a date).
     #[arg(long, value_parser = parse_time)]
     #[serde(skip)]

@@ -6,7 +6,8 @@ use std::process::ExitCode;
 use serde::Serialize;
 
 use super::args::{
-    ConfigArg, ConsumerArgs, DatabaseArgs, HttpArgs, IngestArgs, NatsArgs, RestArgs, ScheduleArgs,
+    ConfigArg, ConsumerArgs, HttpArgs, IngestArgs, NatsArgs, RestArgs, ScheduleArgs,
+    WriterDatabaseArgs,
 };
 use super::witness_args::SignerArgs;
 use crate::app::{shutdown_signal, App};
@@ -18,7 +19,7 @@ pub struct RunArgs {
     #[serde(skip)]
     pub config: ConfigArg,
     #[command(flatten)]
-    pub database: DatabaseArgs,
+    pub database: WriterDatabaseArgs,
     #[command(flatten)]
     pub nats: NatsArgs,
     #[command(flatten)]

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use serde::Serialize;
 
-use super::args::{is_false, ConfigArg, DatabaseArgs, NatsArgs};
+use super::args::{is_false, ConfigArg, NatsArgs, PooledDatabaseArgs};
 use super::witness_args::ReaderArgs;
 use crate::db::Db;
 use crate::ingest::source::Bus;
@@ -22,7 +22,7 @@ pub struct VerifyArgs {
     #[serde(skip)]
     pub config: ConfigArg,
     #[command(flatten)]
-    pub database: DatabaseArgs,
+    pub database: PooledDatabaseArgs,
     #[command(flatten)]
     pub nats: NatsArgs,
     #[command(flatten)]
@@ -77,7 +77,9 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         let leaves = sink.as_mut().map(|s| s as &mut dyn LeafSink);
         let mut report = store.walk(opts, leaves).await?;
         if !settings.verify.skip_completeness {
-            let bus = Bus::connect(&settings.nats).await?;
+            let bus = Bus::connect(&settings.nats).await.map_err(|e| {
+                anyhow::anyhow!("{e}; or pass --skip-completeness to verify without the completeness report, which needs NATS")
+            })?;
             let c = gaps::check(&store, &bus).await?;
             report.add_completeness(c);
         }

@@ -71,6 +71,21 @@ async fn bounded<T>(
 }
 
 impl Db {
+    /// Whether the server answers (and lets this user look up its databases), changing nothing:
+    /// what `run` checks before it creates anything. Returns whether the database exists.
+    pub async fn reach(s: &DatabaseSettings) -> Result<bool, DbError> {
+        let opts = options(s)?;
+        let place = place_of(&opts);
+        bounded(
+            &place,
+            s.connect_timeout.get(),
+            "look up the database",
+            async { Postgres::database_exists(&s.url).await },
+        )
+        .await
+        .map_err(|e| e.at(&place))
+    }
+
     /// The writer's pool: creates the database if missing, applies the migrations as the
     /// connecting user, then opens connections that work as [`WRITER_ROLE`].
     pub async fn open_writer(s: &DatabaseSettings) -> Result<Db, DbError> {
@@ -147,21 +162,28 @@ impl Db {
         // No JIT: compiling a plan over every partition cost more (0.6 s) than a proof's reads.
         let opts = options(s)?.options([("jit", "off")]);
         let place = place_of(&opts);
+        let limit = s.connect_timeout.get();
+        // One connection first, outside the pool: the pool retries a refused connection until
+        // its acquire timeout, and would report a server that is down only then, as a timeout.
+        let mut first = bounded(&place, limit, "connect", PgConnection::connect_with(&opts))
+            .await
+            .map_err(|e| e.at(&place))?;
+        let migrated: bool = sqlx::query_scalar("SELECT to_regclass('audit.events') IS NOT NULL")
+            .fetch_one(&mut first)
+            .await
+            .ctx("look up the audit schema")
+            .map_err(|e| e.at(&place))?;
+        let _ = first.close().await;
+        if !migrated {
+            return Err(DbError::NotMigrated { place });
+        }
         let pool = PgPoolOptions::new()
             .max_connections(connections.max(1))
-            .acquire_timeout(s.connect_timeout.get())
+            .acquire_timeout(limit)
             .connect_with(opts)
             .await
             .ctx("connect")
             .map_err(|e| e.at(&place))?;
-        let migrated: bool = sqlx::query_scalar("SELECT to_regclass('audit.events') IS NOT NULL")
-            .fetch_one(&pool)
-            .await
-            .ctx("look up the audit schema")
-            .map_err(|e| e.at(&place))?;
-        if !migrated {
-            return Err(DbError::NotMigrated { place });
-        }
         Ok(Db {
             pool,
             place,

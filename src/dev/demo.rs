@@ -2,10 +2,11 @@
 //! batch with a few anomalies, registration ones included), registers the batch from the
 //! manifest the simulator writes, starts a background load of catalogue events (accounts
 //! outside any batch, paced) and the daemon, which reconciles the open batch on a schedule, all
-//! in this one process, each from settings built here; prints where to look with each
-//! reconciliation's summary; after the second run the platform finishes the accounts it had
-//! left pending or in progress, so the third report shows what changed. Stops everything on
-//! Ctrl-C. The seed is random unless given, so envelope ids are never reused across runs.
+//! in this one process, each from settings built here; prints where to look once, then a line
+//! per reconciliation run, with its counts when they changed; after the second run the platform
+//! finishes the accounts it had left pending or in progress, and the run that sees it prints
+//! what changed and the link to those accounts. Stops everything on Ctrl-C. The seed is random
+//! unless given, so envelope ids are never reused across runs.
 
 use std::path::Path;
 use std::time::Duration;
@@ -18,6 +19,7 @@ use crate::config::{defaults, redact_url, Dur, Settings, SimRates};
 use crate::db::Db;
 use crate::dev::simulator::Simulator;
 use crate::reconcile::batch::Registered;
+use crate::reconcile::diff::Diff;
 use crate::reconcile::model::RunReport;
 use crate::reconcile::store::ReconcileStore;
 
@@ -121,7 +123,43 @@ pub async fn run(base: Settings, stop: CancellationToken) -> anyhow::Result<()> 
         .filter_map(|r| r["external_account_number"].as_str().map(str::to_owned))
         .collect();
     let sim = tokio::spawn(simulator.serve(stop.clone()));
+    // The stream holds the played batch alone until the load starts.
+    let played = bus
+        .js
+        .get_stream(STREAM)
+        .await?
+        .info()
+        .await?
+        .state
+        .last_sequence;
     let app = App::build(s.clone()).await.context("starting the daemon")?;
+    let base_url = format!("http://{}", app.address());
+    let daemon_stop = app.stop_token();
+    let daemon = tokio::spawn(app.run_until_stopped());
+    // The batch is registered once the daemon has recorded it, so that the first scheduled
+    // run (one interval later) sees every event the platform published.
+    let recorded = async {
+        loop {
+            let floor = match bus.js.get_stream(STREAM).await {
+                Ok(st) => st
+                    .consumer_info(&s.stream.consumer)
+                    .await
+                    .map_or(0, |c| c.ack_floor.stream_sequence),
+                Err(_) => 0,
+            };
+            if floor >= played || daemon.is_finished() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    };
+    tokio::select! {
+        _ = stop.cancelled() => {}
+        _ = recorded => {}
+        _ = tokio::time::sleep(Duration::from_secs(120)) => {
+            println!("the daemon has not recorded the batch's {played} events after 2 minutes; registering it anyway");
+        }
+    }
     // The batch the simulator played, registered from its manifest: the daemon reconciles
     // exactly these accounts; the background load's accounts belong to no batch.
     let registered = ReconcileStore::new(Db::open_existing(&s.database, 1).await?)
@@ -136,19 +174,17 @@ pub async fn run(base: Settings, stop: CancellationToken) -> anyhow::Result<()> 
         manifest.orders.len(),
         token.with_file_name("manifest.txt").display()
     );
-    let base_url = format!("http://{}", app.address());
-    let daemon_stop = app.stop_token();
-    let daemon = tokio::spawn(app.run_until_stopped());
     let load = {
         let (s, stop) = (s.clone(), stop.clone());
         tokio::spawn(async move { crate::dev::publish::run(&s, Some(stop)).await })
     };
 
-    // Each new reconciliation run: its summary, then where to look (so the block never
-    // scrolls away for long).
+    print_where(&s, &base_url, &token, &batch_name);
+    // Each new reconciliation run: a line, with the counts when they changed (and the link to
+    // the accounts that changed).
     let mut store = None;
     let mut last = None;
-    let mut shown = 0;
+    let mut runs = 0;
     loop {
         tokio::select! {
             _ = stop.cancelled() => break,
@@ -164,15 +200,21 @@ pub async fn run(base: Settings, stop: CancellationToken) -> anyhow::Result<()> 
                 .map(ReconcileStore::new);
         }
         let Some(st) = &store else { continue };
-        if let Ok(Some(r)) = st.reconcile_run(None).await {
-            if r.run_id != last {
-                last = r.run_id;
-                shown += 1;
-                print_block(&s, &base_url, &token, &batch_name, &r);
-                if shown == 2 {
-                    fix(&s, &platform, &fixable, seed).await?;
-                }
-            }
+        let Ok(Some(r)) = st.reconcile_run(None).await else {
+            continue;
+        };
+        if r.run_id == last {
+            continue;
+        }
+        last = r.run_id;
+        runs += 1;
+        let changes = crate::reconcile::compare::since_previous(st, &r)
+            .await
+            .ok()
+            .flatten();
+        print_run(&base_url, &r, changes.as_ref());
+        if runs == 2 {
+            fix(&s, &platform, &fixable, seed).await?;
         }
     }
     daemon_stop.cancel();
@@ -203,48 +245,148 @@ async fn fix(
         }
     }
     println!(
-        "\nthe platform finished {} account(s) it had left pending or in progress ({n} events): \
-         the next report shows them under \"changed since the previous run\"",
+        "{} the platform finished {} account(s) it had left pending or in progress ({n} events)",
+        clock(chrono::Utc::now()),
         accounts.len()
     );
     Ok(())
 }
 
-fn print_block(s: &Settings, base: &str, token: &Path, batch: &str, r: &RunReport) {
+/// `00:33:47Z`.
+fn clock(t: chrono::DateTime<chrono::Utc>) -> String {
+    t.format("%H:%M:%SZ").to_string()
+}
+
+/// Where to look, printed once.
+fn print_where(s: &Settings, base: &str, token: &Path, batch: &str) {
+    println!("\nevent-audit demo is running; Ctrl-C stops everything. Where to look:");
     println!(
-        "\nreconciliation run {} of batch {SUPPLIER}/{batch}: {} accounts",
-        r.run_id.unwrap_or(0),
-        r.accounts
+        "  report       {base}/reports/reconciliation?batch={batch}&format=html   (also json, csv)"
     );
-    for (verdict, n) in r.nonzero_counts() {
-        println!("  {verdict:<24} {n}");
-    }
-    for (state, n) in r.registration_counts.iter().filter(|(_, &n)| n > 0) {
-        println!("  registration {state:<11} {n}");
-    }
-    for (outcome, n) in &r.order_processes {
-        println!("  orders {outcome:<17} {n}");
-    }
-    println!("\nevent-audit demo is running (Ctrl-C stops everything). Where to look:");
-    println!("  index              {base}/");
-    println!("  metrics            {base}/metrics");
-    println!("  readiness          {base}/readyz");
-    println!("  reconciliation     {base}/reports/reconciliation?batch={batch}&format=html   (also json, csv)");
-    println!("  changes            {base}/reports/reconciliation/diff?batch={batch}&format=html");
-    println!("  run history        {base}/reports/reconciliation/runs?batch={batch}");
-    println!("  account timeline   {base}/accounts/<external account number>/events?format=html");
+    println!("  run history  {base}/reports/reconciliation/runs?batch={batch}");
+    println!("  endpoints    {base}/   (/metrics, /readyz, each account's events)");
     println!(
-        "  audit log          psql '{}' -c 'select status, count(*) from event_log group by 1'",
+        "  audit log    psql '{}' -c 'select status, count(*) from event_log group by 1'",
         redact_url(&s.database.url)
     );
     if let Some(rest) = &s.rest.url {
         println!(
-            "  platform (REST)    curl -H \"Authorization: Token $(cat {})\" {rest}/v1/data-import/all-account-import-processes/{SUPPLIER}/",
+            "  platform     curl -H \"Authorization: Token $(cat {})\" {rest}/v1/data-import/all-account-import-processes/{SUPPLIER}/",
             token.display()
         );
     }
     println!(
-        "(reconciliation every {}; background load: {} events/s)\n",
+        "The batch is reconciled every {}: a line per run, its counts when they change, and a \
+         link to the accounts that changed. Background load: {} events/s.\n",
         s.reconcile.interval, s.publish.rate
     );
+}
+
+/// A run: one line when nothing changed since the previous run; else its counts, what changed
+/// and the link to the accounts that did.
+fn print_run(base: &str, r: &RunReport, changes: Option<&Diff>) {
+    let head = format!("{} run {}", clock(r.finished_at), r.run_id.unwrap_or(0));
+    if let Some(e) = &r.error {
+        println!("{head}: could not complete: {e}");
+        return;
+    }
+    match changes {
+        Some(d) if d.is_empty() => {
+            println!("{head}: no change since run {}", d.from_run);
+            return;
+        }
+        Some(d) => {
+            let parts: Vec<String> = d
+                .transitions
+                .iter()
+                .map(|(t, n)| format!("{t} {n}"))
+                .chain(
+                    d.registration_transitions
+                        .iter()
+                        .map(|(t, n)| format!("registration {t} {n}")),
+                )
+                .collect();
+            println!(
+                "{head}: {} account(s) changed since run {}: {}",
+                d.changes.len(),
+                d.from_run,
+                parts.join(", ")
+            );
+        }
+        None => println!("{head}: {} accounts", r.accounts),
+    }
+    print!(
+        "{}",
+        columns(&[
+            ("import", r.nonzero_counts()),
+            ("registration", r.nonzero_registrations()),
+            ("orders", r.nonzero_orders()),
+        ])
+    );
+    if let Some(d) = changes {
+        println!(
+            "  which accounts: {base}/reports/reconciliation/diff?from={}&to={}&format=html",
+            d.from_run, d.to_run
+        );
+    }
+}
+
+/// Count tables side by side, each a name column and a right-aligned count column.
+fn columns(tables: &[(&str, Vec<(&str, u64)>)]) -> String {
+    let tables: Vec<&(&str, Vec<(&str, u64)>)> =
+        tables.iter().filter(|(_, rows)| !rows.is_empty()).collect();
+    let widths: Vec<(usize, usize)> = tables
+        .iter()
+        .map(|(head, rows)| {
+            let name = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+            let count = rows
+                .iter()
+                .map(|(_, n)| n.to_string().len())
+                .max()
+                .unwrap_or(0);
+            (name.max(head.len().saturating_sub(count + 1)), count)
+        })
+        .collect();
+    let height = tables.iter().map(|(_, rows)| rows.len()).max().unwrap_or(0);
+    let mut out = String::new();
+    for line in 0..=height {
+        let cells: Vec<String> = tables
+            .iter()
+            .zip(&widths)
+            .map(|((head, rows), (name, count))| {
+                if line == 0 {
+                    format!("{head:<w$}", w = name + 1 + count)
+                } else if let Some((k, n)) = rows.get(line - 1) {
+                    format!("{k:<name$} {n:>count$}")
+                } else {
+                    " ".repeat(name + 1 + count)
+                }
+            })
+            .collect();
+        out.push_str("  ");
+        out.push_str(cells.join("   ").trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn count_tables_sit_side_by_side_aligned() {
+        let t = super::columns(&[
+            ("import", vec![("matched", 168), ("identifier_mismatch", 4)]),
+            (
+                "registration",
+                vec![("registered", 166), ("never_requested", 4)],
+            ),
+            ("orders", vec![]),
+        ]);
+        assert_eq!(
+            t,
+            "  import                    registration\n  \
+             matched             168   registered      166\n  \
+             identifier_mismatch   4   never_requested   4\n"
+        );
+    }
 }

@@ -34,7 +34,7 @@ pub struct Entry {
     pub inclusion_proof: Vec<String>,
 }
 
-/// The evidence bundle (see README, "Checking an evidence bundle").
+/// The evidence bundle (see docs/auditors.md, "Checking an evidence bundle").
 #[derive(Debug, Clone, Serialize)]
 pub struct Bundle {
     pub format: &'static str,

@@ -41,6 +41,10 @@ impl Change {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Diff {
     pub scope: String,
+    /// The registered batch the runs reconciled (`SUPPLIER/NAME`), if any: what the pages
+    /// name instead of the scope.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub batch: Option<String>,
     pub from_run: i64,
     pub to_run: i64,
     pub from_finished_at: DateTime<Utc>,
@@ -59,6 +63,14 @@ impl Diff {
     /// No account changed.
     pub fn is_empty(&self) -> bool {
         self.changes.is_empty()
+    }
+
+    /// What the runs compared: `batch ACME/week-1`, else the scope (`scope suppliers:ACME`).
+    pub fn what(&self) -> String {
+        match &self.batch {
+            Some(b) => format!("batch {b}"),
+            None => format!("scope {}", self.scope),
+        }
     }
 }
 
@@ -92,6 +104,10 @@ pub fn diff(a: &RunReport, b: &RunReport) -> Diff {
     keys.dedup();
     let mut d = Diff {
         scope: b.scope.clone(),
+        batch: b
+            .batch
+            .as_ref()
+            .map(|x| format!("{}/{}", x.supplier, x.name)),
         from_run: a.run_id.unwrap_or_default(),
         to_run: b.run_id.unwrap_or_default(),
         from_finished_at: a.finished_at,

@@ -247,6 +247,37 @@ impl RunReport {
         }
         out
     }
+
+    /// Accounts per registration state, in the vocabulary's order, zeros left out.
+    pub fn nonzero_registrations(&self) -> Vec<(&str, u64)> {
+        let mut out: Vec<(&str, u64)> = Registration::ALL
+            .iter()
+            .filter_map(|r| {
+                let n = self
+                    .registration_counts
+                    .get(r.as_str())
+                    .copied()
+                    .unwrap_or(0);
+                (n > 0).then_some((r.as_str(), n))
+            })
+            .collect();
+        for (k, &n) in &self.registration_counts {
+            if n > 0 && !Registration::ALL.iter().any(|r| r.as_str() == k) {
+                out.push((k.as_str(), n));
+            }
+        }
+        out
+    }
+
+    /// Order-process events per outcome, zeros left out (`no_event 0`: every listed order
+    /// has events).
+    pub fn nonzero_orders(&self) -> Vec<(&str, u64)> {
+        self.order_processes
+            .iter()
+            .filter(|(_, &n)| n > 0)
+            .map(|(k, &n)| (k.as_str(), n))
+            .collect()
+    }
 }
 
 /// One stored run without its results (the history).

@@ -296,22 +296,17 @@ pub fn table(r: &RunReport, show_matched: bool) -> String {
             "\n{matched} matched account(s) not listed (--show-matched, or --format csv|json|html)"
         );
     }
-    if !r.registration_counts.is_empty() {
-        let o: Vec<String> = r
-            .registration_counts
-            .iter()
-            .filter(|(_, &n)| n > 0)
-            .map(|(k, n)| format!("{k} {n}"))
-            .collect();
-        let _ = writeln!(out, "\nregistrations (accounts): {}", o.join(", "));
+    let line = |counts: Vec<(&str, u64)>| {
+        let o: Vec<String> = counts.iter().map(|(k, n)| format!("{k} {n}")).collect();
+        o.join(", ")
+    };
+    let regs = r.nonzero_registrations();
+    if !regs.is_empty() {
+        let _ = writeln!(out, "\nregistrations (accounts): {}", line(regs));
     }
-    if !r.order_processes.is_empty() {
-        let o: Vec<String> = r
-            .order_processes
-            .iter()
-            .map(|(k, n)| format!("{k} {n}"))
-            .collect();
-        let _ = writeln!(out, "\norder-process events: {}", o.join(", "));
+    let orders = r.nonzero_orders();
+    if !orders.is_empty() {
+        let _ = writeln!(out, "\norder-process events: {}", line(orders));
     }
     let _ = writeln!(
         out,

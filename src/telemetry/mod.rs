@@ -18,13 +18,17 @@ fn capped(meta: &tracing::Metadata<'_>) -> bool {
             .any(|t| meta.target() == *t || meta.target().starts_with(&format!("{t}::")))
 }
 
+/// The filter without `RUST_LOG`: INFO, with SQL statement logs and the NATS client's own
+/// lines at WARN (its connection events are logged by `ingest::source`, a clean close at DEBUG).
+pub const DEFAULT_FILTER: &str = "info,sqlx=warn,async_nats=warn";
+
 /// Human-readable logs on stderr (coloured only on a terminal, never with `NO_COLOR`), or JSON
-/// lines; `RUST_LOG` filters (default `info`, SQL statement logs at `warn`), and no setting lets
+/// lines; `RUST_LOG` filters (else `default`, normally [`DEFAULT_FILTER`]), and no setting lets
 /// the capped dependencies log below INFO.
-pub fn init(json: bool) {
+pub fn init(json: bool, default: &str) {
     use tracing_subscriber::prelude::*;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx=warn"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let colour = std::io::stderr().is_terminal()
         && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     let layer = tracing_subscriber::fmt::layer()

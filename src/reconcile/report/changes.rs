@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use super::super::diff::{Diff, NONE};
-use super::html::{page, timeline_link, tone};
+use super::html::{page, timeline_link, tone, when};
 use super::{esc, pad, time, Format};
 
 /// Renders `d` in `format` (CSV is the JSON's job here: refused by the callers).
@@ -22,12 +22,12 @@ pub fn render(d: &Diff, format: Format) -> String {
 
 fn headline(d: &Diff) -> String {
     format!(
-        "Changes from run {} ({}) to run {} ({}), scope {}: {} account(s) changed, {} unchanged",
+        "Changes from run {} ({}) to run {} ({}), {}: {} account(s) changed, {} unchanged",
         d.from_run,
         time(Some(d.from_finished_at)),
         d.to_run,
         time(Some(d.to_finished_at)),
-        d.scope,
+        d.what(),
         d.changes.len(),
         d.unchanged
     )
@@ -74,6 +74,13 @@ pub fn table(d: &Diff) -> String {
     out
 }
 
+/// `batch …` → `Batch …`.
+fn upper_first(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map_or_else(String::new, |f| f.to_uppercase().chain(c).collect())
+}
+
 fn tagged(v: Option<&str>) -> String {
     let v = v.unwrap_or(NONE);
     format!("<span class=\"tag {}\">{}</span>", tone(v), esc(v))
@@ -90,15 +97,20 @@ fn pair_html(a: &Option<String>, b: &Option<String>) -> String {
 
 pub fn html(d: &Diff) -> String {
     let mut o = format!(
-        "<p class=\"meta\">{} · <a href=\"/reports/reconciliation?run={}&amp;format=html\">run {}</a> · \
-         <a href=\"/reports/reconciliation?run={}&amp;format=html\">run {}</a></p>\n",
-        esc(&headline(d)),
+        "<p class=\"meta\">{}: {} account(s) changed, {} unchanged, from \
+         <a href=\"/reports/reconciliation?run={}&amp;format=html\">run {}</a> ({}) to \
+         <a href=\"/reports/reconciliation?run={}&amp;format=html\">run {}</a> ({})</p>\n",
+        esc(&upper_first(&d.what())),
+        d.changes.len(),
+        d.unchanged,
         d.from_run,
         d.from_run,
+        when(Some(d.from_finished_at)),
         d.to_run,
-        d.to_run
+        d.to_run,
+        when(Some(d.to_finished_at)),
     );
-    o.push_str("<table id=\"transitions\"><thead><tr><th>Transition</th><th>Accounts</th></tr></thead><tbody>\n");
+    o.push_str("<table id=\"transitions\"><thead><tr><th>Transition</th><th class=\"n\">Accounts</th></tr></thead><tbody>\n");
     for (t, n) in &d.transitions {
         let _ = writeln!(o, "<tr><td>{}</td><td class=\"n\">{n}</td></tr>", esc(t));
     }
@@ -125,7 +137,12 @@ pub fn html(d: &Diff) -> String {
     }
     o.push_str("</tbody></table>\n");
     page(
-        &format!("Changes from run {} to run {}", d.from_run, d.to_run),
+        &format!(
+            "Changes from run {} to run {}: {}",
+            d.from_run,
+            d.to_run,
+            d.what()
+        ),
         &o,
     )
 }
@@ -155,5 +172,30 @@ mod tests {
         let v: serde_json::Value = serde_json::from_str(&render(&d, Format::Json)).expect("json");
         assert_eq!(v["transitions"]["identifier_mismatch → matched"], 1);
         assert_eq!(v["changes"][0]["to"], "matched");
+    }
+
+    #[test]
+    fn a_batch_is_named_not_its_scope() {
+        use crate::reconcile::model::BatchRef;
+        let mut a = report();
+        a.scope = "batch:1".into();
+        let mut b = a.clone();
+        b.run_id = Some(8);
+        b.batch = Some(BatchRef {
+            id: 1,
+            supplier: "ACME".into(),
+            name: "week-42".into(),
+        });
+        b.results[0].verdict = Verdict::Matched;
+        let d = diff(&a, &b);
+        for text in [table(&d), html(&d)] {
+            assert!(text.contains("batch ACME/week-42"), "{text}");
+            assert!(!text.contains("batch:1"), "{text}");
+        }
+        let v: serde_json::Value = serde_json::from_str(&render(&d, Format::Json)).expect("json");
+        assert_eq!(
+            (v["scope"].as_str(), v["batch"].as_str()),
+            (Some("batch:1"), Some("ACME/week-42"))
+        );
     }
 }

@@ -1,10 +1,12 @@
 //! The HTML pages: a run's report and an account's timeline. Self-contained (one inline style,
 //! no scripts, no external resources) so that they pass the report routes' CSP. The run page
 //! opens with what changed since the previous run of its scope, then the counts (verdicts and
-//! registrations), a legend (meaning and next step of each), and the accounts: one table whose
-//! detail column wraps and stays on screen at 1400 px, each account linking to its timeline.
+//! registrations, orders), a legend (meaning and next step of each), and the accounts: one
+//! table that fits 1000 px without breaking an identifier, each account linking to its timeline.
 
 use std::fmt::Write;
+
+use chrono::{DateTime, Utc};
 
 use super::super::diff::Diff;
 use super::super::model::{AccountResult, RunReport};
@@ -23,18 +25,34 @@ pub fn tone(v: &str) -> &'static str {
     }
 }
 
+/// The colour class of an order-process outcome: complete is done, an order without events
+/// may still run, a cancelled one is neither done nor failing.
+fn order_tone(v: &str) -> &'static str {
+    match v {
+        "complete" => "ok",
+        "no_event" => "wait",
+        "cancelled" => "unknown",
+        _ => "bad",
+    }
+}
+
+/// Identifiers (`.id`: account numbers, identifiers, meter points), states (`.tag`) and
+/// timestamps (`.nw`) never wrap inside; only the detail column wraps anywhere (`.wide
+/// td.detail`, at least 10rem wide). The accounts table fits a 1000 px window without a
+/// mid-token wrap (`tests/reports_browser.rs` measures it at 1000 and 1400 px).
 pub const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:1.5rem;color:#1b1f24}\
 h1{font-size:1.4rem}h2{font-size:1.1rem;margin-top:1.6rem}\
 table{border-collapse:collapse;font-size:.85rem}th,td{border:1px solid #d0d7de;padding:.25rem .45rem;text-align:left;vertical-align:top}\
-th{background:#f6f8fa}td.n{text-align:right}.meta{color:#57606a}\
+th{background:#f6f8fa;white-space:nowrap}td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}.meta{color:#57606a}\
 .tag{display:inline-block;padding:0 .4rem;border-radius:.6rem;font-weight:600;white-space:nowrap}\
 .ok{background:#dafbe1;color:#116329}.wait{background:#fff8c5;color:#7d4e00}\
 .unknown{background:#eaeef2;color:#424a53}.bad{background:#ffebe9;color:#a40e26}\
 .side{display:flex;gap:2rem;flex-wrap:wrap;align-items:flex-start}\
-#changes{border-left:4px solid #0969da;padding:.4rem .8rem;background:#f6f8fa}\
-.wide{width:100%;table-layout:auto}.wide td,.wide th{overflow-wrap:anywhere}\
-.wide td.detail,.wide th.detail{width:28%;min-width:16rem}\
-.mono{font-family:ui-monospace,monospace;font-size:.8rem}a{color:#0969da}";
+section#changes{border-left:4px solid #0969da;padding:.4rem .8rem;background:#f6f8fa}\
+.wide{width:100%;table-layout:auto}.nw,.id{white-space:nowrap}\
+.wide td.detail,.wide th.detail{overflow-wrap:anywhere;width:40%;min-width:10rem}\
+.mp{font-size:.8rem;color:#57606a}#timeline th{white-space:normal}\
+.mono,.id{font-family:ui-monospace,monospace;font-size:.8rem}a{color:#0969da}";
 
 /// The page around `body`.
 pub fn page(title: &str, body: &str) -> String {
@@ -90,6 +108,19 @@ fn tag(v: &str) -> String {
     format!("<span class=\"tag {}\">{}</span>", tone(v), esc(v))
 }
 
+/// A timestamp: date and time to the second on one line, in a `<time>` whose `datetime` and
+/// tooltip hold the exact value (milliseconds included).
+pub fn when(t: Option<DateTime<Utc>>) -> String {
+    let Some(t) = t else {
+        return String::new();
+    };
+    let exact = time(Some(t));
+    format!(
+        "<time class=\"nw\" datetime=\"{exact}\" title=\"{exact}\">{}</time>",
+        t.format("%Y-%m-%d %H:%M:%SZ")
+    )
+}
+
 /// "Changed since the previous run": the transitions, and a link to the accounts.
 pub fn changes_section(changes: Option<&Diff>) -> String {
     let mut o = String::from("<section id=\"changes\"><b>Changed since the previous run</b>: ");
@@ -100,7 +131,7 @@ pub fn changes_section(changes: Option<&Diff>) -> String {
                 o,
                 "nothing: no account changed since run {} ({}).",
                 d.from_run,
-                esc(&time(Some(d.from_finished_at)))
+                when(Some(d.from_finished_at))
             );
         }
         Some(d) => {
@@ -109,7 +140,7 @@ pub fn changes_section(changes: Option<&Diff>) -> String {
                 "{} account(s) since run {} ({}): ",
                 d.changes.len(),
                 d.from_run,
-                esc(&time(Some(d.from_finished_at)))
+                when(Some(d.from_finished_at))
             );
             let parts: Vec<String> = d
                 .transitions
@@ -133,16 +164,24 @@ pub fn changes_section(changes: Option<&Diff>) -> String {
     o
 }
 
-fn counts_table(id: &str, head: &str, counts: &[(&str, u64)], total: u64) -> String {
+/// A count table: `head` names the rows, `unit` what is counted.
+fn counts_table(
+    id: &str,
+    (head, unit): (&str, &str),
+    counts: &[(&str, u64)],
+    total: u64,
+    tone: fn(&str) -> &'static str,
+) -> String {
     let mut o = format!(
-        "<table id=\"{id}\"><thead><tr><th>{head}</th><th>Accounts</th></tr></thead><tbody>\n"
+        "<table id=\"{id}\"><thead><tr><th>{head}</th><th class=\"n\">{unit}</th></tr></thead><tbody>\n"
     );
     for (v, n) in counts {
         let _ = writeln!(
             o,
-            "<tr data-verdict=\"{}\"><td>{}</td><td class=\"n\">{n}</td></tr>",
+            "<tr data-verdict=\"{}\"><td><span class=\"tag {}\">{}</span></td><td class=\"n\">{n}</td></tr>",
             esc(v),
-            tag(v)
+            tone(v),
+            esc(v)
         );
     }
     let _ = writeln!(
@@ -174,42 +213,56 @@ fn legend() -> String {
     o
 }
 
+/// One account: its number, verdict, registration (the roll-up, then each meter point with its
+/// own state), the detail, the event side (outcome, identifier, time), the platform side
+/// (status, account number, creation time, and whether an `account.created` event says it was
+/// imported).
 fn account_row(o: &mut String, a: &AccountResult) {
     let v = a.verdict.as_str();
-    let dash = |x: &Option<String>| x.as_deref().map_or_else(|| "-".to_owned(), esc);
+    let id = |x: &Option<String>| {
+        x.as_deref().map_or_else(String::new, |x| {
+            format!("<br><span class=\"id\">{}</span>", esc(x))
+        })
+    };
     let _ = write!(
         o,
-        "<tr data-verdict=\"{v}\"><td class=\"mono\"><a href=\"{}\">{}</a></td><td>{}</td><td>{}</td>\
-         <td class=\"detail\">{}</td>",
+        "<tr data-verdict=\"{v}\"><td class=\"id\"><a href=\"{}\">{}</a></td><td>{}</td><td>{}",
         esc(&timeline_link(&a.external_account_number)),
         esc(&a.external_account_number),
         tag(v),
-        a.registration.map_or_else(|| "-".to_owned(), |r| tag(r.as_str())),
-        dash(&a.detail),
+        a.registration
+            .map_or_else(|| "-".to_owned(), |r| tag(r.as_str())),
     );
-    let _ = write!(
-        o,
-        "<td>{}<br><span class=\"meta\">{}</span></td><td class=\"mono\">{}</td>\
-         <td>{}<br><span class=\"mono\">{}</span><br><span class=\"meta\">{}</span></td><td>{}</td>",
-        dash(&a.event_outcome),
-        esc(&time(a.event_time)),
-        dash(&a.event_identifier),
-        esc(&a.platform_status),
-        dash(&a.platform_account_number),
-        esc(&time(a.platform_created_at)),
-        if a.account_created_event { "yes" } else { "no" },
-    );
-    o.push_str("<td class=\"mono\">");
     for p in a.meter_points.iter().flatten() {
         let _ = write!(
             o,
-            "{} {}<br>",
+            "<br><span class=\"mp\"><span class=\"id\">{}</span> {}</span>",
             esc(&p.mpxn),
             p.registration
-                .map_or_else(|| esc(&p.status), |r| tag(r.as_str()))
+                .map_or_else(|| esc(&p.status), |r| esc(r.as_str()))
         );
     }
-    o.push_str("</td></tr>\n");
+    let _ = write!(
+        o,
+        "</td><td class=\"detail\">{}</td>\
+         <td>{}{}<br><span class=\"meta\">{}</span></td>\
+         <td>{}{}<br><span class=\"meta\">{}</span><br><span class=\"meta nw\">{}</span></td></tr>",
+        a.detail.as_deref().map_or_else(|| "-".to_owned(), esc),
+        a.event_outcome
+            .as_deref()
+            .map_or_else(|| "-".to_owned(), esc),
+        id(&a.event_identifier),
+        when(a.event_time),
+        esc(&a.platform_status),
+        id(&a.platform_account_number),
+        when(a.platform_created_at),
+        if a.account_created_event {
+            "account.created ✓"
+        } else {
+            "no account.created"
+        },
+    );
+    o.push('\n');
 }
 
 /// A run's report page.
@@ -230,8 +283,8 @@ pub fn run(r: &RunReport, changes: Option<&Diff>) -> String {
          outcome <span class=\"tag {}\" id=\"outcome\">{}</span> (exit {}) · {} accounts · \
          REST calls {} ({} list, {} per-account, {} retries) · <a href=\"/reports/reconciliation/runs\">history</a></p>",
         esc(&r.suppliers.join(", ")),
-        esc(&time(Some(r.started_at))),
-        esc(&time(Some(r.finished_at))),
+        when(Some(r.started_at)),
+        when(Some(r.finished_at)),
         esc(&r.trigger),
         match r.outcome.exit_code() {
             0 => "ok",
@@ -275,36 +328,41 @@ pub fn run(r: &RunReport, changes: Option<&Diff>) -> String {
     o.push_str("<h2>Verdicts</h2>\n<div class=\"side\">");
     o.push_str(&counts_table(
         "counts",
-        "Verdict",
+        ("Verdict", "Accounts"),
         &r.nonzero_counts(),
         r.accounts,
+        tone,
     ));
-    if !r.registration_counts.is_empty() {
-        let regs: Vec<(&str, u64)> = r
-            .registration_counts
-            .iter()
-            .filter(|(_, &n)| n > 0)
-            .map(|(k, &n)| (k.as_str(), n))
-            .collect();
+    let regs = r.nonzero_registrations();
+    if !regs.is_empty() {
         let total = regs.iter().map(|(_, n)| n).sum();
-        o.push_str(&counts_table("registrations", "Registration", &regs, total));
+        o.push_str(&counts_table(
+            "registrations",
+            ("Registration", "Accounts"),
+            &regs,
+            total,
+            tone,
+        ));
     }
-    if !r.order_processes.is_empty() {
-        let orders: Vec<(&str, u64)> = r
-            .order_processes
-            .iter()
-            .map(|(k, &n)| (k.as_str(), n))
-            .collect();
+    let orders = r.nonzero_orders();
+    if !orders.is_empty() {
         let total = orders.iter().map(|(_, n)| n).sum();
-        o.push_str(&counts_table("orders", "Order processes", &orders, total));
+        o.push_str(&counts_table(
+            "orders",
+            // Events by outcome of the listed orders, and the orders without any.
+            ("Order processes", "Count"),
+            &orders,
+            total,
+            order_tone,
+        ));
     }
     o.push_str("</div>\n");
     o.push_str(
         "<h2>Accounts</h2>\n<p class=\"meta\">Accounts that need attention first, then the matched \
          ones; each account links to its event timeline.</p>\n<table id=\"verdicts\" class=\"wide\">\
          <thead><tr><th>Account</th><th>Verdict</th><th>Registration</th>\
-         <th class=\"detail\" id=\"detail-column\">Detail</th><th>Event</th><th>Event identifier</th>\
-         <th>Platform</th><th>account.created</th><th>Meter points</th></tr></thead><tbody>\n",
+         <th class=\"detail\" id=\"detail-column\">Detail</th><th>Event</th>\
+         <th>Platform</th></tr></thead><tbody>\n",
     );
     let mut rows: Vec<&AccountResult> = r.results.iter().collect();
     let settled = |a: &AccountResult| {
@@ -326,7 +384,7 @@ pub fn timeline(ext: &str, events: &[TimelineEntry], limit: i64) -> String {
          import-process events and the events of the platform accounts they name. \
          <a href=\"/reports/reconciliation?format=html\">latest report</a></p>\n\
          <table id=\"timeline\" class=\"wide\"><thead><tr><th>Occurred</th><th>Event</th>\
-         <th>Status</th><th>Envelope id</th><th>Platform account</th><th>Stream</th>\
+         <th>Envelope id, stream</th><th>Platform account</th>\
          <th class=\"detail\">Payload</th></tr></thead><tbody>\n",
         events.len()
     );
@@ -336,19 +394,24 @@ pub fn timeline(ext: &str, events: &[TimelineEntry], limit: i64) -> String {
             .payload
             .as_ref()
             .map_or_else(String::new, |p| p.to_string());
+        // An event name breaks only after its dots.
+        let name = e
+            .event
+            .as_deref()
+            .map_or_else(|| "-".to_owned(), |n| esc(n).replace('.', ".<wbr>"));
         let _ = writeln!(
             o,
-            "<tr><td>{}</td><td class=\"mono\">{}</td><td>{}</td><td class=\"mono\">{}<br>\
-             <span class=\"meta\">{}</span></td><td class=\"mono\">{}</td><td class=\"mono\">{} #{}</td>\
+            "<tr><td>{}</td><td><span class=\"mono\">{name}</span><br>{}</td>\
+             <td><span class=\"id\">{}</span><br><span class=\"meta\">{}</span><br>\
+             <span class=\"id\">{} #{}</span></td><td class=\"id\">{}</td>\
              <td class=\"detail mono\">{}</td></tr>",
-            esc(&time(e.occurred_at)),
-            dash(&e.event),
+            when(e.occurred_at),
             esc(&e.status),
             dash(&e.event_id),
             dash(&e.id_status),
-            dash(&e.account_number),
             esc(&e.stream),
             e.stream_seq,
+            dash(&e.account_number),
             esc(&payload)
         );
     }
@@ -386,6 +449,43 @@ mod tests {
         assert!(h.contains("first completed run"));
         assert!(!h.contains("<script"));
         assert!(h.contains(">E2</a></td><td><span class=\"tag ok\">matched</span></td><td><span class=\"tag bad\">stalled</span>"), "{h}");
+    }
+
+    #[test]
+    fn zero_counts_are_hidden_and_a_complete_order_is_not_red() {
+        let mut r = report();
+        r.order_processes = [("complete", 3), ("error", 1), ("no_event", 0)]
+            .into_iter()
+            .map(|(k, n)| (k.to_owned(), n))
+            .collect();
+        r.registration_counts.insert("reversed".into(), 0);
+        let h = run(&r, None);
+        assert!(h.contains("<span class=\"tag ok\">complete</span>"), "{h}");
+        assert!(h.contains("<span class=\"tag bad\">error</span>"), "{h}");
+        assert!(h.contains("data-verdict=\"stalled\""), "{h}");
+        assert!(
+            !h.contains("data-verdict=\"no_event\"") && !h.contains("data-verdict=\"reversed\""),
+            "{h}"
+        );
+        assert!(h.contains("<th>total</th><th class=\"n\">4</th>"), "{h}");
+        let t = crate::reconcile::report::table(&r, false);
+        assert!(
+            t.contains("order-process events: complete 3, error 1\n"),
+            "{t}"
+        );
+    }
+
+    #[test]
+    fn timestamps_are_one_unbroken_line_with_the_exact_value_kept() {
+        let t = chrono::DateTime::parse_from_rfc3339("2026-11-24T23:33:28.108Z")
+            .expect("time")
+            .with_timezone(&Utc);
+        assert_eq!(
+            when(Some(t)),
+            "<time class=\"nw\" datetime=\"2026-11-24T23:33:28.108Z\" \
+             title=\"2026-11-24T23:33:28.108Z\">2026-11-24 23:33:28Z</time>"
+        );
+        assert_eq!(when(None), "");
     }
 
     #[test]

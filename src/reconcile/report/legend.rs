@@ -1,7 +1,7 @@
 //! What each verdict and each registration state means, and what to do next: the legend of
-//! the HTML report (and the README's tables say the same).
+//! the HTML report (and the tables of docs/operators.md say the same).
 
-/// What each verdict means and what to do next (the HTML legend, the README's table).
+/// What each verdict means and what to do next (the HTML legend, docs/operators.md's table).
 pub const LEGEND: [(&str, &str, &str); 14] = [
     ("matched", "The outcome event and the platform agree: imported, with the account number the event names.", "Nothing."),
     ("identifier_mismatch", "The complete event names one platform account; the platform imported another.", "Find out which account holds the customer's data; fix the mapping and re-run."),
