@@ -7,12 +7,20 @@
 #       in one transaction, then ack), what a team would write instead (scripts/bench_peer.py)
 # Prints events/s for each, the ratio of (3) to the lower of (1) and (2), the ratio of (3) to (4),
 # and the daemon's peak RSS. Installs nats-py and asyncpg with pip when missing.
-# Usage: scripts/bench-ingest.sh [N]   (default N=1000000; env BATCH=2000, RUN_ARGS="--writers 3",
-#        BIN=another build of event-audit, e.g. one from before a change; PEER=0 skips (4), for
-#        comparing two builds back to back)
+# With `--ids repeat`, a replay storm follows in the same run: the same N messages are published
+# again with the same seed (every envelope id seen before, same payloads: a publisher replaying
+# its outbox), and (3b) is the daemon draining them into the same log, each one a duplicate
+# finding; it prints (3b)/(3), the replay's share of the new-id rate.
+# Usage: scripts/bench-ingest.sh [--ids unique|repeat] [N]   (default N=1000000; env BATCH=2000,
+#        RUN_ARGS="--writers 3", BIN=another build of event-audit, e.g. one from before a change;
+#        PEER=0 skips (4), for comparing two builds back to back)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+IDS=unique
+if [ "${1:-}" = --ids ]; then IDS=$2; shift 2; fi
+case "$IDS" in unique|repeat) ;; *) echo "--ids unique|repeat, not $IDS" >&2; exit 2;; esac
 N=${1:-${N:-1000000}}
+SEED=${SEED:-$RANDOM$RANDOM}
 BATCH=${BATCH:-2000}
 PG=${PG_BASE_URL:-postgres://postgres@127.0.0.1:5432}
 export NATS_URL=${NATS_URL:-nats://127.0.0.1:4222}
@@ -35,17 +43,18 @@ cleanup() {
 trap cleanup EXIT
 
 echo "publishing $N messages to $STREAM ..."
-"$BIN" publish -n "$N" --stream "$STREAM" --subjects "${TAG}.>" --subject "${TAG}.load" 2>&1 | tail -1
+"$BIN" publish -n "$N" --seed "$SEED" --stream "$STREAM" --subjects "${TAG}.>" --subject "${TAG}.load" 2>&1 | tail -1
 
 echo "(1) ack-only consumer ..."
 read -r _ n1 s1 r1 < <("$BIN" bench ack-only --stream "$STREAM" --consumer ackonly --batch-size "$BATCH")
 echo "(2) COPY of the same rows ..."
 read -r _ n2 s2 r2 < <("$BIN" bench copy --database-url "$PG/$COPY_DB" -n "$N" --batch-size "$BATCH" 2>/dev/null)
 psql -q "$PG/postgres" -c "DROP DATABASE IF EXISTS $COPY_DB"   # each stage's database goes once measured (disk)
-echo "(3) event-audit run ..."
-/usr/bin/time -v -o "$OUT/time" "$BIN" --log-json run --database-url "$PG/$RUN_DB" --stream "$STREAM" --bind-only \
-    --consumer run --batch-size "$BATCH" --http-addr 127.0.0.1:0 --exit-when-idle ${RUN_ARGS:-} 2> "$OUT/log"
-read -r n3 s3 r3 < <(python3 - "$OUT/log" <<'PY'
+run_daemon() {  # prints: messages busy_seconds events/s
+    /usr/bin/time -v -o "$OUT/time$1" "$BIN" --log-json run --database-url "$PG/$RUN_DB" --stream "$STREAM" \
+        --bind-only --consumer run --batch-size "$BATCH" --http-addr 127.0.0.1:0 --exit-when-idle \
+        ${RUN_ARGS:-} 2> "$OUT/log$1"
+    python3 - "$OUT/log$1" <<'PY'
 import json, sys
 for line in open(sys.argv[1]):
     try:
@@ -55,7 +64,16 @@ for line in open(sys.argv[1]):
     if f.get("message") == "stopped":
         print(f["messages"], round(f["busy_secs"], 3), int(f["per_sec"]))
 PY
-)
+}
+echo "(3) event-audit run ..."
+read -r n3 s3 r3 < <(run_daemon "")
+if [ "$IDS" = repeat ]; then
+    echo "replaying the same $N messages (same seed: every id seen before) ..."
+    "$BIN" publish -n "$N" --seed "$SEED" --stream "$STREAM" --subjects "${TAG}.>" --subject "${TAG}.load" 2>&1 | tail -1
+    echo "(3b) event-audit run on the replay ..."
+    read -r n3b s3b r3b < <(run_daemon b)
+    dups=$(psql -tA "$PG/$RUN_DB" -c "select count(*) filter (where finding = 'duplicate') || ' duplicate, ' || count(*) filter (where finding = 'conflict') || ' conflict' from audit.id_findings")
+fi
 rows=$(psql -tA "$PG/$RUN_DB" -c "select count(*) from audit.events")
 verify=$("$BIN" verify --database-url "$PG/$RUN_DB" 2>&1 | tail -1)
 psql -q "$PG/postgres" -c "DROP DATABASE IF EXISTS $RUN_DB"
@@ -75,6 +93,9 @@ printf '\n%-34s %10s %9s %12s\n' "measurement" "messages" "seconds" "events/s"
 printf '%-34s %10s %9s %12s\n' "(1) ack-only consumer (bus)" "$n1" "$s1" "$r1"
 printf '%-34s %10s %9s %12s\n' "(2) COPY same rows (database)" "$n2" "$s2" "$r2"
 printf '%-34s %10s %9s %12s\n' "(3) event-audit run (end to end)" "$n3" "$s3" "$r3"
+if [ "$IDS" = repeat ]; then
+    printf '%-34s %10s %9s %12s\n' "(3b) event-audit run, replayed ids" "$n3b" "$s3b" "$r3b"
+fi
 if [ "${PEER:-1}" = 0 ]; then
     echo "(4) Python peer: skipped (PEER=0)"
 else
@@ -82,5 +103,8 @@ else
 fi
 echo "ratio (3) / min((1),(2)) = $ratio"
 [ "${PEER:-1}" = 0 ] || echo "ratio (3) / (4) = $peer_ratio"
+if [ "$IDS" = repeat ]; then
+    echo "ratio (3b) / (3) = $(python3 -c "print(f'{$r3b/max($r3,1):.2f}')") (replayed ids: $dups findings)"
+fi
 echo "daemon peak RSS = $((rss_kb / 1024)) MB"
 echo "rows in audit log = $rows; $verify"

@@ -1,9 +1,9 @@
-//! The daemon as a value: [`App::build`] connects to PostgreSQL and NATS, binds the consumer and
-//! the HTTP listener (port 0 in tests), and [`App::run_until_stopped`] runs ingest with its
-//! background tasks (probers, chain poller, checkpoint signer, scheduled reconciliation of each
-//! open batch, the reconciliation metrics polled from the stored runs, HTTP) until the stop token
-//! is cancelled (SIGTERM/SIGINT in the binary) or, with `exit_when_idle`, until the
-//! consumer is drained. Every task ends on its own; nothing holding messages is aborted.
+//! The daemon as a value: [`App::build`] binds the HTTP listener (port 0 in tests), checks that
+//! PostgreSQL and NATS answer, then creates the database and stream and binds the consumer;
+//! [`App::run_until_stopped`] runs ingest with its background tasks (probers, chain poller,
+//! checkpoint signer, scheduled reconciliation of each open batch, the reconciliation metrics
+//! polled from the stored runs, HTTP) until the stop token is cancelled (SIGTERM/SIGINT in the
+//! binary) or, with `exit_when_idle`, until the consumer is drained. Nothing is aborted.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -80,6 +80,10 @@ impl App {
     pub async fn build(settings: Settings) -> Result<App, StartError> {
         let metrics = Arc::new(Metrics::new());
         metrics.set_instance(&settings.ingest.instance_name());
+        metrics.rest.at_zero(
+            &crate::reconcile::rest::Endpoint::ALL.map(|e| e.as_str()),
+            &crate::reconcile::rest::token::TokenSource::LABELS,
+        );
         let rest = if settings.reconcile.suppliers.is_empty() {
             None
         } else {
@@ -101,26 +105,22 @@ impl App {
         )?
         .map(Arc::new);
         crate::server::limits::reserve_descriptors(settings.http.max_connections)?;
+        // Check before creating anything: the port, that PostgreSQL and NATS answer; then create.
+        let addr = settings.http.addr;
+        let listen = |source| StartError::Listen { addr, source };
+        let listener = TcpListener::bind(addr).await.map_err(listen)?;
+        let address = listener.local_addr().map_err(listen)?;
         let mut db_settings = settings.database.clone();
         // Writers, the pollers (chain, reconciliation metrics), and scheduled reconciliation
         // each need their connection.
         let needed = settings.ingest.writers as u32 + 2 + if rest.is_some() { 2 } else { 0 };
         db_settings.connections = db_settings.connections.max(needed);
-        let db = Db::open_writer(&db_settings).await?;
+        Db::reach(&db_settings).await?;
         let bus = Bus::connect(&settings.nats).await?;
+        let db = Db::open_writer(&db_settings).await?;
         let binding = Binding::new(&settings.stream, &settings.ingest);
         let consumer = bus.bind(&binding).await?;
         tracing::info!(stream = %binding.stream, consumer = %binding.consumer, batch_size = settings.ingest.batch_size, "bound to JetStream");
-        let listener = TcpListener::bind(settings.http.addr)
-            .await
-            .map_err(|source| StartError::Listen {
-                addr: settings.http.addr,
-                source,
-            })?;
-        let address = listener.local_addr().map_err(|source| StartError::Listen {
-            addr: settings.http.addr,
-            source,
-        })?;
         let health = Arc::new(Health::new(&metrics.registry));
         health.set_stall_timeout(settings.ingest.stall_timeout.get());
         Ok(App {

@@ -82,6 +82,30 @@ async fn live_metrics_pass_promtool_check_metrics() {
     ] {
         assert!(text.contains(family), "{family} missing from /metrics");
     }
+    // Every family a dashboard or an alert reads is there from start-up (zero, or the label
+    // values known at start), so no panel says "No data" on a healthy daemon; only the families
+    // labelled by a reconciliation scope wait for that scope's first stored run (the scenario
+    // test below checks them).
+    let mut wanted: Vec<String> = Vec::new();
+    for file in ["migration-health.json", "audit-log.json"] {
+        let queries = panel_queries(&repo().join("dashboards").join(file));
+        wanted.extend(queries.iter().flat_map(|(_, e)| metric_names(e)));
+    }
+    let alerts = std::fs::read_to_string(repo().join("dashboards/alerts.yml")).expect("alerts.yml");
+    wanted.extend(metric_names(&alerts));
+    wanted.sort();
+    wanted.dedup();
+    let absent: Vec<&String> = wanted
+        .iter()
+        .filter(|n| {
+            !n.starts_with("event_audit_reconcile_") && n.as_str() != "event_audit_batch_accounts"
+        })
+        .filter(|n| !text.lines().any(|l| l.starts_with(n.as_str())))
+        .collect();
+    assert!(
+        absent.is_empty(),
+        "families read by dashboards or alerts but not exported from start-up: {absent:?}"
+    );
     let total: f64 = text
         .lines()
         .filter(|l| l.starts_with("event_audit_ingest_messages_total{"))

@@ -141,10 +141,6 @@ impl DbError {
             | DbError::Corrupt { .. } => Class::Permanent,
         }
     }
-
-    pub fn is_transient(&self) -> bool {
-        self.class() == Class::Transient
-    }
 }
 
 fn sqlstate_of(e: &sqlx::Error) -> Option<String> {

@@ -45,10 +45,6 @@ impl Batch {
         }
     }
 
-    pub fn is_open(&self) -> bool {
-        self.closed.is_none()
-    }
-
     /// The stored tolerances (checked at registration).
     pub fn tolerances(&self) -> Vec<Tolerance> {
         self.tolerances

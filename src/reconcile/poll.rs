@@ -89,10 +89,10 @@ impl Poller {
                     Verdict::ALL.map(|v| v.as_str()),
                     &s.counts,
                 );
-                if !s.registrations.is_empty() {
-                    let names = Registration::ALL.map(|r| r.as_str());
-                    set_all(&m.registrations, sl, bl, names, &s.registrations);
-                }
+                // Every state, 0 when the run read no meter points: a panel shows 0, not "No
+                // data", on a healthy daemon.
+                let names = Registration::ALL.map(|r| r.as_str());
+                set_all(&m.registrations, sl, bl, names, &s.registrations);
             }
             seen.insert([supplier, batch]);
         }
@@ -180,5 +180,21 @@ mod tests {
             !text.contains(r#"batch="*""#),
             "the gone scope stays:\n{text}"
         );
+    }
+
+    #[test]
+    fn a_run_without_meter_points_exports_every_registration_state_at_zero() {
+        let metrics = Metrics::new();
+        let mut s = state(Some("w2"), &[("ok", 1)], 4);
+        s.registrations.clear();
+        Poller::default().apply(&[s], &metrics.reconcile);
+        let text = metrics.render();
+        for r in Registration::ALL {
+            let line = format!(
+                r#"event_audit_reconcile_registration_accounts{{batch="w2",registration="{}",supplier="S"}} 0"#,
+                r.as_str()
+            );
+            assert!(text.contains(&line), "{line} missing:\n{text}");
+        }
     }
 }

@@ -54,22 +54,9 @@ async fn plain_paths(req: Request, next: Next) -> Response {
 }
 
 fn path_is_plain(path: &str) -> bool {
-    let b = path.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        let hex = |c: u8| (c as char).to_digit(16);
-        if b[i] == b'%' && i + 2 < b.len() {
-            if let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2])) {
-                out.push((h * 16 + l) as u8);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(b[i]);
-        i += 1;
-    }
-    std::str::from_utf8(&out).is_ok_and(|s| !s.chars().any(char::is_control))
+    percent_encoding::percent_decode_str(path)
+        .decode_utf8()
+        .is_ok_and(|s| !s.chars().any(char::is_control))
 }
 
 async fn index() -> Html<&'static str> {

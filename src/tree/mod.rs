@@ -94,18 +94,6 @@ impl TreeStore {
             .ctx("read the chain head")
     }
 
-    /// The link whose tree has exactly `size` leaves, if any.
-    pub async fn link_at_size(&self, size: i64) -> Result<Option<TreeLink>, DbError> {
-        sqlx::query_as(
-            "SELECT link_seq, batch_id, row_count, tree_size, tree_root FROM audit.chain_links \
-             WHERE tree_size = $1 ORDER BY link_seq LIMIT 1",
-        )
-        .bind(size)
-        .fetch_optional(self.db.pool())
-        .await
-        .ctx("find the link of a tree size")
-    }
-
     /// The links from `after_size` on (those whose tree is larger), in order.
     pub async fn links_after(&self, after_size: i64) -> Result<Vec<TreeLink>, DbError> {
         sqlx::query_as(

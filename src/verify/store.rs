@@ -148,15 +148,6 @@ pub fn rows_copy_sql(first: i64, last: i64, batches: (i64, i64)) -> String {
     )
 }
 
-/// The same columns read out with COPY, without any join or order (the read ceiling of the
-/// verify benchmark).
-pub fn ceiling_copy_sql() -> String {
-    format!(
-        "COPY (SELECT {} FROM audit.events) TO STDOUT (FORMAT binary)",
-        columns::copy_list()
-    )
-}
-
 /// The row `stream`/`seq`, every column by name (what `prove` hands out).
 pub async fn stored_row(db: &Db, stream: &str, seq: i64) -> Result<Option<StoredRow>, DbError> {
     let sql = format!(

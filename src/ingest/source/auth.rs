@@ -17,22 +17,9 @@ enum UrlAuth {
 
 /// `%XX` sequences decoded (user info of a URL).
 fn percent_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        let hex = |c: u8| (c as char).to_digit(16);
-        if b[i] == b'%' && i + 2 < b.len() {
-            if let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2])) {
-                out.push((h * 16 + l) as u8);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(b[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    percent_encoding::percent_decode_str(s)
+        .decode_utf8_lossy()
+        .into_owned()
 }
 
 /// The URL list without user info, and the credentials it held (async-nats ignores them and
@@ -76,16 +63,25 @@ pub(super) async fn connect_options(
     s: &NatsSettings,
 ) -> Result<(String, async_nats::ConnectOptions), BusError> {
     let (url, from_url) = split_credentials(&s.url);
+    // The first connection is routine (DEBUG); a reconnection follows a WARN, so it is INFO.
+    let was_connected = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let mut o = async_nats::ConnectOptions::new()
         .name("event-audit")
         .connection_timeout(s.connect_timeout.get())
-        .event_callback(|event| async move {
-            match event {
-                async_nats::Event::Connected => tracing::info!("NATS connected"),
-                async_nats::Event::Disconnected => {
-                    tracing::warn!("NATS disconnected; reconnecting")
+        .event_callback(move |event| {
+            let again = matches!(event, async_nats::Event::Connected)
+                && was_connected.swap(true, std::sync::atomic::Ordering::Relaxed);
+            async move {
+                match event {
+                    async_nats::Event::Connected if again => tracing::info!("NATS reconnected"),
+                    async_nats::Event::Connected => tracing::debug!("NATS connected"),
+                    async_nats::Event::Disconnected => {
+                        tracing::warn!("NATS disconnected; reconnecting")
+                    }
+                    // A clean close (the command is done, or the daemon stops): nothing to act on.
+                    async_nats::Event::Closed => tracing::debug!("NATS connection closed"),
+                    other => tracing::warn!(event = %other, "NATS connection event"),
                 }
-                other => tracing::warn!(event = %other, "NATS connection event"),
             }
         });
     let mut ways = Vec::new();

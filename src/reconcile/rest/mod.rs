@@ -188,6 +188,14 @@ pub enum Endpoint {
 }
 
 impl Endpoint {
+    pub const ALL: [Endpoint; 5] = [
+        Endpoint::AccountTransferStatus,
+        Endpoint::AllAccountImportProcesses,
+        Endpoint::PendingAccountImportProcesses,
+        Endpoint::ImportedAccountImportProcesses,
+        Endpoint::MeterpointStatusesForAccount,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Endpoint::AccountTransferStatus => "account-transfer-status",

@@ -40,6 +40,9 @@ pub enum TokenSource {
 }
 
 impl TokenSource {
+    /// Every value of [`TokenSource::label`].
+    pub const LABELS: [&'static str; 3] = ["environment", "file", "graphql"];
+
     /// The metric label.
     pub fn label(&self) -> &'static str {
         match self {

@@ -107,8 +107,15 @@ impl IngestMetrics {
             &["event"],
         );
         // Every catalogue event from 0: the first new field is an increase a rule can see.
+        let unknown_fields = counter_vec(
+            r,
+            "event_audit_unknown_fields_total",
+            "Fields not in the catalogue, by event",
+            &["event"],
+        );
         for e in EVENTS.iter() {
             new_fields.with_label_values(&[e.name]);
+            unknown_fields.with_label_values(&[e.name]);
         }
         IngestMetrics {
             new_fields,
@@ -177,12 +184,7 @@ impl IngestMetrics {
                 "event_audit_audit_rows_total",
                 "Rows appended to the audit log by this process",
             ),
-            unknown_fields: counter_vec(
-                r,
-                "event_audit_unknown_fields_total",
-                "Fields not in the catalogue, by event",
-                &["event"],
-            ),
+            unknown_fields,
             consumer_pending: gauge(
                 r,
                 "event_audit_consumer_pending_messages",

@@ -14,8 +14,8 @@ pub const WHOLE_SUPPLIER: &str = "*";
 pub struct ReconcileMetrics {
     /// Accounts per verdict in the latest completed run.
     pub accounts: IntGaugeVec,
-    /// Accounts per registration state in the latest completed run (when meter points were
-    /// read).
+    /// Accounts per registration state in the latest completed run (every state 0 when the run
+    /// read no meter points).
     pub registrations: IntGaugeVec,
     /// Unix time of the latest completed run.
     pub last_run: IntGaugeVec,
