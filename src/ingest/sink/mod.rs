@@ -44,6 +44,8 @@ pub struct Sink {
     known_paths: std::sync::Arc<drift::KnownPaths>,
     /// This daemon's name in the links it writes.
     instance: std::sync::Arc<str>,
+    /// A recent batch repeated envelope ids (see `ids::id_findings`).
+    replaying: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Sink {
@@ -52,6 +54,7 @@ impl Sink {
             db,
             known_paths: std::sync::Arc::default(),
             instance: std::sync::Arc::from(instance),
+            replaying: std::sync::Arc::default(),
         }
     }
 
@@ -234,7 +237,7 @@ impl Sink {
             .await
             .ctx("allocate batch id")?;
         let t0 = std::time::Instant::now();
-        let findings = id_findings(&mut tx, &live, batch_id).await?;
+        let findings = id_findings(&mut tx, &live, batch_id, &self.replaying).await?;
         let t_ids = t0.elapsed();
         out.duplicates = findings.iter().filter(|f| f.duplicate).count();
         out.conflicts = findings.len() - out.duplicates;
