@@ -11,7 +11,10 @@ use crate::decode::catalogue::rt::FieldError;
 /// The columns the row hash covers, borrowed. Built from a [`super::record::Record`] when
 /// writing and from the stored row when verifying, so both sides hash exactly the same bytes.
 /// The payload column is covered by where its text lies in `raw` (`payload`); `verify` checks
-/// its content against that text.
+/// its content against that text. Its own type, not the row view, because it is what the hash
+/// covers, frozen per encoding version: not every column (`batch_id`, `row_hash` itself), some
+/// columns in their canonical form (headers, errors, unknown fields re-canonicalised), and the
+/// payload as a place in `raw`; rows written under version 1 keep that encoding.
 #[derive(Debug, Clone)]
 pub struct Canon<'a> {
     pub stream: &'a str,

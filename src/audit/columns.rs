@@ -30,31 +30,50 @@ const fn col(name: &'static str, ty: Ty) -> Column {
 pub const CLAIMS_ITS_ID: &str = "(e.event_id IS NOT NULL AND e.event_type IS NOT NULL \
      AND (e.payload IS NOT NULL OR e.payload_error IS NOT NULL))";
 
+/// The columns of `audit.events`, in COPY order, written once. Each entry: the field of
+/// [`crate::audit::row::RowView`], the column, its type, and `req` (NOT NULL) or `opt`. The macro
+/// hands the list to `$m!`, which generates from it: [`EVENTS`] here; in `audit::row` the row
+/// view, its binary COPY writer and its parser; in `verify::store` the row read by name. Adding
+/// a column is a line here and a migration (and the places that give it a value: a record's
+/// view, the canonical encoding, if the hash is to cover it).
+macro_rules! events_row {
+    ($m:ident) => {
+        $m! {
+            stream stream Text req,
+            stream_seq stream_seq Int8 req,
+            published_at_us published_at Timestamptz req,
+            received_at_us received_at Timestamptz req,
+            subject subject Text req,
+            delivery_count delivery_count Int4 req,
+            headers headers Jsonb opt,
+            envelope envelope Text opt,
+            event_id event_id Text opt,
+            event_type event_type Text opt,
+            event_version event_version Text opt,
+            status status Text req,
+            errors errors Jsonb opt,
+            unknown_fields unknown_fields Jsonb opt,
+            payload payload Jsonb opt,
+            account_number account_number Text opt,
+            occurred_at_us occurred_at Timestamptz opt,
+            payload_error payload_error Text opt,
+            catalogue catalogue Text opt,
+            raw raw Bytea req,
+            batch_id batch_id Int8 req,
+            row_hash row_hash Bytea req,
+        }
+    };
+}
+pub(crate) use events_row;
+
+macro_rules! column_list {
+    ($($v:ident $c:ident $t:ident $n:ident),* $(,)?) => {
+        &[$(col(stringify!($c), Ty::$t)),*]
+    };
+}
+
 /// `audit.events`, in COPY order.
-pub const EVENTS: &[Column] = &[
-    col("stream", Ty::Text),
-    col("stream_seq", Ty::Int8),
-    col("published_at", Ty::Timestamptz),
-    col("received_at", Ty::Timestamptz),
-    col("subject", Ty::Text),
-    col("delivery_count", Ty::Int4),
-    col("headers", Ty::Jsonb),
-    col("envelope", Ty::Text),
-    col("event_id", Ty::Text),
-    col("event_type", Ty::Text),
-    col("event_version", Ty::Text),
-    col("status", Ty::Text),
-    col("errors", Ty::Jsonb),
-    col("unknown_fields", Ty::Jsonb),
-    col("payload", Ty::Jsonb),
-    col("account_number", Ty::Text),
-    col("occurred_at", Ty::Timestamptz),
-    col("payload_error", Ty::Text),
-    col("catalogue", Ty::Text),
-    col("raw", Ty::Bytea),
-    col("batch_id", Ty::Int8),
-    col("row_hash", Ty::Bytea),
-];
+pub const EVENTS: &[Column] = events_row!(column_list);
 
 /// `stream, stream_seq, ...` for `COPY audit.events (...)`.
 pub fn copy_list() -> String {

@@ -45,7 +45,10 @@ pub const UNPARSED_HEADER_BLOCK: &str = "Nats-Unparsed-Header-Block-Base64";
 const MAX_HEADERS: usize = 32;
 const MAX_HEADER_VALUE: usize = 1024;
 
-/// One row of `audit.events`, ready to be written.
+/// One row of `audit.events`, ready to be written. Its own type, not the row view, because it
+/// owns what the decoding produced and carries what the sink needs beside the columns (the
+/// envelope id's digest, the drift observations, the catalogue entry); [`Record::view`] is
+/// where it becomes the row.
 #[derive(Debug, Clone)]
 pub struct Record {
     pub stream: Arc<str>,
@@ -163,6 +166,37 @@ impl Record {
         self.id_digest = None;
         self.payload_error = Some(reason);
         self.row_hash = self.canon().hash();
+    }
+}
+
+impl Record {
+    /// The row this record is written as, in batch `batch_id`: the one place where a record's
+    /// fields become the columns of `audit.events`.
+    pub fn view(&self, batch_id: i64) -> super::row::RowView<'_> {
+        super::row::RowView {
+            stream: &self.stream,
+            stream_seq: self.stream_seq,
+            published_at_us: self.published_at.timestamp_micros(),
+            received_at_us: self.received_at.timestamp_micros(),
+            subject: &self.subject,
+            delivery_count: self.delivery_count,
+            headers: self.headers.as_deref(),
+            envelope: self.envelope,
+            event_id: self.event_id.as_deref(),
+            event_type: self.event_type.as_deref(),
+            event_version: self.event_version.as_deref(),
+            status: self.status.as_str(),
+            errors: self.errors.as_deref(),
+            unknown_fields: self.unknown_fields.as_deref(),
+            payload: self.payload_text(),
+            account_number: self.account_number.as_deref(),
+            occurred_at_us: self.occurred_at.map(|t| t.timestamp_micros()),
+            payload_error: self.payload_error.as_deref(),
+            catalogue: Some(self.catalogue),
+            raw: &self.raw,
+            batch_id,
+            row_hash: &self.row_hash,
+        }
     }
 }
 

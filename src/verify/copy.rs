@@ -3,28 +3,15 @@
 //! complete tuple as a [`RowView`] borrowing its bytes. Pure: no I/O.
 
 use super::rows::RowView;
+pub use crate::audit::pgcopy::CopyError;
+use crate::audit::pgcopy::{int8, Field};
 
 /// The binary COPY signature, flags and header extension length.
 const HEADER: &[u8] = b"PGCOPY\n\xff\r\n\0";
 const HEADER_LEN: usize = HEADER.len() + 8;
-/// Microseconds from the Unix epoch to PostgreSQL's (2000-01-01).
-const PG_EPOCH_US: i64 = 946_684_800_000_000;
 /// The columns of a verify tuple: `link_seq`, then the columns of `audit.events` in
 /// [`crate::audit::columns::EVENTS`] order.
-pub const FIELDS: usize = 1 + 22;
-
-/// Why a COPY stream could not be read.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum CopyError {
-    #[error("the COPY stream does not start with the binary COPY signature")]
-    Signature,
-    #[error("a COPY tuple has {0} fields, verify reads {FIELDS}")]
-    Fields(i16),
-    #[error("COPY field {field} has an unexpected value ({why})")]
-    Value { field: usize, why: &'static str },
-    #[error("the COPY stream ended inside a tuple")]
-    Truncated,
-}
+pub const FIELDS: usize = 1 + crate::audit::columns::EVENTS.len();
 
 /// Accumulates COPY chunks; yields whole tuples.
 #[derive(Default)]
@@ -37,9 +24,6 @@ pub struct Tuples {
 
 /// Where each field of a tuple lies in the buffer (`None`: NULL).
 type Offsets = [Option<(usize, usize)>; FIELDS];
-
-/// A NULL-able field's bytes.
-type Field<'a> = Option<&'a [u8]>;
 
 impl Tuples {
     pub fn new() -> Tuples {
@@ -99,7 +83,10 @@ impl Tuples {
             return Ok(None);
         }
         if n as usize != FIELDS {
-            return Err(CopyError::Fields(n));
+            return Err(CopyError::Fields {
+                got: n,
+                want: FIELDS,
+            });
         }
         let mut at = 2usize;
         let mut out = [None; FIELDS];
@@ -131,101 +118,13 @@ impl Tuples {
         let buf = &self.buf;
         let f: [Field<'_>; FIELDS] = offs.map(|o| o.map(|(a, b)| &buf[a..b]));
         let link_seq = int8(f[0], 0)?;
-        let row = RowView {
-            stream: text(f[1], 1)?,
-            stream_seq: int8(f[2], 2)?,
-            published_at_us: ts(f[3], 3)?,
-            received_at_us: ts(f[4], 4)?,
-            subject: text(f[5], 5)?,
-            delivery_count: int4(f[6], 6)?,
-            headers: opt(f[7], 7, jsonb)?,
-            envelope: opt(f[8], 8, text)?,
-            event_id: opt(f[9], 9, text)?,
-            event_type: opt(f[10], 10, text)?,
-            event_version: opt(f[11], 11, text)?,
-            status: text(f[12], 12)?,
-            errors: opt(f[13], 13, jsonb)?,
-            unknown_fields: opt(f[14], 14, jsonb)?,
-            payload: opt(f[15], 15, jsonb)?,
-            account_number: opt(f[16], 16, text)?,
-            occurred_at_us: opt(f[17], 17, ts)?,
-            payload_error: opt(f[18], 18, text)?,
-            catalogue: opt(f[19], 19, text)?,
-            raw: need(f[20], 20)?,
-            batch_id: int8(f[21], 21)?,
-            row_hash: need(f[22], 22)?,
-        };
+        let row = RowView::parse(&f[1..], 1)?;
         Ok(Some((link_seq, row)))
     }
 }
 
 fn be_u32(b: &[u8]) -> u32 {
     u32::from_be_bytes([b[0], b[1], b[2], b[3]])
-}
-
-fn need(v: Field<'_>, field: usize) -> Result<&[u8], CopyError> {
-    v.ok_or(CopyError::Value {
-        field,
-        why: "NULL in a NOT NULL column",
-    })
-}
-
-fn opt<'a, T>(
-    v: Field<'a>,
-    field: usize,
-    f: fn(Field<'a>, usize) -> Result<T, CopyError>,
-) -> Result<Option<T>, CopyError> {
-    match v {
-        None => Ok(None),
-        Some(_) => f(v, field).map(Some),
-    }
-}
-
-fn text(v: Field<'_>, field: usize) -> Result<&str, CopyError> {
-    std::str::from_utf8(need(v, field)?).map_err(|_| CopyError::Value {
-        field,
-        why: "text is not UTF-8",
-    })
-}
-
-/// jsonb in binary: a version byte (1), then its text.
-fn jsonb(v: Field<'_>, field: usize) -> Result<&str, CopyError> {
-    match need(v, field)? {
-        [1, rest @ ..] => std::str::from_utf8(rest).map_err(|_| CopyError::Value {
-            field,
-            why: "jsonb text is not UTF-8",
-        }),
-        _ => Err(CopyError::Value {
-            field,
-            why: "unknown jsonb version",
-        }),
-    }
-}
-
-fn int8(v: Field<'_>, field: usize) -> Result<i64, CopyError> {
-    let b: [u8; 8] = need(v, field)?.try_into().map_err(|_| CopyError::Value {
-        field,
-        why: "int8 is not 8 bytes",
-    })?;
-    Ok(i64::from_be_bytes(b))
-}
-
-fn int4(v: Field<'_>, field: usize) -> Result<i32, CopyError> {
-    let b: [u8; 4] = need(v, field)?.try_into().map_err(|_| CopyError::Value {
-        field,
-        why: "int4 is not 4 bytes",
-    })?;
-    Ok(i32::from_be_bytes(b))
-}
-
-/// timestamptz in binary: microseconds since 2000-01-01 UTC; as Unix microseconds.
-fn ts(v: Field<'_>, field: usize) -> Result<i64, CopyError> {
-    int8(v, field)?
-        .checked_add(PG_EPOCH_US)
-        .ok_or(CopyError::Value {
-            field,
-            why: "timestamp out of range",
-        })
 }
 
 #[cfg(test)]
@@ -288,7 +187,7 @@ mod tests {
             for c in bytes.chunks(chunk) {
                 t.push(c);
                 while let Some((link, row)) = t.next_row().expect("parse") {
-                    assert_eq!(row.published_at_us, PG_EPOCH_US);
+                    assert_eq!(row.published_at_us, 946_684_800_000_000);
                     assert_eq!(row.headers, Some("{\"a\": [\"b\"]}"));
                     assert_eq!(row.payload, Some("{}"));
                     assert_eq!(row.event_id, None);

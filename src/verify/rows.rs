@@ -10,33 +10,7 @@ use crate::audit::jsonb::jsonb_text;
 use crate::audit::record::range_in;
 use crate::decode::catalogue::rt::FieldError;
 
-/// One stored row of `audit.events`, borrowed from the COPY stream (jsonb columns as their
-/// text, times as Unix microseconds).
-#[derive(Debug, Clone, Copy)]
-pub struct RowView<'a> {
-    pub stream: &'a str,
-    pub stream_seq: i64,
-    pub published_at_us: i64,
-    pub received_at_us: i64,
-    pub subject: &'a str,
-    pub delivery_count: i32,
-    pub headers: Option<&'a str>,
-    pub envelope: Option<&'a str>,
-    pub event_id: Option<&'a str>,
-    pub event_type: Option<&'a str>,
-    pub event_version: Option<&'a str>,
-    pub status: &'a str,
-    pub errors: Option<&'a str>,
-    pub unknown_fields: Option<&'a str>,
-    pub payload: Option<&'a str>,
-    pub account_number: Option<&'a str>,
-    pub occurred_at_us: Option<i64>,
-    pub payload_error: Option<&'a str>,
-    pub catalogue: Option<&'a str>,
-    pub raw: &'a [u8],
-    pub batch_id: i64,
-    pub row_hash: &'a [u8],
-}
+pub use crate::audit::row::RowView;
 
 /// What a row check found.
 #[derive(Debug, PartialEq, Eq)]

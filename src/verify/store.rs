@@ -26,63 +26,73 @@ pub struct LinkRow {
     pub tree_root: Option<Vec<u8>>,
 }
 
-/// One row of `audit.events`, every column read by name (jsonb as text): `prove` reads one row
-/// at a time this way; the walk streams rows with COPY instead ([`super::rows::RowView`]).
-#[derive(Debug, Clone, sqlx::FromRow)]
-pub struct StoredRow {
-    pub stream: String,
-    pub stream_seq: i64,
-    pub published_at: DateTime<Utc>,
-    pub received_at: DateTime<Utc>,
-    pub subject: String,
-    pub delivery_count: i32,
-    pub headers: Option<String>,
-    pub envelope: Option<String>,
-    pub event_id: Option<String>,
-    pub event_type: Option<String>,
-    pub event_version: Option<String>,
-    pub status: String,
-    pub errors: Option<String>,
-    pub unknown_fields: Option<String>,
-    pub payload: Option<String>,
-    pub account_number: Option<String>,
-    pub occurred_at: Option<DateTime<Utc>>,
-    pub payload_error: Option<String>,
-    pub catalogue: Option<String>,
-    pub raw: Vec<u8>,
-    pub batch_id: i64,
-    pub row_hash: Vec<u8>,
+/// The stored row's type of a column (jsonb as its text).
+macro_rules! stored_ty {
+    (Text req) => { String };
+    (Text opt) => { Option<String> };
+    (Jsonb req) => { String };
+    (Jsonb opt) => { Option<String> };
+    (Int8 req) => { i64 };
+    (Int4 req) => { i32 };
+    (Timestamptz req) => { DateTime<Utc> };
+    (Timestamptz opt) => { Option<DateTime<Utc>> };
+    (Bytea req) => { Vec<u8> };
 }
 
-impl StoredRow {
-    /// The row as the walk checks it.
-    pub fn view(&self) -> super::rows::RowView<'_> {
-        super::rows::RowView {
-            stream: &self.stream,
-            stream_seq: self.stream_seq,
-            published_at_us: self.published_at.timestamp_micros(),
-            received_at_us: self.received_at.timestamp_micros(),
-            subject: &self.subject,
-            delivery_count: self.delivery_count,
-            headers: self.headers.as_deref(),
-            envelope: self.envelope.as_deref(),
-            event_id: self.event_id.as_deref(),
-            event_type: self.event_type.as_deref(),
-            event_version: self.event_version.as_deref(),
-            status: &self.status,
-            errors: self.errors.as_deref(),
-            unknown_fields: self.unknown_fields.as_deref(),
-            payload: self.payload.as_deref(),
-            account_number: self.account_number.as_deref(),
-            occurred_at_us: self.occurred_at.map(|t| t.timestamp_micros()),
-            payload_error: self.payload_error.as_deref(),
-            catalogue: self.catalogue.as_deref(),
-            raw: &self.raw,
-            batch_id: self.batch_id,
-            row_hash: &self.row_hash,
-        }
-    }
+/// A stored column as the row view has it.
+macro_rules! as_view {
+    ($e:expr, Text req) => {
+        &$e
+    };
+    ($e:expr, Text opt) => {
+        $e.as_deref()
+    };
+    ($e:expr, Jsonb req) => {
+        &$e
+    };
+    ($e:expr, Jsonb opt) => {
+        $e.as_deref()
+    };
+    ($e:expr, Int8 req) => {
+        $e
+    };
+    ($e:expr, Int4 req) => {
+        $e
+    };
+    ($e:expr, Timestamptz req) => {
+        $e.timestamp_micros()
+    };
+    ($e:expr, Timestamptz opt) => {
+        $e.map(|t| t.timestamp_micros())
+    };
+    ($e:expr, Bytea req) => {
+        &$e
+    };
 }
+
+macro_rules! stored_row {
+    ($($v:ident $c:ident $t:ident $n:ident),* $(,)?) => {
+        /// One row of `audit.events`, every column read by name (`columns::select_list`, jsonb
+        /// as text): `prove` reads one row at a time this way; the walk streams rows with COPY
+        /// instead ([`super::rows::RowView`]). Owned, so its own type (generated from the same
+        /// column list as the view).
+        #[derive(Debug, Clone, sqlx::FromRow)]
+        pub struct StoredRow {
+            $(pub $c: stored_ty!($t $n),)*
+        }
+
+        impl StoredRow {
+            /// The row as the walk checks it.
+            pub fn view(&self) -> super::rows::RowView<'_> {
+                super::rows::RowView {
+                    $($v: as_view!(self.$c, $t $n),)*
+                }
+            }
+        }
+    };
+}
+
+crate::audit::columns::events_row!(stored_row);
 
 /// A row whose batch has no chain link.
 #[derive(Debug, Clone, sqlx::FromRow)]

@@ -8,8 +8,8 @@ use std::collections::{BTreeMap, HashSet};
 use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, Row};
 
-use super::copy::CopyBuf;
 use crate::audit::canon::clean;
+use crate::audit::pgcopy::CopyBuf;
 use crate::audit::record::Record;
 use crate::db::{Ctx, DbError};
 use crate::decode::catalogue::kind::{fold_indexes, JsonKind};

@@ -8,8 +8,8 @@ use chrono::{DateTime, Utc};
 use sha2::{Digest, Sha256};
 use sqlx::{Executor, PgConnection, Row};
 
-use super::copy::CopyBuf;
 use crate::audit::columns;
+use crate::audit::pgcopy::CopyBuf;
 use crate::audit::record::Record;
 use crate::db::{Ctx, DbError};
 

@@ -2,7 +2,6 @@
 //! and findings, one hash-chain link). On success every message of the batch may be acked.
 
 mod chain;
-mod copy;
 pub mod drift;
 mod ids;
 mod redelivery;
@@ -12,9 +11,9 @@ use crate::audit::chain::batch_digest;
 use crate::audit::columns;
 use sqlx::{Connection, PgConnection};
 
+use crate::audit::pgcopy::CopyBuf;
 use crate::audit::record::Record;
 use crate::db::{backend_pid, forget, Class, Ctx, Db, DbError};
-use copy::CopyBuf;
 use ids::{id_findings, insert_findings};
 
 /// What one committed batch did.
@@ -347,27 +346,5 @@ where
 }
 
 fn encode(buf: &mut CopyBuf, r: &Record, batch_id: i64) {
-    buf.row(columns::count());
-    buf.text(Some(&r.stream));
-    buf.int8(r.stream_seq);
-    buf.timestamptz(Some(r.published_at));
-    buf.timestamptz(Some(r.received_at));
-    buf.text(Some(&r.subject));
-    buf.int4(r.delivery_count);
-    buf.jsonb(r.headers.as_deref());
-    buf.text(r.envelope);
-    buf.text(r.event_id.as_deref());
-    buf.text(r.event_type.as_deref());
-    buf.text(r.event_version.as_deref());
-    buf.text(Some(r.status.as_str()));
-    buf.jsonb(r.errors.as_deref());
-    buf.jsonb(r.unknown_fields.as_deref());
-    buf.jsonb(r.payload_text());
-    buf.text(r.account_number.as_deref());
-    buf.timestamptz(r.occurred_at);
-    buf.text(r.payload_error.as_deref());
-    buf.text(Some(r.catalogue));
-    buf.bytea(&r.raw);
-    buf.int8(batch_id);
-    buf.bytea(&r.row_hash);
+    r.view(batch_id).encode(buf);
 }

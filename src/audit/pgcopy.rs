@@ -1,4 +1,5 @@
-//! PostgreSQL binary COPY encoding: one buffer per batch, no text escaping, no re-serializing.
+//! PostgreSQL's binary COPY format, both ways: a writer (one buffer per batch, no text escaping,
+//! no re-serializing) and the decoders of one field of each type a reader needs. Pure.
 
 use chrono::{DateTime, Utc};
 
@@ -54,6 +55,14 @@ impl CopyBuf {
         self.field(&v.to_be_bytes());
     }
 
+    /// A timestamp given as Unix microseconds.
+    pub fn timestamptz_us(&mut self, v: Option<i64>) {
+        match v {
+            Some(us) => self.int8(us - PG_EPOCH_OFFSET_US),
+            None => self.null(),
+        }
+    }
+
     pub fn timestamptz(&mut self, v: Option<DateTime<Utc>>) {
         match v {
             Some(t) => self.int8(t.timestamp_micros() - PG_EPOCH_OFFSET_US),
@@ -79,6 +88,89 @@ impl CopyBuf {
         self.buf.extend_from_slice(&(-1i16).to_be_bytes());
         self.buf
     }
+}
+
+/// Why a COPY stream could not be read.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum CopyError {
+    #[error("the COPY stream does not start with the binary COPY signature")]
+    Signature,
+    #[error("a COPY tuple has {got} fields, {want} were expected")]
+    Fields { got: i16, want: usize },
+    #[error("COPY field {field} has an unexpected value ({why})")]
+    Value { field: usize, why: &'static str },
+    #[error("the COPY stream ended inside a tuple")]
+    Truncated,
+}
+
+/// A NULL-able field's bytes.
+pub type Field<'a> = Option<&'a [u8]>;
+
+/// A field that may not be NULL.
+pub fn need(v: Field<'_>, field: usize) -> Result<&[u8], CopyError> {
+    v.ok_or(CopyError::Value {
+        field,
+        why: "NULL in a NOT NULL column",
+    })
+}
+
+/// A NULL-able field read by `f` when it is not NULL.
+pub fn opt<'a, T>(
+    v: Field<'a>,
+    field: usize,
+    f: fn(Field<'a>, usize) -> Result<T, CopyError>,
+) -> Result<Option<T>, CopyError> {
+    match v {
+        None => Ok(None),
+        Some(_) => f(v, field).map(Some),
+    }
+}
+
+pub fn text(v: Field<'_>, field: usize) -> Result<&str, CopyError> {
+    std::str::from_utf8(need(v, field)?).map_err(|_| CopyError::Value {
+        field,
+        why: "text is not UTF-8",
+    })
+}
+
+/// jsonb in binary: a version byte (1), then its text.
+pub fn jsonb(v: Field<'_>, field: usize) -> Result<&str, CopyError> {
+    match need(v, field)? {
+        [1, rest @ ..] => std::str::from_utf8(rest).map_err(|_| CopyError::Value {
+            field,
+            why: "jsonb text is not UTF-8",
+        }),
+        _ => Err(CopyError::Value {
+            field,
+            why: "unknown jsonb version",
+        }),
+    }
+}
+
+pub fn int8(v: Field<'_>, field: usize) -> Result<i64, CopyError> {
+    let b: [u8; 8] = need(v, field)?.try_into().map_err(|_| CopyError::Value {
+        field,
+        why: "int8 is not 8 bytes",
+    })?;
+    Ok(i64::from_be_bytes(b))
+}
+
+pub fn int4(v: Field<'_>, field: usize) -> Result<i32, CopyError> {
+    let b: [u8; 4] = need(v, field)?.try_into().map_err(|_| CopyError::Value {
+        field,
+        why: "int4 is not 4 bytes",
+    })?;
+    Ok(i32::from_be_bytes(b))
+}
+
+/// timestamptz in binary: microseconds since 2000-01-01 UTC; as Unix microseconds.
+pub fn ts(v: Field<'_>, field: usize) -> Result<i64, CopyError> {
+    int8(v, field)?
+        .checked_add(PG_EPOCH_OFFSET_US)
+        .ok_or(CopyError::Value {
+            field,
+            why: "timestamp out of range",
+        })
 }
 
 #[cfg(test)]
