@@ -168,6 +168,8 @@ pub fn emit(cat: &Catalogue) -> String {
     }
     out.push_str("}\n\n");
 
+    emit_field_names(&mut out, cat);
+
     out.push_str("/// A decoded catalogue event: one variant per event version.\n#[allow(clippy::large_enum_variant)]\n#[derive(Debug, Clone, PartialEq)]\npub enum Event {\n");
     for e in &cat.events {
         let _ = writeln!(
@@ -256,4 +258,54 @@ pub fn emit(cat: &Catalogue) -> String {
     }
     out.push_str("];\n");
     out
+}
+
+/// `lifecycle.join-supplier.requested-v1` → `lifecycle_join_supplier_requested_v1` (runs of
+/// other characters become one `_`).
+fn snake(name: &str) -> String {
+    let mut out = String::new();
+    for part in name.split(|c: char| !c.is_ascii_alphanumeric()) {
+        if !part.is_empty() {
+            if !out.is_empty() {
+                out.push('_');
+            }
+            out.push_str(&part.to_ascii_lowercase());
+        }
+    }
+    if out.starts_with(|c: char| c.is_ascii_digit()) {
+        out.insert(0, 'n');
+    }
+    ident(&out)
+}
+
+/// A module of field-name constants per event version and per shape (`EXTERNAL_IDENTIFIER:
+/// "external_identifier"`): SQL that reads a payload field by name takes it from here, so that
+/// renaming the field in `catalogue/` breaks the build instead of silently matching nothing.
+fn emit_field_names(out: &mut String, cat: &Catalogue) {
+    out.push_str(
+        "/// The field names of each event version and shape, as constants.\npub mod fields {\n",
+    );
+    let module = |out: &mut String, name: &str, fields: &[Field]| {
+        let _ = writeln!(out, "    /// `{name}`\n    pub mod {} {{", snake(name));
+        let mut seen = std::collections::HashSet::new();
+        for f in fields {
+            let c = snake(&f.name).trim_start_matches("r#").to_ascii_uppercase();
+            if seen.insert(c.clone()) {
+                let _ = writeln!(out, "        pub const {c}: &str = {:?};", f.name);
+            }
+        }
+        out.push_str("    }\n");
+    };
+    for e in &cat.events {
+        module(out, &e.name, &e.fields);
+    }
+    out.push_str("    /// The shared shapes' field names.\n    pub mod shapes {\n");
+    let mut inner = String::new();
+    for s in &cat.shapes {
+        module(&mut inner, &s.name, &s.fields);
+    }
+    for line in inner.lines() {
+        let _ = writeln!(out, "    {line}");
+    }
+    out.push_str("    }\n}\n\n");
 }

@@ -295,3 +295,19 @@ fn realistic_mix_keeps_the_invariants() {
         check(&v).expect("invariants");
     }
 }
+
+/// The typed events as a Rust consumer of the library reads them (the example in
+/// ARCHITECTURE.md, "The typed events").
+#[test]
+fn a_consumer_reads_a_typed_event() {
+    use event_audit::decode::catalogue::Event;
+    use event_audit::decode::verdict::decode;
+    let msg = br#"{"specversion":"1.0","type":"account.created-v1","source":"/s","id":"1",
+        "data":{"account_number":"A-1","account_user_emails":["jo@example.com"],"is_imported":true}}"#;
+    let v = decode(msg, None);
+    let Some(Event::AccountCreatedV1(e)) = v.event else {
+        panic!("not a typed account.created-v1: {v:?}")
+    };
+    assert_eq!(e.account_number, "A-1");
+    assert_eq!(e.is_imported, Some(true));
+}

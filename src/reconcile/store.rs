@@ -47,6 +47,30 @@ pub struct TimelineEntry {
     pub payload: Option<serde_json::Value>,
 }
 
+/// The payload fields reconciliation reads, by their catalogue names (generated from
+/// `catalogue/`): renaming one there breaks the build here, instead of silently emptying a
+/// reconciliation. Each is taken from an event version reconciliation reads it from.
+mod field {
+    use crate::decode::catalogue::fields as f;
+
+    pub const EXTERNAL_IDENTIFIER: &str =
+        f::data_import_import_process_complete_v1::EXTERNAL_IDENTIFIER;
+    pub const IDENTIFIER: &str = f::data_import_import_process_complete_v1::IDENTIFIER;
+    pub const IS_IMPORTED: &str = f::account_created_v1::IS_IMPORTED;
+    pub const EXTERNAL_ORDER_ID: &str = f::data_import_order_process_complete_v1::EXTERNAL_ORDER_ID;
+    pub const REQUESTED_AT: &str = f::lifecycle_join_supplier_requested_v1::REQUESTED_AT;
+    pub const JOIN_SUPPLIER_PROCESS_NUMBER: &str =
+        f::lifecycle_join_supplier_requested_v1::JOIN_SUPPLIER_PROCESS_NUMBER;
+    pub const SUPPLY_POINTS: &str = f::lifecycle_join_supplier_requested_v1::SUPPLY_POINTS;
+    pub const SUPPLY_POINT: &str = f::lifecycle_join_supplier_activation_initiated_v1::SUPPLY_POINT;
+    pub const SUPPLY_POINT_ID: &str =
+        f::shapes::lifecycle_join_supplier_supplypoint::EXTERNAL_IDENTIFIER;
+}
+use field::{
+    EXTERNAL_IDENTIFIER, EXTERNAL_ORDER_ID, IDENTIFIER, IS_IMPORTED, JOIN_SUPPLIER_PROCESS_NUMBER,
+    REQUESTED_AT, SUPPLY_POINT, SUPPLY_POINTS, SUPPLY_POINT_ID,
+};
+
 const OUTCOME_TYPES: &str = "('data_import.import_process.complete', \
     'data_import.import_process.error', 'data_import.import_process.cancelled', \
     'data_import.import_process.dry_run_complete', 'data_import.import_process.dry_run_error')";
@@ -90,17 +114,17 @@ impl ReconcileStore {
         accounts: Option<&[String]>,
     ) -> Result<Vec<OutcomeRow>, DbError> {
         let only = if accounts.is_some() {
-            "AND e.payload ->> 'external_identifier' = ANY($3)"
+            format!("AND e.payload ->> '{EXTERNAL_IDENTIFIER}' = ANY($3)")
         } else {
-            ""
+            String::new()
         };
         let sql = format!(
             "SELECT DISTINCT ON (ext) ext, event_type, event_id, identifier, occurred_at FROM ( \
-               SELECT e.payload ->> 'external_identifier' AS ext, e.event_type, e.event_id, \
-                      e.payload ->> 'identifier' AS identifier, e.occurred_at, e.stream_seq \
+               SELECT e.payload ->> '{EXTERNAL_IDENTIFIER}' AS ext, e.event_type, e.event_id, \
+                      e.payload ->> '{IDENTIFIER}' AS identifier, e.occurred_at, e.stream_seq \
                FROM audit.events e \
                WHERE e.event_type LIKE 'data_import.%' AND e.event_type IN {OUTCOME_TYPES} \
-                 AND audit.latest_status(e.stream, e.stream_seq, e.published_at, e.status) = 'decoded' AND e.payload ->> 'external_identifier' IS NOT NULL \
+                 AND audit.latest_status(e.stream, e.stream_seq, e.published_at, e.status) = 'decoded' AND e.payload ->> '{EXTERNAL_IDENTIFIER}' IS NOT NULL \
                  AND {WINDOW} {only} AND {NOT_DUPLICATE} \
              ) x ORDER BY ext, occurred_at DESC NULLS LAST, stream_seq DESC"
         );
@@ -153,12 +177,12 @@ impl ReconcileStore {
         if numbers.is_empty() {
             return Ok(HashSet::new());
         }
-        let rows: Vec<(String,)> = sqlx::query_as(
+        let rows: Vec<(String,)> = sqlx::query_as(&format!(
             "SELECT DISTINCT e.account_number FROM audit.events e \
              JOIN unnest($1::text[]) AS n(num) ON e.account_number = n.num \
              WHERE e.account_number IS NOT NULL AND e.event_type = 'account.created' \
-               AND audit.latest_status(e.stream, e.stream_seq, e.published_at, e.status) = 'decoded' AND e.payload ->> 'is_imported' = 'true'",
-        )
+               AND audit.latest_status(e.stream, e.stream_seq, e.published_at, e.status) = 'decoded' AND e.payload ->> '{IS_IMPORTED}' = 'true'"
+        ))
         .bind(numbers)
         .fetch_all(self.pool())
         .await
@@ -181,7 +205,7 @@ impl ReconcileStore {
              WHERE e.event_type LIKE 'data_import.%' \
                AND e.event_type LIKE 'data_import.order\\_process.%' \
                AND audit.latest_status(e.stream, e.stream_seq, e.published_at, e.status) = 'decoded' AND {WINDOW} \
-               AND e.payload ->> 'external_order_id' = ANY($3) AND {NOT_DUPLICATE} \
+               AND e.payload ->> '{EXTERNAL_ORDER_ID}' = ANY($3) AND {NOT_DUPLICATE} \
              GROUP BY 1"
         );
         let rows = sqlx::query(&sql)
@@ -196,11 +220,11 @@ impl ReconcileStore {
             out.insert(r.get::<String, _>("outcome"), to_u64(r.get("events")));
         }
         let seen: i64 = sqlx::query_scalar(&format!(
-            "SELECT count(DISTINCT e.payload ->> 'external_order_id') FROM audit.events e \
+            "SELECT count(DISTINCT e.payload ->> '{EXTERNAL_ORDER_ID}') FROM audit.events e \
              WHERE e.event_type LIKE 'data_import.%' \
                AND e.event_type LIKE 'data_import.order\\_process.%' \
                AND audit.latest_status(e.stream, e.stream_seq, e.published_at, e.status) = 'decoded' AND {WINDOW} \
-               AND e.payload ->> 'external_order_id' = ANY($3)"
+               AND e.payload ->> '{EXTERNAL_ORDER_ID}' = ANY($3)"
         ))
         .bind(since)
         .bind(until)
@@ -224,18 +248,18 @@ impl ReconcileStore {
             return Ok(Vec::new());
         }
         let sql = format!(
-            "SELECT e.account_number, sp ->> 'external_identifier' AS mpxn, e.event_type, \
-               e.occurred_at, e.payload ->> 'requested_at' AS requested_at, \
-               e.payload ->> 'join_supplier_process_number' AS process, e.stream_seq \
+            "SELECT e.account_number, sp ->> '{SUPPLY_POINT_ID}' AS mpxn, e.event_type, \
+               e.occurred_at, e.payload ->> '{REQUESTED_AT}' AS requested_at, \
+               e.payload ->> '{JOIN_SUPPLIER_PROCESS_NUMBER}' AS process, e.stream_seq \
              FROM audit.events e \
              JOIN unnest($1::text[]) AS n(num) ON e.account_number = n.num \
              CROSS JOIN LATERAL jsonb_array_elements(CASE \
-                 WHEN jsonb_typeof(e.payload -> 'supply_points') = 'array' THEN e.payload -> 'supply_points' \
-                 WHEN jsonb_typeof(e.payload -> 'supply_point') = 'object' THEN jsonb_build_array(e.payload -> 'supply_point') \
+                 WHEN jsonb_typeof(e.payload -> '{SUPPLY_POINTS}') = 'array' THEN e.payload -> '{SUPPLY_POINTS}' \
+                 WHEN jsonb_typeof(e.payload -> '{SUPPLY_POINT}') = 'object' THEN jsonb_build_array(e.payload -> '{SUPPLY_POINT}') \
                  ELSE '[]'::jsonb END) AS sp \
              WHERE e.account_number IS NOT NULL \
                AND e.event_type LIKE 'lifecycle.join-supplier.%' \
-               AND audit.latest_status(e.stream, e.stream_seq, e.published_at, e.status) = 'decoded' AND sp ->> 'external_identifier' IS NOT NULL \
+               AND audit.latest_status(e.stream, e.stream_seq, e.published_at, e.status) = 'decoded' AND sp ->> '{SUPPLY_POINT_ID}' IS NOT NULL \
                AND {NOT_DUPLICATE}"
         );
         let rows = sqlx::query(&sql)
@@ -268,12 +292,12 @@ impl ReconcileStore {
         external: &str,
         limit: i64,
     ) -> Result<Vec<TimelineEntry>, DbError> {
-        let rows = sqlx::query(
+        let rows = sqlx::query(&format!(
             "WITH nums AS ( \
-               SELECT e.payload ->> 'identifier' AS num FROM audit.events e \
+               SELECT e.payload ->> '{IDENTIFIER}' AS num FROM audit.events e \
                 WHERE e.event_type LIKE 'data_import.%' \
-                  AND e.payload ->> 'external_identifier' = $1 \
-                  AND e.payload ->> 'identifier' IS NOT NULL \
+                  AND e.payload ->> '{EXTERNAL_IDENTIFIER}' = $1 \
+                  AND e.payload ->> '{IDENTIFIER}' IS NOT NULL \
                UNION \
                SELECT platform_account_number FROM audit.reconcile_results \
                 WHERE external_account_number = $1 AND platform_account_number IS NOT NULL) \
@@ -286,10 +310,10 @@ impl ReconcileStore {
              FROM audit.events e \
              LEFT JOIN audit.id_findings f ON f.stream = e.stream \
                AND f.stream_seq = e.stream_seq AND f.published_at = e.published_at \
-             WHERE (e.event_type LIKE 'data_import.%' AND e.payload ->> 'external_identifier' = $1) \
+             WHERE (e.event_type LIKE 'data_import.%' AND e.payload ->> '{EXTERNAL_IDENTIFIER}' = $1) \
                 OR e.account_number IN (SELECT num FROM nums) \
-             ORDER BY e.occurred_at NULLS LAST, e.stream_seq LIMIT $2",
-        )
+             ORDER BY e.occurred_at NULLS LAST, e.stream_seq LIMIT $2"
+        ))
         .bind(external)
         .bind(limit)
         .fetch_all(self.pool())

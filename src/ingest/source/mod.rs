@@ -113,7 +113,14 @@ impl Bus {
         let shown = redact_nats_url(&s.url);
         let limit = s.connect_timeout.get();
         let (url, options) = auth::connect_options(s).await?;
-        let connect = options.connect(url.as_str());
+        // A comma-separated list of seed servers, as every NATS client takes them (with or
+        // without a scheme): each its own address, tried until one answers.
+        let servers: Vec<&str> = url
+            .split(',')
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .collect();
+        let connect = options.connect(servers);
         let client = match tokio::time::timeout(limit, connect).await {
             Ok(Ok(c)) => c,
             Ok(Err(source)) => return Err(BusError::Connect { url: shown, source }),
