@@ -14,10 +14,11 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::audit::record::Naming;
+use crate::bus::{Bus, BusError};
 use crate::config::{secrets, Settings};
 use crate::db::{Db, DbError};
 use crate::ingest::sink::Sink;
-use crate::ingest::source::{self, Binding, Bus, BusError, PullConsumer};
+use crate::ingest::source::{self, Binding, PullConsumer};
 use crate::ingest::{Ingest, Totals};
 use crate::reconcile::rest::token::Tokens;
 use crate::reconcile::rest::{RestConfig, RestConfigError, RestError};

@@ -1,6 +1,6 @@
 //! event-audit: makes a platform's event bus auditable during customer migrations.
 //!
-//! Data flow: `ingest::source` (JetStream) → `decode` (envelope, catalogue, verdict) → `audit`
+//! Data flow: `bus` (the NATS connection) → `ingest::source` (JetStream) → `decode` (envelope, catalogue, verdict) → `audit`
 //! (the row and its hash) → `ingest::sink` (PostgreSQL, through `db`) → `verify` (the evidence)
 //! and `reconcile` (against the platform) → `server` (reports, health, metrics) and `telemetry`.
 //! `app` wires the daemon; `cli` parses and dispatches; `config` holds every setting. See
@@ -8,6 +8,7 @@
 
 pub mod app;
 pub mod audit;
+pub mod bus;
 pub mod checkpoint;
 pub mod cli;
 pub mod compat;

@@ -57,7 +57,7 @@ const LAYERS: &[&[&str]] = &[
     &["checkpoint", "witness"],
     &["server"],
     &["tree", "ingest", "reconcile", "drift", "reprocess"],
-    &["compat", "db", "audit", "telemetry", "files"],
+    &["compat", "db", "bus", "audit", "telemetry", "files"],
     &["decode", "config"],
 ];
 

@@ -381,8 +381,8 @@ async fn reprocess_resumes_a_run() {
 #[tokio::test]
 async fn rewritten_reverdict_runs_are_caught_by_their_witnessed_checkpoints() {
     use common::witness::{verify_witness, write_keys, Witness};
+    use event_audit::bus::Bus;
     use event_audit::checkpoint::Signer;
-    use event_audit::ingest::source::Bus;
     use event_audit::telemetry::metrics::{witness::WitnessMetrics, Registry};
 
     let db = TestDb::create().await;

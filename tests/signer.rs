@@ -19,9 +19,9 @@ use event_audit::audit::chain::{batch_digest, link_hash_v2};
 use event_audit::audit::cosign::WitnessPolicy;
 use event_audit::audit::note::{self, Checkpoint, PrivateKey};
 use event_audit::audit::tlog::{leaf_hash, Frontier};
+use event_audit::bus::Bus;
 use event_audit::checkpoint::{publish, Signer};
 use event_audit::config::Dur;
-use event_audit::ingest::source::Bus;
 use event_audit::telemetry::metrics::{witness::WitnessMetrics, Registry};
 
 #[tokio::test]

@@ -331,8 +331,8 @@ async fn keygen_writes_a_private_key_0600_and_a_public_key() {
 
 #[tokio::test]
 async fn checkpoints_wait_for_an_unreachable_witness_and_go_out_in_order() {
+    use event_audit::bus::Bus;
     use event_audit::checkpoint::{publish, Signer};
-    use event_audit::ingest::source::Bus;
     use event_audit::telemetry::metrics::{witness::WitnessMetrics, Registry};
     use std::sync::Arc;
 

@@ -10,8 +10,8 @@ use std::time::Duration;
 use async_nats::jetstream::{self, consumer, stream};
 use futures::StreamExt;
 
+use crate::bus::{Bus, BusError};
 use crate::config::defaults::CHECKPOINT_SUBJECT_PREFIX;
-use crate::ingest::source::{Bus, BusError};
 
 /// One checkpoint read from the witness, with where it was found.
 #[derive(Debug, Clone)]

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use crate::audit::cosign::WitnessPolicy;
 use crate::audit::note::{self, Checkpoint, PrivateKey, PublicKey};
+use crate::bus::Bus;
 use crate::db::Db;
-use crate::ingest::source::Bus;
 
 use super::publish::{self, Found};
 use super::store::CheckpointStore;

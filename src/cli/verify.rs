@@ -9,8 +9,8 @@ use serde::Serialize;
 
 use super::args::{is_false, ConfigArg, NatsArgs, PooledDatabaseArgs};
 use super::witness_args::ReaderArgs;
+use crate::bus::Bus;
 use crate::db::Db;
-use crate::ingest::source::Bus;
 use crate::tree::TreeStore;
 use crate::verify::walk::LeafSink;
 use crate::verify::{gaps, witness, VerifyStore, WalkOptions};

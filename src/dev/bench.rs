@@ -9,11 +9,12 @@ use chrono::Utc;
 use futures::StreamExt;
 
 use crate::audit::record::{record, Meta, Naming};
+use crate::bus::Bus;
 use crate::config::{DatabaseSettings, Dur, NatsSettings};
 use crate::db::Db;
 use crate::dev::sample::Mix;
 use crate::ingest::sink::{copy_body, Sink};
-use crate::ingest::source::{Binding, Bus};
+use crate::ingest::source::Binding;
 
 fn nats(url: &str) -> NatsSettings {
     NatsSettings {

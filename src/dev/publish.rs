@@ -11,9 +11,10 @@ use anyhow::Context;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::bus::Bus;
 use crate::config::{NatsSettings, Settings, StreamSettings};
 use crate::dev::sample::Mix;
-use crate::ingest::source::{Binding, Bus};
+use crate::ingest::source::Binding;
 
 /// Publishes `settings.publish.count` messages (or until `stop`); returns (messages, seconds).
 /// With a rate, every message is paced (`-n 50 --rate 10` takes five seconds).

@@ -12,8 +12,8 @@ use serde::Serialize;
 
 use super::store::VerifyStore;
 use super::Break;
+use crate::bus::{is_not_found, Bus, BusError};
 use crate::db::DbError;
-use crate::ingest::source::{is_not_found, Bus, BusError};
 
 /// How long one stream-info request may take.
 const INFO_TIMEOUT: Duration = Duration::from_secs(10);

@@ -2,9 +2,9 @@
 //! with a window of publishes awaiting their acknowledgement (as `publish` does), and returns
 //! once JetStream has stored all of them.
 
+use crate::bus::Bus;
 use crate::config::{NatsSettings, StreamSettings};
 use crate::dev::publish::{ensure_stream, Window};
-use crate::ingest::source::Bus;
 
 /// Publishes `events` to `subject`; returns how many were stored.
 pub async fn publish(

@@ -1,9 +1,8 @@
-//! The source: NATS JetStream connection (authenticated and TLS as configured, credentials never
-//! passed on in a URL), stream and durable pull consumer (created when missing, or only bound;
-//! recreated after a deletion), consumer state for readiness and metrics, each message's bus
-//! metadata, and messages fetched by their stream sequence.
+//! The source: on the bus's connection (`crate::bus`), the stream and durable pull consumer
+//! (created when missing, or only bound; recreated after a deletion), consumer state for
+//! readiness and metrics, each message's bus metadata, and messages fetched by their stream
+//! sequence.
 
-mod auth;
 mod stored;
 
 use std::sync::Arc;
@@ -15,46 +14,13 @@ use async_nats::jetstream::{self, consumer::pull, stream};
 use chrono::DateTime;
 
 use crate::audit::record::Meta;
-use crate::config::secrets;
-use crate::config::{redact_nats_url, IngestSettings, NatsSettings, StreamSettings};
+pub use crate::bus::{is_not_found, Bus, BusError};
+use crate::bus::{js_err, API_TIMEOUT};
+use crate::config::{IngestSettings, StreamSettings};
 pub use stored::Stored;
 
 /// The durable pull consumer type.
 pub type PullConsumer = jetstream::consumer::Consumer<pull::Config>;
-
-/// How long a JetStream API call made by the daemon itself may take.
-pub(crate) const API_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// Errors at the bus boundary.
-#[derive(Debug, thiserror::Error)]
-pub enum BusError {
-    #[error("cannot connect to NATS at {url}: {source}; check that nats-server listens there, and the credentials and TLS settings")]
-    Connect {
-        url: String,
-        #[source]
-        source: async_nats::ConnectError,
-    },
-    #[error("NATS at {url} did not answer within {after:?}; check that nats-server listens there")]
-    ConnectTimeout { url: String, after: Duration },
-    #[error("NATS credentials: {0}")]
-    Credentials(String),
-    #[error(transparent)]
-    Secret(#[from] secrets::SecretError),
-    #[error("stream `{stream}` does not exist and --bind-only forbids creating it")]
-    StreamMissing { stream: String },
-    #[error("durable consumer `{consumer}` of stream `{stream}` was deleted and --bind-only forbids recreating it; recreate it (or run without --bind-only) and restart")]
-    ConsumerDeleted { stream: String, consumer: String },
-    #[error(
-        "stream `{stream}` was deleted under the daemon; nothing more can be consumed from it"
-    )]
-    StreamDeleted { stream: String },
-    #[error("JetStream {action} `{name}`: {message}")]
-    JetStream {
-        action: &'static str,
-        name: String,
-        message: String,
-    },
-}
 
 /// Where to consume from.
 #[derive(Debug, Clone)]
@@ -100,45 +66,8 @@ impl Binding {
     }
 }
 
-#[derive(Clone)]
-pub struct Bus {
-    pub client: async_nats::Client,
-    pub js: jetstream::Context,
-}
-
+/// The bus as ingest uses it: its stream and durable consumer.
 impl Bus {
-    /// Connects within the connect timeout; an address with nothing listening, refused
-    /// credentials or a TLS failure is reported at once, naming the address.
-    pub async fn connect(s: &NatsSettings) -> Result<Bus, BusError> {
-        let shown = redact_nats_url(&s.url);
-        let limit = s.connect_timeout.get();
-        let (url, options) = auth::connect_options(s).await?;
-        // A comma-separated list of seed servers, as every NATS client takes them (with or
-        // without a scheme): each its own address, tried until one answers.
-        let servers: Vec<&str> = url
-            .split(',')
-            .map(str::trim)
-            .filter(|p| !p.is_empty())
-            .collect();
-        let connect = options.connect(servers);
-        let client = match tokio::time::timeout(limit, connect).await {
-            Ok(Ok(c)) => c,
-            Ok(Err(source)) => return Err(BusError::Connect { url: shown, source }),
-            Err(_) => {
-                return Err(BusError::ConnectTimeout {
-                    url: shown,
-                    after: limit,
-                })
-            }
-        };
-        let js = jetstream::new(client.clone());
-        Ok(Bus { client, js })
-    }
-
-    pub fn connected(&self) -> bool {
-        self.client.connection_state() == async_nats::connection::State::Connected
-    }
-
     /// Binds to (or creates) the stream and the durable pull consumer.
     pub async fn bind(&self, b: &Binding) -> Result<PullConsumer, BusError> {
         let stream = self.ensure_stream(b).await?;
@@ -187,20 +116,6 @@ impl Bus {
             }
             Err(e) => return Err(js_err("get stream", &b.stream, e)),
         })
-    }
-}
-
-/// Whether a get-stream error says the stream does not exist.
-pub fn is_not_found(kind: &jetstream::context::GetStreamErrorKind) -> bool {
-    matches!(kind, jetstream::context::GetStreamErrorKind::JetStream(e)
-        if e.error_code() == jetstream::ErrorCode::STREAM_NOT_FOUND)
-}
-
-pub(crate) fn js_err(action: &'static str, name: &str, e: impl std::fmt::Display) -> BusError {
-    BusError::JetStream {
-        action,
-        name: name.to_owned(),
-        message: e.to_string(),
     }
 }
 
