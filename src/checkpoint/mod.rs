@@ -179,7 +179,13 @@ impl Signer {
     }
 
     async fn round_logged(&self) {
-        if let Err(e) = self.round().await {
+        let started = std::time::Instant::now();
+        let result = self.round().await;
+        tracing::debug!(
+            ms = started.elapsed().as_secs_f64() * 1e3,
+            "checkpoint round"
+        );
+        if let Err(e) = result {
             tracing::warn!(error = %e, "checkpoint round failed (checkpoints not published stay queued); retried at the next one");
         }
     }
