@@ -286,7 +286,7 @@ impl App {
 }
 
 /// A token cancelled on SIGTERM or SIGINT.
-pub fn shutdown_signal() -> CancellationToken {
+pub(crate) fn shutdown_signal() -> CancellationToken {
     let token = CancellationToken::new();
     let t = token.clone();
     tokio::spawn(async move {
@@ -440,7 +440,7 @@ mod schedule {
 
     /// One scheduled round: each open batch, then the whole suppliers when asked. Never fails
     /// the daemon.
-    pub async fn once(
+    pub(crate) async fn once(
         db: &Db,
         rest: &RestConfig,
         tokens: &Arc<Tokens>,
@@ -499,7 +499,12 @@ mod schedule {
 
     /// Derives the reconciliation metrics from the stored runs every `every` until stopped:
     /// the only writer of `event_audit_reconcile_*`.
-    pub async fn poll(db: Db, metrics: Arc<Metrics>, every: Duration, stop: CancellationToken) {
+    pub(crate) async fn poll(
+        db: Db,
+        metrics: Arc<Metrics>,
+        every: Duration,
+        stop: CancellationToken,
+    ) {
         let store = ReconcileStore::new(db);
         let mut poller = Poller::default();
         let mut tick = tokio::time::interval(every);

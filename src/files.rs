@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 /// Creates `path` with `body`, mode `mode`; fails if anything exists at that name (a file, a
 /// directory or a symlink, dangling or not).
-pub fn create_new(path: &Path, body: &[u8], mode: u32) -> std::io::Result<()> {
+pub(crate) fn create_new(path: &Path, body: &[u8], mode: u32) -> std::io::Result<()> {
     let mut f = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -30,7 +30,7 @@ fn sync_dir(path: &Path) -> std::io::Result<()> {
 
 /// Replaces `path` with `body` atomically and durably, mode 0600: once this returns, a crash
 /// leaves either the old content or the new, and the new survives a power loss.
-pub fn replace_private(path: &Path, body: &[u8]) -> std::io::Result<()> {
+pub(crate) fn replace_private(path: &Path, body: &[u8]) -> std::io::Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)?;
     }
@@ -58,7 +58,7 @@ pub fn replace_private(path: &Path, body: &[u8]) -> std::io::Result<()> {
 }
 
 /// Reads a private key file, refusing one that group or others may read or write.
-pub fn read_private(path: &Path) -> std::io::Result<String> {
+pub(crate) fn read_private(path: &Path) -> std::io::Result<String> {
     let mode = std::fs::metadata(path)?.permissions().mode();
     if mode & 0o077 != 0 {
         return Err(std::io::Error::new(

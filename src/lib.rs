@@ -1,10 +1,18 @@
 //! event-audit: makes a platform's event bus auditable during customer migrations.
 //!
-//! Data flow: `bus` (the NATS connection) → `ingest::source` (JetStream) → `decode` (envelope, catalogue, verdict) → `audit`
-//! (the row and its hash) → `ingest::sink` (PostgreSQL, through `db`) → `verify` (the evidence)
-//! and `reconcile` (against the platform) → `server` (reports, health, metrics) and `telemetry`.
-//! `app` wires the daemon; `cli` parses and dispatches; `config` holds every setting. See
-//! ARCHITECTURE.md.
+//! Data flow: `bus` (the NATS connection) → `ingest::source` (JetStream) → `decode` (envelope,
+//! catalogue, verdict) → `audit` (the row and its hash) → `ingest::sink` (PostgreSQL, through
+//! `db`) → `verify` (the evidence) and `reconcile` (against the platform) → `server` (reports,
+//! health, metrics) and `telemetry`. `app` wires the daemon; `cli` parses and dispatches;
+//! `config` holds every setting. See ARCHITECTURE.md.
+//!
+//! The public API is what the binary, the integration tests and a Rust consumer use; everything
+//! else is `pub(crate)`, so that the compiler reports what nothing uses. For a consumer:
+//! - `decode::verdict::decode` judges one message, and its `event` is the typed
+//!   `decode::catalogue::Event` (one variant per catalogue event version);
+//! - `audit::note`, `audit::cosign`, `audit::tlog` and `audit::bundle` read and check the
+//!   evidence (signed checkpoints, cosignatures, Merkle proofs, bundles) without a database;
+//! - `app::App::build(settings)` and `run_until_stopped()` run the daemon in-process.
 
 pub mod app;
 pub mod audit;

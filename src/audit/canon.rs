@@ -143,13 +143,13 @@ impl Canon<'_> {
     }
 
     /// The row hash: SHA-256 of the encoding.
-    pub fn hash(&self) -> [u8; 32] {
+    pub(crate) fn hash(&self) -> [u8; 32] {
         Sha256::digest(self.encode()).into()
     }
 }
 
 /// Text columns cannot hold NUL; input-derived text is cleaned the same way on both sides.
-pub fn clean(s: &str) -> String {
+pub(crate) fn clean(s: &str) -> String {
     if s.contains('\0') {
         s.replace('\0', "\u{FFFD}")
     } else {
@@ -158,7 +158,7 @@ pub fn clean(s: &str) -> String {
 }
 
 /// Canonical JSON for the headers column (also used by `verify` on what it reads back).
-pub fn canonical_headers(headers: &BTreeMap<String, Vec<String>>) -> Option<String> {
+pub(crate) fn canonical_headers(headers: &BTreeMap<String, Vec<String>>) -> Option<String> {
     if headers.is_empty() {
         return None;
     }
@@ -166,7 +166,7 @@ pub fn canonical_headers(headers: &BTreeMap<String, Vec<String>>) -> Option<Stri
 }
 
 /// Canonical JSON for the errors column.
-pub fn canonical_errors(errors: &[FieldError]) -> Option<String> {
+pub(crate) fn canonical_errors(errors: &[FieldError]) -> Option<String> {
     if errors.is_empty() {
         return None;
     }
@@ -174,7 +174,7 @@ pub fn canonical_errors(errors: &[FieldError]) -> Option<String> {
 }
 
 /// Canonical JSON for the unknown-fields column.
-pub fn canonical_strings(items: &[String]) -> Option<String> {
+pub(crate) fn canonical_strings(items: &[String]) -> Option<String> {
     if items.is_empty() {
         return None;
     }

@@ -5,7 +5,7 @@
 use sha2::{Digest, Sha256};
 
 /// The link hash, as the writer's SQL computes it.
-pub fn link_hash(
+pub(crate) fn link_hash(
     prev: &[u8],
     link_seq: i64,
     batch_id: i64,
@@ -56,7 +56,7 @@ pub fn link_hash_v2(
 /// The hash a stored link must have, by its version (1: without the tree, 2: with it; a
 /// version 2 link without a tree never matches).
 #[allow(clippy::too_many_arguments)]
-pub fn stored_link_hash(
+pub(crate) fn stored_link_hash(
     version: i16,
     prev: &[u8],
     link_seq: i64,

@@ -27,7 +27,7 @@ const fn col(name: &'static str, ty: Ty) -> Column {
 /// name and a payload text (stored as jsonb, or refused with a reason), which is when its record
 /// had an `id_digest`. Ingest's lookup of an id's first occurrence and `verify`'s recomputed
 /// findings both select with it.
-pub const CLAIMS_ITS_ID: &str = "(e.event_id IS NOT NULL AND e.event_type IS NOT NULL \
+pub(crate) const CLAIMS_ITS_ID: &str = "(e.event_id IS NOT NULL AND e.event_type IS NOT NULL \
      AND (e.payload IS NOT NULL OR e.payload_error IS NOT NULL))";
 
 /// The columns of `audit.events`, in COPY order, written once. Each entry: the field of
@@ -93,7 +93,7 @@ pub fn select_list(alias: &str) -> String {
 }
 
 /// The number of columns, as a COPY tuple header states it.
-pub fn count() -> i16 {
+pub(crate) fn count() -> i16 {
     i16::try_from(EVENTS.len()).unwrap_or(i16::MAX)
 }
 
@@ -101,7 +101,7 @@ pub fn count() -> i16 {
 /// conflict): the same event name and version, and the same message byte for byte or payload
 /// texts that are the same JSON value ([`payload_digest`]; two texts that do not parse count as
 /// the same). Ingest decides a finding's kind by this rule, and `verify` recomputes it.
-pub fn same_event(
+pub(crate) fn same_event(
     same_name: bool,
     same_raw: bool,
     payloads: (Option<[u8; 32]>, Option<[u8; 32]>),
@@ -113,7 +113,7 @@ pub fn same_event(
 /// to equal `serde_json` values (object keys in any order; numbers compared as `serde_json`
 /// compares them: an integer is not a float, -0.0 equals 0.0); one fixed digest for every text
 /// that does not parse.
-pub fn payload_digest(text: &str) -> [u8; 32] {
+pub(crate) fn payload_digest(text: &str) -> [u8; 32] {
     use sha2::{Digest, Sha256};
     let mut h = Sha256::new();
     match serde_json::from_str::<serde_json::Value>(text) {

@@ -19,10 +19,10 @@ use ed25519_dalek::{Signature, Signer, SigningKey, Verifier, VerifyingKey};
 use super::note::{hex4, key_id_of, parse_key_parts, valid_name, Note, NoteError, DASH};
 
 /// The signature type byte of a timestamped Ed25519 cosignature.
-pub const ALG_COSIGNATURE_V1: u8 = 0x04;
+pub(crate) const ALG_COSIGNATURE_V1: u8 = 0x04;
 
 /// The message a cosignature signs: the header and time lines, then the note text.
-pub fn signed_message(time: u64, text: &str) -> String {
+pub(crate) fn signed_message(time: u64, text: &str) -> String {
     format!("cosignature/v1\ntime {time}\n{text}")
 }
 
@@ -56,7 +56,7 @@ impl WitnessKey {
 
     /// The time of this witness's valid cosignature on `note`, if it carries one. A line with
     /// this witness's name and id that does not verify is an error (the note is rejected).
-    pub fn cosigned(&self, note: &Note<'_>) -> Result<Option<u64>, NoteError> {
+    pub(crate) fn cosigned(&self, note: &Note<'_>) -> Result<Option<u64>, NoteError> {
         let mut found = None;
         for s in note.by(&self.name, &self.id) {
             let blob = &s.blob[4..];

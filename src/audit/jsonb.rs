@@ -37,7 +37,7 @@ pub const MAX_DEPTH: usize = 1_000;
 /// container or string over 256 MiB in jsonb's binary form with 54000. Those are not
 /// modelled, so longer texts are refused outright. (NATS's own payload limit is 1 MiB
 /// unless raised, and 64 MiB at most.)
-pub const MAX_LEN: usize = 32 << 20;
+pub(crate) const MAX_LEN: usize = 32 << 20;
 
 /// Why PostgreSQL would refuse a JSON text as `jsonb`. Its text never quotes the payload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

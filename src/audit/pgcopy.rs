@@ -21,7 +21,7 @@ impl CopyBuf {
     }
 
     /// Starts a tuple of `columns` fields.
-    pub fn row(&mut self, columns: i16) {
+    pub(crate) fn row(&mut self, columns: i16) {
         self.buf.extend_from_slice(&columns.to_be_bytes());
     }
 
@@ -43,27 +43,27 @@ impl CopyBuf {
         }
     }
 
-    pub fn bytea(&mut self, v: &[u8]) {
+    pub(crate) fn bytea(&mut self, v: &[u8]) {
         self.field(v);
     }
 
-    pub fn int8(&mut self, v: i64) {
+    pub(crate) fn int8(&mut self, v: i64) {
         self.field(&v.to_be_bytes());
     }
 
-    pub fn int4(&mut self, v: i32) {
+    pub(crate) fn int4(&mut self, v: i32) {
         self.field(&v.to_be_bytes());
     }
 
     /// A timestamp given as Unix microseconds.
-    pub fn timestamptz_us(&mut self, v: Option<i64>) {
+    pub(crate) fn timestamptz_us(&mut self, v: Option<i64>) {
         match v {
             Some(us) => self.int8(us - PG_EPOCH_OFFSET_US),
             None => self.null(),
         }
     }
 
-    pub fn timestamptz(&mut self, v: Option<DateTime<Utc>>) {
+    pub(crate) fn timestamptz(&mut self, v: Option<DateTime<Utc>>) {
         match v {
             Some(t) => self.int8(t.timestamp_micros() - PG_EPOCH_OFFSET_US),
             None => self.null(),
@@ -71,7 +71,7 @@ impl CopyBuf {
     }
 
     /// jsonb's binary form: version byte 1, then the JSON text.
-    pub fn jsonb(&mut self, v: Option<&str>) {
+    pub(crate) fn jsonb(&mut self, v: Option<&str>) {
         match v {
             Some(s) => {
                 let len = i32::try_from(s.len() + 1).unwrap_or(i32::MAX);
@@ -104,10 +104,10 @@ pub enum CopyError {
 }
 
 /// A NULL-able field's bytes.
-pub type Field<'a> = Option<&'a [u8]>;
+pub(crate) type Field<'a> = Option<&'a [u8]>;
 
 /// A field that may not be NULL.
-pub fn need(v: Field<'_>, field: usize) -> Result<&[u8], CopyError> {
+pub(crate) fn need(v: Field<'_>, field: usize) -> Result<&[u8], CopyError> {
     v.ok_or(CopyError::Value {
         field,
         why: "NULL in a NOT NULL column",
@@ -115,7 +115,7 @@ pub fn need(v: Field<'_>, field: usize) -> Result<&[u8], CopyError> {
 }
 
 /// A NULL-able field read by `f` when it is not NULL.
-pub fn opt<'a, T>(
+pub(crate) fn opt<'a, T>(
     v: Field<'a>,
     field: usize,
     f: fn(Field<'a>, usize) -> Result<T, CopyError>,
@@ -134,7 +134,7 @@ pub fn text(v: Field<'_>, field: usize) -> Result<&str, CopyError> {
 }
 
 /// jsonb in binary: a version byte (1), then its text.
-pub fn jsonb(v: Field<'_>, field: usize) -> Result<&str, CopyError> {
+pub(crate) fn jsonb(v: Field<'_>, field: usize) -> Result<&str, CopyError> {
     match need(v, field)? {
         [1, rest @ ..] => std::str::from_utf8(rest).map_err(|_| CopyError::Value {
             field,
@@ -147,7 +147,7 @@ pub fn jsonb(v: Field<'_>, field: usize) -> Result<&str, CopyError> {
     }
 }
 
-pub fn int8(v: Field<'_>, field: usize) -> Result<i64, CopyError> {
+pub(crate) fn int8(v: Field<'_>, field: usize) -> Result<i64, CopyError> {
     let b: [u8; 8] = need(v, field)?.try_into().map_err(|_| CopyError::Value {
         field,
         why: "int8 is not 8 bytes",
@@ -155,7 +155,7 @@ pub fn int8(v: Field<'_>, field: usize) -> Result<i64, CopyError> {
     Ok(i64::from_be_bytes(b))
 }
 
-pub fn int4(v: Field<'_>, field: usize) -> Result<i32, CopyError> {
+pub(crate) fn int4(v: Field<'_>, field: usize) -> Result<i32, CopyError> {
     let b: [u8; 4] = need(v, field)?.try_into().map_err(|_| CopyError::Value {
         field,
         why: "int4 is not 4 bytes",
@@ -164,7 +164,7 @@ pub fn int4(v: Field<'_>, field: usize) -> Result<i32, CopyError> {
 }
 
 /// timestamptz in binary: microseconds since 2000-01-01 UTC; as Unix microseconds.
-pub fn ts(v: Field<'_>, field: usize) -> Result<i64, CopyError> {
+pub(crate) fn ts(v: Field<'_>, field: usize) -> Result<i64, CopyError> {
     int8(v, field)?
         .checked_add(PG_EPOCH_OFFSET_US)
         .ok_or(CopyError::Value {

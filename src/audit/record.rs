@@ -35,11 +35,11 @@ pub struct Naming {
 }
 
 /// The header that names a message without an envelope.
-pub const EVENT_TYPE_HEADER: &str = "Event-Type";
+pub(crate) const EVENT_TYPE_HEADER: &str = "Event-Type";
 
 /// The key under which the headers column keeps, base64-encoded, a header block the bus
 /// client cannot parse.
-pub const UNPARSED_HEADER_BLOCK: &str = "Nats-Unparsed-Header-Block-Base64";
+pub(crate) const UNPARSED_HEADER_BLOCK: &str = "Nats-Unparsed-Header-Block-Base64";
 
 /// Headers kept with the row: at most this many, each value cut to `MAX_HEADER_VALUE` bytes.
 const MAX_HEADERS: usize = 32;
@@ -95,17 +95,17 @@ pub struct Record {
 impl Record {
     /// The row's identity in the log and the order rows are written and chained in:
     /// (stream, stream sequence, bus time). A redelivery has the same key.
-    pub fn log_key(&self) -> (&str, i64, DateTime<Utc>) {
+    pub(crate) fn log_key(&self) -> (&str, i64, DateTime<Utc>) {
         (&self.stream, self.stream_seq, self.published_at)
     }
 
-    pub fn payload_text(&self) -> Option<&str> {
+    pub(crate) fn payload_text(&self) -> Option<&str> {
         let range = self.payload.clone()?;
         std::str::from_utf8(self.raw.get(range)?).ok()
     }
 
     /// The full event name, as `event_log.event` shows it.
-    pub fn event_name(&self) -> Option<String> {
+    pub(crate) fn event_name(&self) -> Option<String> {
         match (&self.event_type, &self.event_version) {
             (Some(t), Some(v)) => Some(format!("{t}-{v}")),
             (Some(t), None) => Some(t.clone()),
@@ -143,7 +143,7 @@ impl Record {
 
     /// Keeps the payload out of the jsonb column (PostgreSQL refused it: `reason`), in `raw`
     /// only, and rehashes the row.
-    pub fn refuse_payload(&mut self, reason: String) {
+    pub(crate) fn refuse_payload(&mut self, reason: String) {
         self.payload = None;
         self.payload_error = Some(reason);
         self.row_hash = self.canon().hash();
@@ -152,7 +152,7 @@ impl Record {
     /// Keeps only what PostgreSQL cannot refuse (it refused this row although its payload
     /// passed): the bus facts, the status and `raw`. Every column derived from the message's
     /// content is dropped; `reason` goes to `payload_error`; the row is rehashed.
-    pub fn reduce_to_raw(&mut self, reason: String) {
+    pub(crate) fn reduce_to_raw(&mut self, reason: String) {
         self.headers = None;
         self.event_id = None;
         self.event_type = None;
@@ -204,7 +204,7 @@ impl Record {
 /// sequence: its payload is judged as usual, but the row is `malformed` with an
 /// `invalid_headers` error first, and the headers column keeps the raw block, base64-encoded,
 /// under [`UNPARSED_HEADER_BLOCK`].
-pub fn record_unparsed(
+pub(crate) fn record_unparsed(
     meta: Meta,
     header_block: &[u8],
     raw: Bytes,
@@ -239,7 +239,7 @@ pub fn record_unparsed(
 }
 
 /// The byte range of `part` within `whole`, when it is a slice of it.
-pub fn range_in(whole: &[u8], part: &str) -> Option<std::ops::Range<usize>> {
+pub(crate) fn range_in(whole: &[u8], part: &str) -> Option<std::ops::Range<usize>> {
     let start = (part.as_ptr() as usize).checked_sub(whole.as_ptr() as usize)?;
     let end = start + part.len();
     (end <= whole.len()).then_some(start..end)

@@ -38,7 +38,7 @@ fn field(h: &mut Sha256, v: Option<&[u8]>) {
 
 impl Reverdict {
     /// SHA-256 of the canonical encoding.
-    pub fn hash(&self) -> [u8; 32] {
+    pub(crate) fn hash(&self) -> [u8; 32] {
         let mut h = Sha256::new();
         h.update(b"reverdict v1");
         field(&mut h, Some(&self.run_id.to_be_bytes()));
@@ -61,7 +61,13 @@ impl Reverdict {
 /// how many rows the run judged, `changed` how many re-verdicts it stored, `digest` the SHA-256
 /// over those re-verdicts' hashes in (stream, sequence, bus time) order and `prev` the previous
 /// closed run's hash (32 zero bytes for the first).
-pub fn run_hash(prev: &[u8], run_id: i64, rows: i64, changed: i64, digest: &[u8]) -> [u8; 32] {
+pub(crate) fn run_hash(
+    prev: &[u8],
+    run_id: i64,
+    rows: i64,
+    changed: i64,
+    digest: &[u8],
+) -> [u8; 32] {
     let mut h = Sha256::new();
     h.update(prev);
     h.update(run_id.to_be_bytes());
@@ -74,7 +80,7 @@ pub fn run_hash(prev: &[u8], run_id: i64, rows: i64, changed: i64, digest: &[u8]
 /// The closed runs' end hashes in chain order (from the zero hash, each run following the one
 /// whose hash it names as previous): the leaves of the re-verdict log's Merkle tree. The walk
 /// stops where the chain does (a fork or a gap leaves the rest out; `verify` reports those).
-pub fn chain_order(ends: &[(Vec<u8>, Vec<u8>)]) -> Vec<[u8; 32]> {
+pub(crate) fn chain_order(ends: &[(Vec<u8>, Vec<u8>)]) -> Vec<[u8; 32]> {
     let by_prev: std::collections::HashMap<&[u8], &[u8]> = ends
         .iter()
         .map(|(p, h)| (p.as_slice(), h.as_slice()))
@@ -96,14 +102,14 @@ pub fn chain_order(ends: &[(Vec<u8>, Vec<u8>)]) -> Vec<[u8; 32]> {
 
 /// Canonical text of a jsonb errors or unknown-fields value read back from PostgreSQL (key order
 /// and spacing are jsonb's): parsed and written again the way the writer wrote it.
-pub fn recanonical_errors(jsonb_text: Option<&str>) -> Option<String> {
+pub(crate) fn recanonical_errors(jsonb_text: Option<&str>) -> Option<String> {
     let errors: Vec<crate::decode::catalogue::rt::FieldError> =
         serde_json::from_str(jsonb_text?).ok()?;
     super::canon::canonical_errors(&errors)
 }
 
 /// See [`recanonical_errors`].
-pub fn recanonical_strings(jsonb_text: Option<&str>) -> Option<String> {
+pub(crate) fn recanonical_strings(jsonb_text: Option<&str>) -> Option<String> {
     let items: Vec<String> = serde_json::from_str(jsonb_text?).ok()?;
     super::canon::canonical_strings(&items)
 }

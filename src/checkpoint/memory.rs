@@ -36,7 +36,7 @@ impl Remembered {
 
 /// Why the memory cannot be used (signing stops until an operator looks).
 #[derive(Debug, thiserror::Error)]
-pub enum MemoryError {
+pub(crate) enum MemoryError {
     #[error("signer state {path}: {why}")]
     Unusable { path: String, why: String },
     #[error("signer state {path}: cannot be written: {source}")]
@@ -67,7 +67,7 @@ struct Entry {
 
 /// The memory of every log of one key.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Memory {
+pub(crate) struct Memory {
     pub logs: BTreeMap<String, Remembered>,
 }
 
@@ -106,7 +106,7 @@ impl Memory {
     }
 
     /// Writes the file atomically and durably (0600).
-    pub fn save(&self, path: &Path, key: &PublicKey) -> Result<(), MemoryError> {
+    pub(crate) fn save(&self, path: &Path, key: &PublicKey) -> Result<(), MemoryError> {
         let f = File {
             format: FORMAT.into(),
             key: key.encode(),

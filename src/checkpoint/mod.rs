@@ -133,10 +133,6 @@ impl Signer {
         })
     }
 
-    pub fn origin(&self) -> &str {
-        &self.origin
-    }
-
     /// The two logs: (log, origin).
     fn logs(&self) -> [(&'static str, String); 2] {
         [
@@ -385,7 +381,7 @@ impl Signer {
 /// The daemon's signer when a signing key file is configured (an unreadable or malformed key,
 /// or policy, stops the daemon before ingest starts); says at start-up whether checkpoints are
 /// on. The signer runs at each interval, and once more when ingest has ended.
-pub fn from_settings(
+pub(crate) fn from_settings(
     s: &crate::config::Settings,
     db: &Db,
     bus: &Bus,

@@ -34,7 +34,7 @@ pub fn subject(stream: &str) -> String {
 }
 
 /// What makes a checkpoint stream unfit to keep evidence: each property it lacks.
-pub fn config_problems(c: &stream::Config) -> Vec<String> {
+pub(crate) fn config_problems(c: &stream::Config) -> Vec<String> {
     let mut out = Vec::new();
     if !c.deny_delete {
         out.push("deny_delete is off (a checkpoint can be deleted)".to_owned());
@@ -65,7 +65,7 @@ pub fn config_problems(c: &stream::Config) -> Vec<String> {
 
 /// The witness stream, created when missing (file storage, deny delete, deny purge, no limit);
 /// returns what its configuration lacks (empty when it is fit).
-pub async fn ensure_stream(
+pub(crate) async fn ensure_stream(
     bus: &Bus,
     name: &str,
     limit: Duration,
@@ -90,7 +90,7 @@ pub async fn ensure_stream(
 }
 
 /// What an existing checkpoint stream's configuration lacks (`verify`: read, never created).
-pub async fn stream_problems(
+pub(crate) async fn stream_problems(
     bus: &Bus,
     name: &str,
     limit: Duration,
@@ -115,7 +115,7 @@ pub async fn stream_problems(
 
 /// The newest messages of the stream, newest first, at most `most` of them (the signer's
 /// look for checkpoints its key signed that it does not remember).
-pub async fn read_tail(
+pub(crate) async fn read_tail(
     bus: &Bus,
     name: &str,
     most: u64,
@@ -155,7 +155,7 @@ pub async fn read_tail(
 
 /// Publishes one checkpoint and waits for the stream's ack. The message id (`origin/size`)
 /// makes a repeated publish (another daemon, a retry) a no-op within the dedupe window.
-pub async fn publish(
+pub(crate) async fn publish(
     bus: &Bus,
     stream: &str,
     origin: &str,
@@ -181,7 +181,7 @@ pub async fn publish(
 
 /// The file of the checkpoint of `size` of `log` in `dir` (the events log's files keep their
 /// plain name).
-pub fn file_of(dir: &Path, log: &str, size: i64) -> PathBuf {
+pub(crate) fn file_of(dir: &Path, log: &str, size: i64) -> PathBuf {
     if log == super::store::LOG_EVENTS {
         dir.join(format!("{size:020}.note"))
     } else {
@@ -191,7 +191,7 @@ pub fn file_of(dir: &Path, log: &str, size: i64) -> PathBuf {
 
 /// Writes a checkpoint to `dir` (created if missing), fsynced; an existing file is never
 /// rewritten (a note with more cosignatures than the first one published stays in the stream).
-pub fn write_dir(dir: &Path, log: &str, size: i64, note: &str) -> std::io::Result<()> {
+pub(crate) fn write_dir(dir: &Path, log: &str, size: i64, note: &str) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     match crate::files::create_new(&file_of(dir, log, size), note.as_bytes(), 0o644) {
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
@@ -200,7 +200,7 @@ pub fn write_dir(dir: &Path, log: &str, size: i64, note: &str) -> std::io::Resul
 }
 
 /// Every checkpoint in `dir` (`*.note`, by name).
-pub fn read_dir(dir: &Path) -> std::io::Result<Vec<Found>> {
+pub(crate) fn read_dir(dir: &Path) -> std::io::Result<Vec<Found>> {
     let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "note"))

@@ -40,7 +40,7 @@ pub enum Refusal {
 
 impl Refusal {
     /// The metric label of this refusal (a fixed vocabulary).
-    pub fn reason(&self) -> &'static str {
+    pub(crate) fn reason(&self) -> &'static str {
         match self {
             Refusal::Smaller { .. } => "smaller",
             Refusal::Rewritten { .. } => "rewritten",
@@ -151,7 +151,7 @@ impl Meet {
 
 /// The events log: the rows' tree, from the remembered tree up to the head (`head_size`, with the
 /// head's right edge as the database claims it).
-pub async fn events(
+pub(crate) async fn events(
     trees: &TreeStore,
     log: &str,
     start: Option<&Remembered>,
@@ -193,7 +193,7 @@ pub async fn events(
 
 /// The re-verdict log: the closed runs' end hashes in chain order, all of them (a few rows), so
 /// the whole tree is rebuilt and the remembered one is met on the way like any other.
-pub fn reverdicts(
+pub(crate) fn reverdicts(
     log: &str,
     start: Option<&Remembered>,
     found: &[Found],

@@ -12,11 +12,11 @@ use crate::db::{Ctx, Db, DbError};
 const SIGNER_LOCK: i64 = 0x6576_6175_6469_7431; // "evaudit1"
 
 /// Which tree a checkpoint is of: the rows (`events`) or the closed re-verdict runs.
-pub const LOG_EVENTS: &str = "events";
-pub const LOG_REVERDICTS: &str = "reverdicts";
+pub(crate) const LOG_EVENTS: &str = "events";
+pub(crate) const LOG_REVERDICTS: &str = "reverdicts";
 
 #[derive(Clone)]
-pub struct CheckpointStore {
+pub(crate) struct CheckpointStore {
     db: Db,
 }
 
@@ -35,12 +35,12 @@ impl CheckpointStore {
         CheckpointStore { db }
     }
 
-    pub fn db(&self) -> &Db {
+    pub(crate) fn db(&self) -> &Db {
         &self.db
     }
 
     /// A transaction holding the signer's lock (waits for another daemon's signer).
-    pub async fn lock(&self) -> Result<Transaction<'static, Postgres>, DbError> {
+    pub(crate) async fn lock(&self) -> Result<Transaction<'static, Postgres>, DbError> {
         let mut tx = self.db.pool().begin().await.ctx("begin")?;
         sqlx::query("SELECT pg_advisory_xact_lock($1)")
             .bind(SIGNER_LOCK)
@@ -51,7 +51,7 @@ impl CheckpointStore {
     }
 
     /// The committed tree: its size and right edge.
-    pub async fn head(tx: &mut PgConnection) -> Result<(i64, Vec<u8>), DbError> {
+    pub(crate) async fn head(tx: &mut PgConnection) -> Result<(i64, Vec<u8>), DbError> {
         sqlx::query_as("SELECT tree_size, frontier FROM audit.chain_head")
             .fetch_one(tx)
             .await
@@ -59,7 +59,9 @@ impl CheckpointStore {
     }
 
     /// Every closed re-verdict run's end: (previous hash, hash), in no order.
-    pub async fn run_ends(tx: &mut PgConnection) -> Result<Vec<(Vec<u8>, Vec<u8>)>, DbError> {
+    pub(crate) async fn run_ends(
+        tx: &mut PgConnection,
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>, DbError> {
         sqlx::query_as("SELECT prev_hash, hash FROM audit.reprocess_run_ends")
             .fetch_all(tx)
             .await
@@ -67,7 +69,7 @@ impl CheckpointStore {
     }
 
     /// The stored checkpoints of `log` larger than `size`, or not yet published, oldest first.
-    pub async fn newer_or_queued(
+    pub(crate) async fn newer_or_queued(
         tx: &mut PgConnection,
         log: &str,
         size: i64,
@@ -84,7 +86,7 @@ impl CheckpointStore {
     }
 
     /// Stores a checkpoint (nothing when one of that size is stored already).
-    pub async fn insert(
+    pub(crate) async fn insert(
         tx: &mut PgConnection,
         log: &str,
         size: i64,
@@ -103,7 +105,7 @@ impl CheckpointStore {
         Ok(())
     }
 
-    pub async fn mark_published(
+    pub(crate) async fn mark_published(
         tx: &mut PgConnection,
         log: &str,
         size: i64,
@@ -125,7 +127,7 @@ impl CheckpointStore {
     /// The stored checkpoints of the events log, newest first, with their cosignatures
     /// appended (`prove`'s fallback when the witness cannot be read; trusted only once the
     /// signature and any witness policy hold).
-    pub async fn notes_newest_first(&self) -> Result<Vec<String>, DbError> {
+    pub(crate) async fn notes_newest_first(&self) -> Result<Vec<String>, DbError> {
         let rows: Vec<(String, Option<String>)> = sqlx::query_as(
             "SELECT note, cosignatures FROM audit.checkpoints WHERE log = $1 \
              ORDER BY tree_size DESC LIMIT 100",
@@ -144,7 +146,7 @@ impl CheckpointStore {
     }
 
     /// The committed tree's size.
-    pub async fn tree_size(&self) -> Result<i64, DbError> {
+    pub(crate) async fn tree_size(&self) -> Result<i64, DbError> {
         sqlx::query_scalar("SELECT tree_size FROM audit.chain_head")
             .fetch_one(self.db.pool())
             .await

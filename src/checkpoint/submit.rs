@@ -19,7 +19,7 @@ use crate::audit::tlog::Hash;
 
 /// Why one witness did not cosign.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Failure {
+pub(crate) enum Failure {
     /// It has cosigned a larger tree of this log than the one submitted.
     Ahead { witness: String, size: u64 },
     /// It has cosigned another root at this size.
@@ -32,17 +32,8 @@ pub enum Failure {
 
 impl Failure {
     /// Whether this is evidence that the log (or its database) misbehaves, not an outage.
-    pub fn is_evidence(&self) -> bool {
+    pub(crate) fn is_evidence(&self) -> bool {
         !matches!(self, Failure::Unavailable { .. })
-    }
-
-    pub fn witness(&self) -> &str {
-        match self {
-            Failure::Ahead { witness, .. }
-            | Failure::Fork { witness, .. }
-            | Failure::Inconsistent { witness, .. }
-            | Failure::Unavailable { witness, .. } => witness,
-        }
     }
 }
 
@@ -58,7 +49,7 @@ impl std::fmt::Display for Failure {
 }
 
 /// The witnesses of a policy, with the size each knows per origin.
-pub struct Witnesses {
+pub(crate) struct Witnesses {
     pub policy: WitnessPolicy,
     client: reqwest::Client,
     known: HashMap<(String, String), u64>,
@@ -66,7 +57,7 @@ pub struct Witnesses {
 
 /// What a submission to every witness gave.
 #[derive(Debug, Default)]
-pub struct Cosigned {
+pub(crate) struct Cosigned {
     /// The valid cosignature lines (each with its newline).
     pub lines: String,
     /// How many witnesses cosigned.
@@ -90,7 +81,7 @@ impl Witnesses {
 
     /// Submits `note` (of `size`, for `origin`) to every witness, concurrently; `proof(old)`
     /// gives the consistency proof from `old` to `size`.
-    pub async fn submit<F, Fut>(
+    pub(crate) async fn submit<F, Fut>(
         &mut self,
         origin: &str,
         note: &str,

@@ -104,7 +104,7 @@ pub fn list(out: &mut impl Write, format: ListFormat) -> anyhow::Result<ExitCode
 }
 
 /// One line per shape: `name<TAB>fields N[<TAB>inline]`.
-pub fn shapes(out: &mut impl Write, format: ListFormat) -> anyhow::Result<ExitCode> {
+pub(crate) fn shapes(out: &mut impl Write, format: ListFormat) -> anyhow::Result<ExitCode> {
     if format == ListFormat::Json {
         let shapes: Vec<_> = SHAPES
             .iter()
@@ -151,7 +151,7 @@ fn fields(out: &mut impl Write, fields: &[FieldSpec], indent: usize) -> std::io:
 }
 
 /// An event version's (or a shape's) fields, shapes expanded and indented; a type's versions.
-pub fn show(out: &mut impl Write, name: &str) -> anyhow::Result<ExitCode> {
+pub(crate) fn show(out: &mut impl Write, name: &str) -> anyhow::Result<ExitCode> {
     if let Some(e) = find_event(name) {
         writeln!(out, "event\t{}", e.name)?;
         writeln!(out, "type\t{}\nversion\t{}", e.event_type, e.version)?;

@@ -25,7 +25,7 @@ pub struct DecodeArgs {
 
 /// One output line.
 #[derive(Serialize)]
-pub struct Line<'a> {
+pub(crate) struct Line<'a> {
     pub line: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub file: Option<&'a str>,
@@ -65,7 +65,7 @@ impl<'a> Line<'a> {
 /// What `decode` says about a name the catalogue does not know (`None` for a known one, or
 /// an unknown type with no close name): computed once per name.
 #[derive(Default)]
-pub struct Hints(HashMap<String, Option<String>>);
+pub(crate) struct Hints(HashMap<String, Option<String>>);
 
 impl Hints {
     fn of(&mut self, v: &Verdict<'_>) -> Option<&str> {
@@ -107,7 +107,7 @@ fn hint(name: &str, status: Status, event_type: Option<&str>) -> Option<String> 
 }
 
 /// Decodes every line of `input`, writing verdicts to `out`; counts them per status.
-pub fn decode_stream(
+pub(crate) fn decode_stream(
     input: impl BufRead,
     file: Option<&str>,
     out: &mut impl Write,

@@ -270,7 +270,7 @@ pub enum BenchWhat {
     },
 }
 
-pub fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
     let settings = args.config.load(&args)?;
     super::runtime()?.block_on(async {
         let stop = crate::app::shutdown_signal();
@@ -279,7 +279,7 @@ pub fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn simulate(args: SimArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn simulate(args: SimArgs) -> anyhow::Result<ExitCode> {
     let settings = args.config.load(&args)?;
     super::runtime()?.block_on(async {
         let stop = crate::app::shutdown_signal();
@@ -288,7 +288,7 @@ pub fn simulate(args: SimArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn publish(args: PublishArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn publish(args: PublishArgs) -> anyhow::Result<ExitCode> {
     let settings = args.config.load(&args)?;
     let (n, secs) = super::runtime()?.block_on(crate::dev::publish::run(&settings, None))?;
     eprintln!(
@@ -299,7 +299,7 @@ pub fn publish(args: PublishArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn bench(what: BenchWhat) -> anyhow::Result<ExitCode> {
+pub(crate) fn bench(what: BenchWhat) -> anyhow::Result<ExitCode> {
     use crate::dev::bench;
     let (label, (n, secs)) = super::runtime()?.block_on(async {
         anyhow::Ok(match what {

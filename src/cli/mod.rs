@@ -28,7 +28,7 @@ use std::process::ExitCode;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// `event-audit --version`: the version and the git commit `/metrics` reports.
-pub const VERSION: &str = concat!(
+pub(crate) const VERSION: &str = concat!(
     env!("CARGO_PKG_VERSION"),
     " (git ",
     env!("EVENT_AUDIT_GIT_HASH"),
@@ -176,7 +176,7 @@ pub fn default_log_filter(cli: &Cli) -> &'static str {
 }
 
 /// A multi-threaded runtime for the commands that do I/O.
-pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?)

@@ -15,7 +15,7 @@ use crate::server::links;
 
 /// `--format`, else the output file's extension (other extensions refused), else a table on a
 /// terminal and JSON otherwise.
-pub fn format_of(
+pub(crate) fn format_of(
     format: Option<Format>,
     output: Option<&std::path::Path>,
 ) -> anyhow::Result<Format> {
@@ -36,7 +36,7 @@ pub fn format_of(
 }
 
 /// Writes `body` to `output` (mode 0600) or stdout.
-pub fn emit(output: Option<&std::path::Path>, body: &str) -> anyhow::Result<()> {
+pub(crate) fn emit(output: Option<&std::path::Path>, body: &str) -> anyhow::Result<()> {
     match output {
         Some(path) => write_private(path, body.as_bytes())
             .with_context(|| format!("writing {}", path.display())),
@@ -49,7 +49,7 @@ pub fn emit(output: Option<&std::path::Path>, body: &str) -> anyhow::Result<()> 
 }
 
 /// The one batch `name` names (of the single `--supplier`, when given).
-pub async fn find_batch(
+pub(crate) async fn find_batch(
     store: &ReconcileStore,
     supplier: Option<&str>,
     name: &str,
@@ -74,7 +74,7 @@ pub async fn find_batch(
 
 /// `path_and_query` under `http.public_url`, signed with the report token for `http.link_ttl`
 /// (unsigned, with a note, when no report token is configured: the reports are open).
-pub fn signed_link(settings: &Settings, path_and_query: &str) -> anyhow::Result<String> {
+pub(crate) fn signed_link(settings: &Settings, path_and_query: &str) -> anyhow::Result<String> {
     let base = settings.http.public_url.as_deref().ok_or_else(|| {
         anyhow::anyhow!("no --public-url (EVENT_AUDIT_PUBLIC_URL): the daemon's address as a browser reaches it")
     })?;

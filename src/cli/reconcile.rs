@@ -155,7 +155,7 @@ fn progress_bar() -> Bar {
 }
 
 /// RFC 3339, or `YYYY-MM-DD` (midnight UTC).
-pub fn parse_time(s: &str) -> Result<DateTime<Utc>, String> {
+pub(crate) fn parse_time(s: &str) -> Result<DateTime<Utc>, String> {
     if let Ok(t) = DateTime::parse_from_rfc3339(s.trim()) {
         return Ok(t.with_timezone(&Utc));
     }

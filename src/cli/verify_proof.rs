@@ -30,7 +30,7 @@ pub struct VerifyProofArgs {
 }
 
 /// Reads a witness policy file (`prove` and `verify-proof`).
-pub fn read_policy(path: &Path) -> anyhow::Result<WitnessPolicy> {
+pub(crate) fn read_policy(path: &Path) -> anyhow::Result<WitnessPolicy> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("reading the witness policy {}", path.display()))?;
     WitnessPolicy::parse(&text).with_context(|| format!("the witness policy {}", path.display()))

@@ -9,7 +9,7 @@ use crate::tree::TreeStore;
 use crate::verify::witness::{finish, Prepared, TreeSink};
 
 /// The exit code, and whether the witness held (`None`: could not verify against it).
-pub async fn report(
+pub(crate) async fn report(
     prepared: Prepared,
     sink: TreeSink,
     trees: &TreeStore,

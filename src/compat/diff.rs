@@ -52,7 +52,7 @@ pub enum Change {
 
 /// A change with its classification.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Classified {
+pub(crate) struct Classified {
     /// The event version (for `--between`, `OLD → NEW`).
     pub event: String,
     #[serde(flatten)]
@@ -64,7 +64,7 @@ pub struct Classified {
 }
 
 /// `(backward, forward)` compatibility of one change.
-pub fn classify(c: &Change) -> (bool, bool) {
+pub(crate) fn classify(c: &Change) -> (bool, bool) {
     match c {
         // Old data has no events of a new version; an old reader calls them unknown.
         Change::EventAdded => (true, false),
@@ -129,7 +129,12 @@ fn flat(cat: &Catalogue, e: &Event) -> Flat {
 }
 
 /// The changes from `old` (in catalogue `oc`) to `new` (in catalogue `nc`), path order.
-pub fn event_changes(oc: &Catalogue, old: &Event, nc: &Catalogue, new: &Event) -> Vec<Change> {
+pub(crate) fn event_changes(
+    oc: &Catalogue,
+    old: &Event,
+    nc: &Catalogue,
+    new: &Event,
+) -> Vec<Change> {
     let (a, b) = (flat(oc, old), flat(nc, new));
     let mut out = Vec::new();
     if old.open != new.open {
@@ -183,7 +188,7 @@ fn classified(event: &str, changes: Vec<Change>) -> impl Iterator<Item = Classif
 }
 
 /// Every change from catalogue `old` to catalogue `new`, by event version name.
-pub fn catalogues(old: &Catalogue, new: &Catalogue) -> Vec<Classified> {
+pub(crate) fn catalogues(old: &Catalogue, new: &Catalogue) -> Vec<Classified> {
     let olds: BTreeMap<&str, &Event> = old.events.iter().map(|e| (e.name.as_str(), e)).collect();
     let news: BTreeMap<&str, &Event> = new.events.iter().map(|e| (e.name.as_str(), e)).collect();
     let mut names: Vec<&str> = olds.keys().chain(news.keys()).copied().collect();
@@ -203,7 +208,7 @@ pub fn catalogues(old: &Catalogue, new: &Catalogue) -> Vec<Classified> {
 }
 
 /// The changes between two event versions of one catalogue (`a` → `b`).
-pub fn between(cat: &Catalogue, a: &str, b: &str) -> Result<Vec<Classified>, String> {
+pub(crate) fn between(cat: &Catalogue, a: &str, b: &str) -> Result<Vec<Classified>, String> {
     let find = |n: &str| {
         cat.events
             .iter()
@@ -216,7 +221,7 @@ pub fn between(cat: &Catalogue, a: &str, b: &str) -> Result<Vec<Classified>, Str
 }
 
 /// One change in words (`field added: x (string, optional)`).
-pub fn describe(c: &Change) -> String {
+pub(crate) fn describe(c: &Change) -> String {
     let req = |r: &bool| if *r { "required" } else { "optional" };
     match c {
         Change::EventAdded => "event added".into(),

@@ -38,7 +38,7 @@ pub fn load(dir: &Path) -> Result<Catalogue, LoadError> {
 }
 
 /// The fingerprint of a catalogue read at run time (the same function the build uses).
-pub fn fingerprint_of(cat: &Catalogue) -> String {
+pub(crate) fn fingerprint_of(cat: &Catalogue) -> String {
     fingerprint::fingerprint(cat)
 }
 
@@ -67,7 +67,7 @@ fn fields_of(fields: &[FieldSpec]) -> Vec<Field> {
 }
 
 /// The catalogue built into this binary, as the run-time model.
-pub fn builtin() -> Catalogue {
+pub(crate) fn builtin() -> Catalogue {
     Catalogue {
         shapes: SHAPES
             .iter()
@@ -177,7 +177,10 @@ fn distance(a: &str, b: &str) -> usize {
 
 /// Up to three candidates close to `name` (a third of its length in edits, at least 2), the
 /// closest first; a candidate that starts with `name` counts as close.
-pub fn close_names<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Vec<String> {
+pub(crate) fn close_names<'a>(
+    name: &str,
+    candidates: impl Iterator<Item = &'a str>,
+) -> Vec<String> {
     let limit = (name.chars().count() / 3).max(2);
     let mut scored: Vec<(usize, &str)> = candidates
         .filter_map(|c| {

@@ -18,12 +18,12 @@ impl Dur {
         Dur(Duration::from_millis(ms))
     }
 
-    pub const fn get(self) -> Duration {
+    pub(crate) const fn get(self) -> Duration {
         self.0
     }
 
     /// As a chrono duration (saturating).
-    pub fn chrono(self) -> chrono::Duration {
+    pub(crate) fn chrono(self) -> chrono::Duration {
         chrono::Duration::from_std(self.0).unwrap_or(chrono::Duration::MAX)
     }
 }

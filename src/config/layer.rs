@@ -45,7 +45,7 @@ pub fn load(file: Option<&Path>, overrides: toml::Table) -> Result<Settings, Loa
 }
 
 /// `base` with `overrides` merged in (tables merge, other values replace).
-pub fn apply(base: Settings, overrides: toml::Table) -> Result<Settings, LoadError> {
+pub(crate) fn apply(base: Settings, overrides: toml::Table) -> Result<Settings, LoadError> {
     if overrides.is_empty() {
         return Ok(base);
     }
@@ -68,12 +68,12 @@ fn merge(into: &mut toml::Table, from: toml::Table) {
 }
 
 /// Serializes a clap arguments struct (whose `None` fields are skipped) into overrides.
-pub fn overrides<T: serde::Serialize>(args: &T) -> Result<toml::Table, LoadError> {
+pub(crate) fn overrides<T: serde::Serialize>(args: &T) -> Result<toml::Table, LoadError> {
     toml::Table::try_from(args).map_err(|e| LoadError::Override(e.to_string()))
 }
 
 /// The default of the setting at a dotted path (`ingest.batch_size`), as `--help` shows it.
-pub fn default_of(path: &str) -> Option<String> {
+pub(crate) fn default_of(path: &str) -> Option<String> {
     let tree = toml::Table::try_from(Settings::default()).ok()?;
     let mut node = toml::Value::Table(tree);
     for part in path.split('.') {
@@ -93,7 +93,7 @@ pub fn default_of(path: &str) -> Option<String> {
 
 /// Appends `[default: X]` to the help of every argument whose id is a settings path, so that
 /// `--help` shows the defaults of [`super::defaults`] without restating them.
-pub fn show_defaults(cmd: clap::Command) -> clap::Command {
+pub(crate) fn show_defaults(cmd: clap::Command) -> clap::Command {
     let cmd = cmd.mut_args(|arg| {
         let id = arg.get_id().as_str().to_owned();
         if !id.contains('.') || !arg.get_default_values().is_empty() {

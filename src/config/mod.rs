@@ -223,7 +223,7 @@ impl Default for IngestSettings {
 
 impl IngestSettings {
     /// The instance name: as configured, else the host name.
-    pub fn instance_name(&self) -> String {
+    pub(crate) fn instance_name(&self) -> String {
         self.instance.clone().unwrap_or_else(|| {
             std::fs::read_to_string("/proc/sys/kernel/hostname")
                 .map(|h| h.trim().to_owned())
@@ -235,7 +235,7 @@ impl IngestSettings {
 
     /// Unacked messages the consumer may hold: batches being written, queued and being
     /// filled, plus one in the pull pipeline.
-    pub fn max_ack_pending(&self) -> i64 {
+    pub(crate) fn max_ack_pending(&self) -> i64 {
         i64::try_from(self.batch_size.saturating_mul(2 * self.writers + 2)).unwrap_or(i64::MAX)
     }
 }

@@ -6,15 +6,15 @@ use std::path::{Path, PathBuf};
 use secrecy::SecretString;
 
 /// The environment variable holding the REST token.
-pub const REST_TOKEN_ENV: &str = "EVENT_AUDIT_REST_TOKEN";
+pub(crate) const REST_TOKEN_ENV: &str = "EVENT_AUDIT_REST_TOKEN";
 /// The environment variable holding the report endpoints' bearer token.
-pub const REPORT_TOKEN_ENV: &str = "EVENT_AUDIT_REPORT_TOKEN";
+pub(crate) const REPORT_TOKEN_ENV: &str = "EVENT_AUDIT_REPORT_TOKEN";
 /// The environment variable holding the NATS password (of `nats.user`).
-pub const NATS_PASSWORD_ENV: &str = "NATS_PASSWORD";
+pub(crate) const NATS_PASSWORD_ENV: &str = "NATS_PASSWORD";
 /// The environment variable holding a NATS authentication token.
-pub const NATS_TOKEN_ENV: &str = "NATS_TOKEN";
+pub(crate) const NATS_TOKEN_ENV: &str = "NATS_TOKEN";
 /// The environment variable holding the organisation API key (GraphQL token mutation).
-pub const API_KEY_ENV: &str = "EVENT_AUDIT_API_KEY";
+pub(crate) const API_KEY_ENV: &str = "EVENT_AUDIT_API_KEY";
 
 /// Why a secret could not be read. Never contains the secret.
 #[derive(Debug, thiserror::Error)]
@@ -31,7 +31,7 @@ pub enum SecretError {
 }
 
 /// A secret from `file` (trimmed), else from the environment variable `env`; never logged.
-pub fn load_secret(
+pub(crate) fn load_secret(
     file: Option<&PathBuf>,
     env: &str,
     what: &'static str,

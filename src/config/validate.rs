@@ -63,7 +63,7 @@ impl Check {
 }
 
 /// Why a PostgreSQL URL is unusable, if it is.
-pub fn database_url_problem(url: &str) -> Option<&'static str> {
+pub(crate) fn database_url_problem(url: &str) -> Option<&'static str> {
     let Ok(u) = url::Url::parse(url) else {
         return Some("not a URL (expected postgres://USER@HOST:PORT/DATABASE)");
     };

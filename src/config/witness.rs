@@ -93,7 +93,7 @@ impl WitnessSettings {
     /// The origin `keygen` names a key after: the configured one, else
     /// `event-audit/<database name>/<unique>` (`unique`: random hex keygen draws, so that two
     /// logs never share an origin, as C2SP asks of origins).
-    pub fn origin_for(&self, database_url: &str, unique: &str) -> String {
+    pub(crate) fn origin_for(&self, database_url: &str, unique: &str) -> String {
         if let Some(o) = &self.origin {
             return o.clone();
         }
@@ -106,7 +106,7 @@ impl WitnessSettings {
     }
 
     /// The signer's state file: as configured, else beside the key (`<key file>.state`).
-    pub fn signer_state_path(&self) -> Option<PathBuf> {
+    pub(crate) fn signer_state_path(&self) -> Option<PathBuf> {
         if let Some(p) = &self.signer_state {
             return Some(p.clone());
         }
@@ -119,7 +119,7 @@ impl WitnessSettings {
     /// The state file of `verify`, for the log `origin` and its key `key_id` (hex): as
     /// configured, else `$HOME/.local/state/event-audit/<origin>+<key id>.json`, so that two logs
     /// (or one origin under two keys) never share a state.
-    pub fn state_path(&self, origin: &str, key_id: &str) -> Option<PathBuf> {
+    pub(crate) fn state_path(&self, origin: &str, key_id: &str) -> Option<PathBuf> {
         if let Some(p) = &self.state_file {
             return Some(p.clone());
         }

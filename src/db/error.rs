@@ -87,7 +87,7 @@ impl<T> Ctx<T> for Result<T, sqlx::Error> {
 
 impl DbError {
     /// Names where it happened (host, port, database; never credentials).
-    pub fn at(self, place: &str) -> DbError {
+    pub(crate) fn at(self, place: &str) -> DbError {
         match self {
             DbError::Sql { action, cause, .. } => {
                 if sqlstate_of(&cause).as_deref() == Some("3D000") {
@@ -114,7 +114,7 @@ impl DbError {
     }
 
     /// How to treat this error (see [`Class`]).
-    pub fn class(&self) -> Class {
+    pub(crate) fn class(&self) -> Class {
         match self {
             DbError::Sql { cause, .. } => match sqlstate_of(cause) {
                 Some(code) => classify(&code),
@@ -151,7 +151,7 @@ fn sqlstate_of(e: &sqlx::Error) -> Option<String> {
 }
 
 /// SQLSTATE → class (PostgreSQL appendix A).
-pub fn classify(code: &str) -> Class {
+pub(crate) fn classify(code: &str) -> Class {
     match code {
         "23505" => Class::Duplicate,
         // 57014 query_canceled (statement_timeout), 57P01..57P05 shutdowns and idle timeouts.

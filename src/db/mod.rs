@@ -16,7 +16,7 @@ use crate::config::{redact_url, DatabaseSettings};
 pub use error::{Class, Ctx, DbError};
 
 /// The role the daemon works as (it cannot UPDATE, DELETE or TRUNCATE the log).
-pub const WRITER_ROLE: &str = "event_audit_writer";
+pub(crate) const WRITER_ROLE: &str = "event_audit_writer";
 
 /// How long a readiness ping may take.
 const PING_TIMEOUT: Duration = Duration::from_secs(2);
@@ -73,7 +73,7 @@ async fn bounded<T>(
 impl Db {
     /// Whether the server answers (and lets this user look up its databases), changing nothing:
     /// what `run` checks before it creates anything. Returns whether the database exists.
-    pub async fn reach(s: &DatabaseSettings) -> Result<bool, DbError> {
+    pub(crate) async fn reach(s: &DatabaseSettings) -> Result<bool, DbError> {
         let opts = options(s)?;
         let place = place_of(&opts);
         bounded(
@@ -158,7 +158,10 @@ impl Db {
 
     /// A pool on an existing audit log, as the connecting user: never creates the database and never migrates. A missing database is
     /// [`DbError::Missing`]; a database without the audit schema is [`DbError::NotMigrated`].
-    pub async fn open_existing(s: &DatabaseSettings, connections: u32) -> Result<Db, DbError> {
+    pub(crate) async fn open_existing(
+        s: &DatabaseSettings,
+        connections: u32,
+    ) -> Result<Db, DbError> {
         // No JIT: compiling a plan over every partition cost more (0.6 s) than a proof's reads.
         let opts = options(s)?.options([("jit", "off")]);
         let place = place_of(&opts);
@@ -202,12 +205,12 @@ impl Db {
     }
 
     /// The client-side bound of one batch write.
-    pub fn write_timeout(&self) -> Duration {
+    pub(crate) fn write_timeout(&self) -> Duration {
         self.write_timeout
     }
 
     /// A connection of the pool, within the pool's acquire timeout (the connect timeout).
-    pub async fn acquire(&self) -> Result<PoolConnection<Postgres>, DbError> {
+    pub(crate) async fn acquire(&self) -> Result<PoolConnection<Postgres>, DbError> {
         self.pool
             .acquire()
             .await
@@ -217,7 +220,7 @@ impl Db {
 
     /// The error of a call cut off after `after`. The caller must [`forget`] the connection
     /// the call was using.
-    pub fn timed_out(&self, action: &'static str, after: Duration) -> DbError {
+    pub(crate) fn timed_out(&self, action: &'static str, after: Duration) -> DbError {
         DbError::Timeout {
             action,
             place: self.place.clone(),
@@ -225,7 +228,7 @@ impl Db {
         }
     }
 
-    pub fn pool(&self) -> &PgPool {
+    pub(crate) fn pool(&self) -> &PgPool {
         &self.pool
     }
 
@@ -235,7 +238,7 @@ impl Db {
     }
 
     /// Monthly partitions from last month to three months ahead.
-    pub async fn ensure_partitions(&self, now: DateTime<Utc>) -> Result<i32, DbError> {
+    pub(crate) async fn ensure_partitions(&self, now: DateTime<Utc>) -> Result<i32, DbError> {
         sqlx::query_scalar("SELECT audit.ensure_partitions($1 - interval '1 month', 5)")
             .bind(now)
             .fetch_one(&self.pool)
@@ -250,7 +253,7 @@ impl Db {
     /// (hours), and the retry of the same batch would wait on them. Runs with the session's own
     /// login role (`SET LOCAL ROLE NONE`: the writer role may not end sessions); bounded by two
     /// seconds; a failure is logged, and the server's own timeouts remain the fallback.
-    pub async fn end_session(&self, pid: i32) {
+    pub(crate) async fn end_session(&self, pid: i32) {
         let end = async {
             let mut tx = self.pool.begin().await?;
             sqlx::query("SET LOCAL ROLE NONE").execute(&mut *tx).await?;
@@ -285,7 +288,7 @@ impl Db {
     /// Whether a connection answers a ping within two seconds. A connection that does not is
     /// forgotten, never returned to the pool (whose check on return would wait for ever on a
     /// silent network).
-    pub async fn ping(&self) -> bool {
+    pub(crate) async fn ping(&self) -> bool {
         let Ok(Ok(mut conn)) = tokio::time::timeout(PING_TIMEOUT, self.pool.acquire()).await else {
             return false;
         };
@@ -301,7 +304,7 @@ impl Db {
 
 /// The server process behind a connection: what [`Db::end_session`] needs if the connection
 /// later goes silent.
-pub async fn backend_pid(conn: &mut PgConnection) -> Result<i32, DbError> {
+pub(crate) async fn backend_pid(conn: &mut PgConnection) -> Result<i32, DbError> {
     sqlx::query_scalar("SELECT pg_backend_pid()")
         .fetch_one(conn)
         .await
@@ -312,12 +315,12 @@ pub async fn backend_pid(conn: &mut PgConnection) -> Result<i32, DbError> {
 /// a connection whose call was cut off by a timeout (its state is unknown, and the pool's check
 /// on return could wait for ever). The pool opens a replacement when it needs one; the server
 /// ends the session on its own (`idle_in_transaction_session_timeout`, or the closed socket).
-pub fn forget(conn: PoolConnection<Postgres>) {
+pub(crate) fn forget(conn: PoolConnection<Postgres>) {
     drop(conn.detach());
 }
 
 /// Drops a database (the demo's own, recreated at each start).
-pub async fn drop_database(url: &str) -> Result<(), DbError> {
+pub(crate) async fn drop_database(url: &str) -> Result<(), DbError> {
     Postgres::force_drop_database(url)
         .await
         .ctx("drop database")

@@ -26,7 +26,7 @@ pub enum Status {
 }
 
 impl Status {
-    pub const ALL: [Status; 5] = [
+    pub(crate) const ALL: [Status; 5] = [
         Status::Decoded,
         Status::Invalid,
         Status::UnknownVersion,
@@ -81,7 +81,7 @@ pub struct Verdict<'a> {
 
 impl Verdict<'_> {
     /// `(type, version)` of the event name; the version is `None` when the name has no suffix.
-    pub fn type_and_version(&self) -> (Option<&str>, Option<&str>) {
+    pub(crate) fn type_and_version(&self) -> (Option<&str>, Option<&str>) {
         match self.name.as_deref() {
             None => (None, None),
             Some(n) => match catalogue::split_name(n) {

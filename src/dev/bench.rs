@@ -24,7 +24,7 @@ fn nats(url: &str) -> NatsSettings {
 }
 
 /// Deletes a stream (benchmark clean-up).
-pub async fn delete_stream(nats_url: &str, stream: &str) -> anyhow::Result<()> {
+pub(crate) async fn delete_stream(nats_url: &str, stream: &str) -> anyhow::Result<()> {
     let bus = Bus::connect(&nats(nats_url)).await?;
     bus.js
         .delete_stream(stream)
@@ -35,7 +35,7 @@ pub async fn delete_stream(nats_url: &str, stream: &str) -> anyhow::Result<()> {
 
 /// Drains `stream` through a fresh durable consumer, acking every message and doing nothing
 /// else. Returns (messages, seconds from the first message to the last ack).
-pub async fn ack_only(
+pub(crate) async fn ack_only(
     nats_url: &str,
     stream: &str,
     consumer: &str,
@@ -81,7 +81,7 @@ pub async fn ack_only(
 /// Builds the rows the daemon would write for the same `Mix`, then times only the COPY into
 /// `audit.events` (batches of `batch` rows, one transaction each, as the daemon commits); with
 /// `through_sink`, times the same rows written by the daemon's sink, one batch at a time.
-pub async fn copy_ceiling(
+pub(crate) async fn copy_ceiling(
     database_url: &str,
     count: usize,
     seed: u64,

@@ -57,7 +57,7 @@ pub async fn run(
 }
 
 /// JetStream publishes with at most `size` of them awaiting their acknowledgement.
-pub struct Window<'a> {
+pub(crate) struct Window<'a> {
     bus: &'a Bus,
     inflight: VecDeque<async_nats::jetstream::context::PublishAckFuture>,
     size: usize,
@@ -73,7 +73,11 @@ impl<'a> Window<'a> {
     }
 
     /// Publishes one message, first waiting for the oldest ack when the window is full.
-    pub async fn publish(&mut self, subject: &str, payload: bytes::Bytes) -> anyhow::Result<()> {
+    pub(crate) async fn publish(
+        &mut self,
+        subject: &str,
+        payload: bytes::Bytes,
+    ) -> anyhow::Result<()> {
         let ack = self
             .bus
             .js
@@ -99,7 +103,7 @@ impl<'a> Window<'a> {
 }
 
 /// Creates the stream when missing (publishing may come before the daemon's first run).
-pub async fn ensure_stream(bus: &Bus, stream: &StreamSettings) -> anyhow::Result<()> {
+pub(crate) async fn ensure_stream(bus: &Bus, stream: &StreamSettings) -> anyhow::Result<()> {
     let binding = Binding {
         stream: stream.name.clone(),
         subjects: stream.subjects.clone(),

@@ -16,7 +16,7 @@ use crate::decode::verdict::Status;
 const MAX_DEPTH: usize = 8;
 
 /// Plausible event types of the real platform that the catalogue does not describe.
-pub const UNKNOWN_TYPES: &[&str] = &[
+pub(crate) const UNKNOWN_TYPES: &[&str] = &[
     "tech.kraken.workflow.created.v1-v1",
     "comms.sms.sent-v1",
     "comms.email.delivered-v1",
@@ -86,7 +86,7 @@ fn pick<'a>(rng: &mut impl Rng, options: &[&'a str]) -> &'a str {
 }
 
 /// An RFC 3339 UTC time `secs` after 2026-01-05T00:00:00Z, with milliseconds.
-pub fn rfc3339(secs: i64, millis: u32) -> String {
+pub(crate) fn rfc3339(secs: i64, millis: u32) -> String {
     const BASE: i64 = 1_767_571_200; // 2026-01-05T00:00:00Z
     DateTime::from_timestamp(BASE.saturating_add(secs), millis.min(999) * 1_000_000).map_or_else(
         || "2026-01-05T00:00:00.000Z".to_owned(),
@@ -95,7 +95,7 @@ pub fn rfc3339(secs: i64, millis: u32) -> String {
 }
 
 /// A UUID-v4-looking id (lower-case hex) drawn from `rng`.
-pub fn uuid(rng: &mut impl Rng) -> String {
+pub(crate) fn uuid(rng: &mut impl Rng) -> String {
     let a: u128 = rng.gen();
     let h = format!("{a:032x}");
     format!(
@@ -219,7 +219,7 @@ pub fn native(name: &str, id: &str, time: &str, payload: &Value) -> Vec<u8> {
 }
 
 /// A JSON value of a JSON type that `ty` does not accept (never null, never an object for a shape).
-pub fn wrong_type(ty: &TypeSpec) -> Value {
+pub(crate) fn wrong_type(ty: &TypeSpec) -> Value {
     match ty {
         TypeSpec::String => Value::from(42),
         TypeSpec::Integer | TypeSpec::Number => Value::from("42"),
@@ -273,7 +273,7 @@ impl Mix {
 
     /// Envelope times are the wall-clock time each message is generated (for `publish`, so the
     /// daemon's lag metric means something); everything else stays seeded.
-    pub fn live(mut self) -> Self {
+    pub(crate) fn live(mut self) -> Self {
         self.live = true;
         self
     }

@@ -18,14 +18,14 @@ use crate::decode::catalogue::{find_event, EventSpec};
 /// The time range of a drift report (bus time); observations are per batch, so a batch
 /// overlapping the range counts whole.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Range {
+pub(crate) struct Range {
     pub since: Option<DateTime<Utc>>,
     pub until: Option<DateTime<Utc>>,
 }
 
 /// One aggregate as the store groups it.
 #[derive(Debug, Clone)]
-pub struct Agg {
+pub(crate) struct Agg {
     pub what: String,
     pub event: String,
     pub status: String,
@@ -38,11 +38,11 @@ pub struct Agg {
     pub last: DateTime<Utc>,
 }
 
-pub type Rows = Vec<Agg>;
+pub(crate) type Rows = Vec<Agg>;
 
 /// When something was seen, and how often.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-pub struct Seen {
+pub(crate) struct Seen {
     pub count: u64,
     pub first_seen: DateTime<Utc>,
     pub last_seen: DateTime<Utc>,
@@ -66,7 +66,7 @@ impl Seen {
 
 /// An undeclared field of an event version.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-pub struct Undeclared {
+pub(crate) struct Undeclared {
     /// Array indexes folded to `*`.
     pub path: String,
     /// JSON kind → count.
@@ -77,7 +77,7 @@ pub struct Undeclared {
 
 /// A field error of invalid rows at one path.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-pub struct Problem {
+pub(crate) struct Problem {
     pub path: String,
     pub code: String,
     /// For type mismatches: the JSON kind found.
@@ -89,7 +89,7 @@ pub struct Problem {
 
 /// Drift of one event version.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-pub struct EventDrift {
+pub(crate) struct EventDrift {
     pub event: String,
     /// Rows by status.
     pub rows: BTreeMap<String, u64>,
@@ -105,7 +105,7 @@ pub struct EventDrift {
 
 /// An event name the catalogue does not know.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-pub struct Unknown {
+pub(crate) struct Unknown {
     pub event: String,
     #[serde(flatten)]
     pub seen: Seen,
@@ -113,7 +113,7 @@ pub struct Unknown {
 
 /// The whole report.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq, Default)]
-pub struct Drift {
+pub(crate) struct Drift {
     pub catalogue: String,
     pub events: Vec<EventDrift>,
     pub unknown_versions: Vec<Unknown>,
@@ -151,7 +151,7 @@ fn add_unknown(list: &mut Vec<Unknown>, a: &Agg) {
 }
 
 /// Assembles the report from the store's aggregates. Pure.
-pub fn assemble(rows: &[Agg], fingerprint: &str) -> Drift {
+pub(crate) fn assemble(rows: &[Agg], fingerprint: &str) -> Drift {
     let mut events: BTreeMap<String, EventDrift> = BTreeMap::new();
     let mut seen_bits: BTreeMap<String, u64> = BTreeMap::new();
     let mut out = Drift {
@@ -224,7 +224,7 @@ pub fn assemble(rows: &[Agg], fingerprint: &str) -> Drift {
 }
 
 /// A time given on the command line: RFC 3339, or a date (midnight UTC).
-pub fn parse_time(s: &str) -> Result<DateTime<Utc>, String> {
+pub(crate) fn parse_time(s: &str) -> Result<DateTime<Utc>, String> {
     if let Ok(t) = DateTime::parse_from_rfc3339(s) {
         return Ok(t.with_timezone(&Utc));
     }

@@ -29,7 +29,7 @@ fn problems(out: &mut String, title: &str, list: &[Problem]) {
 }
 
 /// The report as a table for a terminal.
-pub fn table(d: &Drift) -> String {
+pub(crate) fn table(d: &Drift) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "# drift against catalogue {}", d.catalogue);
     for e in &d.events {

@@ -8,7 +8,7 @@ use super::{Range, Rows};
 use crate::db::{Ctx, Db, DbError};
 
 /// Reads drift aggregates.
-pub struct DriftStore {
+pub(crate) struct DriftStore {
     db: Db,
 }
 
@@ -18,7 +18,7 @@ impl DriftStore {
     }
 
     /// Every aggregate of the range, grouped by (what, event, status, path, kind, code).
-    pub async fn rows(&self, range: &Range, fingerprint: &str) -> Result<Rows, DbError> {
+    pub(crate) async fn rows(&self, range: &Range, fingerprint: &str) -> Result<Rows, DbError> {
         let rows = sqlx::query(
             "SELECT what, event, status, path, kind, code, sum(count)::int8 AS n, \
                  min(first_at) AS first_at, max(last_at) AS last_at, \

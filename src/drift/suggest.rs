@@ -13,7 +13,7 @@ use crate::compat::{Catalogue, Field, Ty};
 
 /// A patch and what it leaves to a person.
 #[derive(Debug, Default)]
-pub struct Suggestion {
+pub(crate) struct Suggestion {
     /// Unified diff (empty when there is nothing to add).
     pub patch: String,
     pub notes: Vec<String>,
@@ -163,7 +163,12 @@ fn field_line(name: &str, ty: &str) -> String {
 }
 
 /// The suggestion for the catalogue `cat`, read from `events_toml` and `shapes_toml`.
-pub fn suggest(d: &Drift, cat: &Catalogue, events_toml: &str, shapes_toml: &str) -> Suggestion {
+pub(crate) fn suggest(
+    d: &Drift,
+    cat: &Catalogue,
+    events_toml: &str,
+    shapes_toml: &str,
+) -> Suggestion {
     let lines: Vec<&str> = events_toml.lines().collect();
     let mut out = Suggestion::default();
     let mut inserts: Vec<(usize, Vec<String>)> = Vec::new();

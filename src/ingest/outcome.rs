@@ -34,7 +34,7 @@ pub struct Totals {
 
 impl Totals {
     /// Seconds from the first message to the last ack.
-    pub fn busy_secs(&self) -> f64 {
+    pub(crate) fn busy_secs(&self) -> f64 {
         match (self.first, self.last) {
             (Some(a), Some(b)) => b.duration_since(a).as_secs_f64(),
             _ => 0.0,

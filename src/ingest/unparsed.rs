@@ -25,7 +25,7 @@ use crate::telemetry::metrics::Metrics;
 const LOOK_AHEAD: u64 = 64;
 
 /// What the watch needs.
-pub struct Watch {
+pub(crate) struct Watch {
     pub bus: Bus,
     pub binding: Binding,
     pub sink: Sink,
@@ -38,7 +38,7 @@ pub struct Watch {
 
 /// Polls the consumer every ack wait until `stop`; when its ack floor has not moved for two
 /// ack waits while messages await their ack, examines the messages past it.
-pub async fn watch(w: Watch, consumer: PullConsumer, stop: CancellationToken) {
+pub(crate) async fn watch(w: Watch, consumer: PullConsumer, stop: CancellationToken) {
     let every = w.binding.ack_wait.max(Duration::from_secs(1));
     let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

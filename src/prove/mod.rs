@@ -44,7 +44,7 @@ pub struct Bundle {
 
 /// Why no bundle could be made.
 #[derive(Debug, thiserror::Error)]
-pub enum ProveError {
+pub(crate) enum ProveError {
     #[error("the log holds no row {0}")]
     NotFound(String),
     #[error("row {what} (leaf {index}) is not yet covered by the checkpoint of size {size}; wait for the next checkpoint")]
@@ -60,7 +60,7 @@ fn hex(b: &[u8]) -> String {
 }
 
 /// What a query asks to prove.
-pub enum Query<'a> {
+pub(crate) enum Query<'a> {
     Event {
         stream: &'a str,
         seq: i64,
@@ -73,7 +73,7 @@ pub enum Query<'a> {
 }
 
 /// The bundle for `query` against the checkpoint `cp` (whose signed note is `note`).
-pub async fn prove(
+pub(crate) async fn prove(
     store: &TreeStore,
     query: Query<'_>,
     cp: &Checkpoint,

@@ -37,7 +37,7 @@ pub struct Closure {
 }
 
 impl Batch {
-    pub fn reference(&self) -> BatchRef {
+    pub(crate) fn reference(&self) -> BatchRef {
         BatchRef {
             id: self.id,
             supplier: self.supplier.clone(),
@@ -46,7 +46,7 @@ impl Batch {
     }
 
     /// The stored tolerances (checked at registration).
-    pub fn tolerances(&self) -> Vec<Tolerance> {
+    pub(crate) fn tolerances(&self) -> Vec<Tolerance> {
         self.tolerances
             .iter()
             .filter_map(|t| t.parse().ok())
@@ -54,7 +54,7 @@ impl Batch {
     }
 
     /// `ACME/week-1`.
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         format!("{}/{}", self.supplier, self.name)
     }
 }
@@ -71,7 +71,7 @@ pub enum Registered {
 }
 
 /// Why a batch name cannot be used.
-pub fn name_problem(name: &str) -> Option<&'static str> {
+pub(crate) fn name_problem(name: &str) -> Option<&'static str> {
     if name.trim().is_empty() {
         return Some("a batch name must not be empty");
     }
@@ -85,12 +85,12 @@ pub fn name_problem(name: &str) -> Option<&'static str> {
 }
 
 /// The scope of a batch's runs.
-pub fn batch_scope(id: i64) -> String {
+pub(crate) fn batch_scope(id: i64) -> String {
     format!("batch:{id}")
 }
 
 /// The scope of supplier-wide runs (the suppliers sorted).
-pub fn supplier_scope(suppliers: &[String]) -> String {
+pub(crate) fn supplier_scope(suppliers: &[String]) -> String {
     let mut s: Vec<&str> = suppliers.iter().map(String::as_str).collect();
     s.sort_unstable();
     s.dedup();
@@ -98,13 +98,13 @@ pub fn supplier_scope(suppliers: &[String]) -> String {
 }
 
 /// The scope of runs over an unregistered manifest (`--accounts FILE`).
-pub fn manifest_scope(sha256: &str) -> String {
+pub(crate) fn manifest_scope(sha256: &str) -> String {
     format!("manifest:{}", &sha256[..sha256.len().min(16)])
 }
 
 /// Since when a batch has been settled without interruption, from its completed runs newest
 /// first (`finished_at`, settled); `None` when its latest run is not settled.
-pub fn settled_since(runs: &[(DateTime<Utc>, bool)]) -> Option<DateTime<Utc>> {
+pub(crate) fn settled_since(runs: &[(DateTime<Utc>, bool)]) -> Option<DateTime<Utc>> {
     let mut since = None;
     for (at, settled) in runs {
         if !settled {
@@ -116,7 +116,7 @@ pub fn settled_since(runs: &[(DateTime<Utc>, bool)]) -> Option<DateTime<Utc>> {
 }
 
 /// Whether a batch settled since `since` closes at `now`.
-pub fn closes(since: Option<DateTime<Utc>>, now: DateTime<Utc>, after: Duration) -> bool {
+pub(crate) fn closes(since: Option<DateTime<Utc>>, now: DateTime<Utc>, after: Duration) -> bool {
     since.is_some_and(|t| now - t >= after)
 }
 

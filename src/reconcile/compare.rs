@@ -9,7 +9,7 @@ use crate::db::DbError;
 
 /// Why two runs cannot be compared.
 #[derive(Debug, thiserror::Error)]
-pub enum CompareError {
+pub(crate) enum CompareError {
     #[error(transparent)]
     Db(#[from] DbError),
     #[error("no reconciliation run {0}")]
@@ -42,7 +42,11 @@ async fn completed(store: &ReconcileStore, id: i64) -> Result<RunReport, Compare
 }
 
 /// The changes from run `from` to run `to` (the earlier first, whichever order is given).
-pub async fn between(store: &ReconcileStore, from: i64, to: i64) -> Result<Diff, CompareError> {
+pub(crate) async fn between(
+    store: &ReconcileStore,
+    from: i64,
+    to: i64,
+) -> Result<Diff, CompareError> {
     let (from, to) = (from.min(to), from.max(to));
     let (a, b) = (completed(store, from).await?, completed(store, to).await?);
     if a.scope != b.scope {
@@ -57,7 +61,7 @@ pub async fn between(store: &ReconcileStore, from: i64, to: i64) -> Result<Diff,
 }
 
 /// The changes between the latest two completed runs of `scope`.
-pub async fn latest_two(store: &ReconcileStore, scope: &str) -> Result<Diff, CompareError> {
+pub(crate) async fn latest_two(store: &ReconcileStore, scope: &str) -> Result<Diff, CompareError> {
     let last = store
         .previous_completed_run(scope, None)
         .await?
@@ -71,7 +75,7 @@ pub async fn latest_two(store: &ReconcileStore, scope: &str) -> Result<Diff, Com
 
 /// The changes since the completed run of `run`'s scope before it; `None` for a first run (or
 /// a run that could not complete).
-pub async fn since_previous(
+pub(crate) async fn since_previous(
     store: &ReconcileStore,
     run: &RunReport,
 ) -> Result<Option<Diff>, DbError> {

@@ -11,7 +11,7 @@ use serde::Serialize;
 use super::model::{AccountResult, RunReport};
 
 /// What a missing side is called in a transition.
-pub const NONE: &str = "(none)";
+pub(crate) const NONE: &str = "(none)";
 
 /// One account that changed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -28,11 +28,11 @@ pub struct Change {
 }
 
 impl Change {
-    pub fn verdict_changed(&self) -> bool {
+    pub(crate) fn verdict_changed(&self) -> bool {
         self.from != self.to
     }
 
-    pub fn registration_changed(&self) -> bool {
+    pub(crate) fn registration_changed(&self) -> bool {
         self.from_registration != self.to_registration
     }
 }
@@ -61,12 +61,12 @@ pub struct Diff {
 
 impl Diff {
     /// No account changed.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.changes.is_empty()
     }
 
     /// What the runs compared: `batch ACME/week-1`, else the scope (`scope suppliers:ACME`).
-    pub fn what(&self) -> String {
+    pub(crate) fn what(&self) -> String {
         match &self.batch {
             Some(b) => format!("batch {b}"),
             None => format!("scope {}", self.scope),
@@ -75,7 +75,7 @@ impl Diff {
 }
 
 /// `a → b`, either side `(none)` when absent.
-pub fn transition(a: Option<&str>, b: Option<&str>) -> String {
+pub(crate) fn transition(a: Option<&str>, b: Option<&str>) -> String {
     format!("{} → {}", a.unwrap_or(NONE), b.unwrap_or(NONE))
 }
 
@@ -88,7 +88,7 @@ fn registration(r: &AccountResult) -> Option<String> {
 }
 
 /// The changes from `a` (earlier) to `b` (later); the caller checks they share a scope.
-pub fn diff(a: &RunReport, b: &RunReport) -> Diff {
+pub(crate) fn diff(a: &RunReport, b: &RunReport) -> Diff {
     let before: HashMap<&str, &AccountResult> = a
         .results
         .iter()

@@ -12,7 +12,7 @@ use std::path::Path;
 use sha2::{Digest, Sha256};
 
 /// The prefix of an order line.
-pub const ORDER_PREFIX: &str = "order:";
+pub(crate) const ORDER_PREFIX: &str = "order:";
 
 /// The lists of one batch.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,7 +71,7 @@ impl Manifest {
     }
 
     /// SHA-256 (hex) of the sorted lists: equal for the same accounts and orders in any order.
-    pub fn sha256(&self) -> String {
+    pub(crate) fn sha256(&self) -> String {
         let mut h = Sha256::new();
         for a in self.accounts.iter().collect::<BTreeSet<_>>() {
             h.update(b"a\0");
@@ -89,7 +89,7 @@ impl Manifest {
 
 /// Writes `body` to `path`, created (or truncated) with mode 0600: the file holds account
 /// numbers or a report (personal data).
-pub fn write_private(path: &Path, body: &[u8]) -> std::io::Result<()> {
+pub(crate) fn write_private(path: &Path, body: &[u8]) -> std::io::Result<()> {
     use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
     let mut f = std::fs::OpenOptions::new()
         .write(true)

@@ -48,7 +48,7 @@ use verdict::Platform;
 
 /// What to reconcile.
 #[derive(Debug, Clone)]
-pub struct Params {
+pub(crate) struct Params {
     pub suppliers: Vec<String>,
     /// The registered batch (its manifest in `manifest`).
     pub batch: Option<BatchRef>,
@@ -71,7 +71,7 @@ pub struct Params {
 
 /// Why a run could not complete.
 #[derive(Debug, thiserror::Error)]
-pub enum ReconcileError {
+pub(crate) enum ReconcileError {
     #[error(transparent)]
     Rest(#[from] RestError),
     #[error(transparent)]
@@ -79,7 +79,7 @@ pub enum ReconcileError {
 }
 
 /// Progress of the per-account requests, for a caller that shows it (the CLI's progress bar).
-pub trait Progress: Sync {
+pub(crate) trait Progress: Sync {
     /// `total` requests are about to be made.
     fn start(&self, _total: u64) {}
     /// One more answered.
@@ -89,7 +89,7 @@ pub trait Progress: Sync {
 }
 
 /// No progress shown (the daemon, tests).
-pub struct NoProgress;
+pub(crate) struct NoProgress;
 
 impl Progress for NoProgress {}
 
@@ -112,7 +112,7 @@ impl Params {
     }
 
     /// The daemon's scheduled supplier-wide run, looking back over the configured window.
-    pub fn scheduled(s: &ReconcileSettings) -> Params {
+    pub(crate) fn scheduled(s: &ReconcileSettings) -> Params {
         let mut p = Params::new(s.suppliers.clone(), s.grace.chrono(), "daemon");
         p.registration_grace = s.registration_grace.chrono();
         p.since = s
@@ -122,7 +122,7 @@ impl Params {
     }
 
     /// A run of batch `b` (its manifest and tolerances; meter points followed up).
-    pub fn for_batch(mut self, b: &batch::Batch, manifest: Manifest) -> Params {
+    pub(crate) fn for_batch(mut self, b: &batch::Batch, manifest: Manifest) -> Params {
         self.suppliers = vec![b.supplier.clone()];
         self.batch = Some(b.reference());
         self.manifest = Some(manifest);
@@ -132,7 +132,7 @@ impl Params {
     }
 
     /// The scope whose runs compare with this one.
-    pub fn scope(&self) -> String {
+    pub(crate) fn scope(&self) -> String {
         match (&self.batch, &self.manifest) {
             (Some(b), _) => batch::batch_scope(b.id),
             (None, Some(m)) => batch::manifest_scope(&m.sha256()),
@@ -178,7 +178,7 @@ fn rest_summary(client: &RestClient) -> RestSummary {
 }
 
 /// Runs one reconciliation (nothing stored).
-pub async fn reconcile(
+pub(crate) async fn reconcile(
     store: &ReconcileStore,
     client: &RestClient,
     p: &Params,
@@ -391,7 +391,7 @@ fn in_window(
 /// Runs and stores; never fails: a run that could not complete is reported (and stored when
 /// the database allows) as `incomplete` with its error. The metrics are derived from the
 /// stored runs ([`poll`]), whichever process made them.
-pub async fn execute(
+pub(crate) async fn execute(
     store: &ReconcileStore,
     client: &RestClient,
     p: &Params,
@@ -427,7 +427,7 @@ pub async fn execute(
 
 /// Closes batch `b` when it has been settled (outcome `ok`, every registration `registered`)
 /// for at least `after`; returns the settling run when it closed.
-pub async fn close_if_settled(
+pub(crate) async fn close_if_settled(
     store: &ReconcileStore,
     b: &batch::Batch,
     after: Duration,

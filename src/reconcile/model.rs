@@ -81,7 +81,7 @@ impl Outcome {
         }
     }
 
-    pub fn exit_code(self) -> u8 {
+    pub(crate) fn exit_code(self) -> u8 {
         match self {
             Outcome::Ok => 0,
             Outcome::Mismatches => 1,
@@ -122,7 +122,7 @@ impl std::str::FromStr for Tolerance {
 }
 
 /// Accounts per verdict, every verdict present (zero when none).
-pub fn count(results: &[AccountResult]) -> BTreeMap<String, u64> {
+pub(crate) fn count(results: &[AccountResult]) -> BTreeMap<String, u64> {
     let mut counts: BTreeMap<String, u64> = Verdict::ALL
         .iter()
         .map(|v| (v.as_str().to_owned(), 0))
@@ -134,7 +134,7 @@ pub fn count(results: &[AccountResult]) -> BTreeMap<String, u64> {
 }
 
 /// The outcome of a completed run with these counts and tolerances.
-pub fn outcome(counts: &BTreeMap<String, u64>, tolerances: &[Tolerance]) -> Outcome {
+pub(crate) fn outcome(counts: &BTreeMap<String, u64>, tolerances: &[Tolerance]) -> Outcome {
     let allowed = |v: Verdict, n: u64| {
         tolerances
             .iter()
@@ -163,7 +163,7 @@ pub fn outcome(counts: &BTreeMap<String, u64>, tolerances: &[Tolerance]) -> Outc
 
 /// Accounts per registration state, every state present (zero when none); empty when no
 /// meter points were read.
-pub fn count_registrations(results: &[AccountResult]) -> BTreeMap<String, u64> {
+pub(crate) fn count_registrations(results: &[AccountResult]) -> BTreeMap<String, u64> {
     if results.iter().all(|r| r.registration.is_none()) {
         return BTreeMap::new();
     }
@@ -179,7 +179,7 @@ pub fn count_registrations(results: &[AccountResult]) -> BTreeMap<String, u64> {
 
 /// Whether a run's accounts are all settled: outcome `ok` (every account matched or tolerated)
 /// and every registration read is `registered`.
-pub fn settled(outcome: Outcome, registrations: &BTreeMap<String, u64>) -> bool {
+pub(crate) fn settled(outcome: Outcome, registrations: &BTreeMap<String, u64>) -> bool {
     outcome == Outcome::Ok
         && registrations
             .iter()
@@ -232,7 +232,7 @@ pub struct RunReport {
 
 impl RunReport {
     /// The counts, in the vocabulary's order, zeros left out.
-    pub fn nonzero_counts(&self) -> Vec<(&str, u64)> {
+    pub(crate) fn nonzero_counts(&self) -> Vec<(&str, u64)> {
         let mut out: Vec<(&str, u64)> = Verdict::ALL
             .iter()
             .filter_map(|v| {
@@ -249,7 +249,7 @@ impl RunReport {
     }
 
     /// Accounts per registration state, in the vocabulary's order, zeros left out.
-    pub fn nonzero_registrations(&self) -> Vec<(&str, u64)> {
+    pub(crate) fn nonzero_registrations(&self) -> Vec<(&str, u64)> {
         let mut out: Vec<(&str, u64)> = Registration::ALL
             .iter()
             .filter_map(|r| {
@@ -271,7 +271,7 @@ impl RunReport {
 
     /// Order-process events per outcome, zeros left out (`no_event 0`: every listed order
     /// has events).
-    pub fn nonzero_orders(&self) -> Vec<(&str, u64)> {
+    pub(crate) fn nonzero_orders(&self) -> Vec<(&str, u64)> {
         self.order_processes
             .iter()
             .filter(|(_, &n)| n > 0)
@@ -282,7 +282,7 @@ impl RunReport {
 
 /// One stored run without its results (the history).
 #[derive(Debug, Clone, Serialize)]
-pub struct RunSummary {
+pub(crate) struct RunSummary {
     pub run_id: i64,
     pub scope: String,
     /// The batch's name, for a batch run.

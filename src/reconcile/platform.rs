@@ -25,7 +25,7 @@ use super::verdict::Platform;
 
 /// What one supplier's lists say about an account.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Listed {
+pub(crate) enum Listed {
     Imported {
         number: Option<String>,
         created_at: Option<DateTime<Utc>>,
@@ -38,12 +38,12 @@ pub enum Listed {
 
 /// The merged lists of every supplier, in the order the suppliers were named.
 #[derive(Debug, Default)]
-pub struct Lists {
+pub(crate) struct Lists {
     pub suppliers: Vec<HashMap<String, Listed>>,
 }
 
 /// Merges one supplier's three lists.
-pub fn merge(
+pub(crate) fn merge(
     all: Vec<ImportRecord>,
     pending: Vec<ImportRecord>,
     imported: Vec<ImportRecord>,
@@ -90,7 +90,10 @@ pub fn merge(
 }
 
 /// Reads and merges the lists of every supplier (three requests each, concurrently).
-pub async fn read_lists(client: &RestClient, suppliers: &[String]) -> Result<Lists, RestError> {
+pub(crate) async fn read_lists(
+    client: &RestClient,
+    suppliers: &[String],
+) -> Result<Lists, RestError> {
     let per = suppliers.iter().map(|s| async move {
         let (all, pending, imported) = tokio::try_join!(
             client.list(Endpoint::AllAccountImportProcesses, s),
@@ -106,7 +109,7 @@ pub async fn read_lists(client: &RestClient, suppliers: &[String]) -> Result<Lis
 
 impl Lists {
     /// The supplier whose lists show the account imported, else the first that lists it.
-    pub fn find(&self, ext: &str) -> Option<(usize, &Listed)> {
+    pub(crate) fn find(&self, ext: &str) -> Option<(usize, &Listed)> {
         let mut first = None;
         for (i, map) in self.suppliers.iter().enumerate() {
             match map.get(ext) {
@@ -119,21 +122,21 @@ impl Lists {
     }
 
     /// Every listed external account number (with repeats across suppliers).
-    pub fn accounts(&self) -> impl Iterator<Item = &String> {
+    pub(crate) fn accounts(&self) -> impl Iterator<Item = &String> {
         self.suppliers.iter().flat_map(|m| m.keys())
     }
 }
 
 /// The platform side of one account, and which supplier it belongs to.
 #[derive(Debug, Clone)]
-pub struct Resolved {
+pub(crate) struct Resolved {
     pub supplier: usize,
     pub platform: Platform,
     pub detail: Option<String>,
 }
 
 /// What the lists alone settle; `None` when the account must be asked.
-pub fn settled(
+pub(crate) fn settled(
     listed: Option<(usize, &Listed)>,
     has_event: bool,
     check_pending: bool,
@@ -165,7 +168,7 @@ pub fn settled(
 
 /// Asks `account-transfer-status` about one account the lists do not settle. Only a service
 /// that does not answer gives `unverified`; other errors stop the run.
-pub async fn ask(
+pub(crate) async fn ask(
     client: &RestClient,
     suppliers: &[String],
     ext: &str,

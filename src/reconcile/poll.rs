@@ -22,7 +22,7 @@ const OUTCOMES: [Outcome; 3] = [Outcome::Ok, Outcome::Mismatches, Outcome::Incom
 
 /// What the poller exported last time.
 #[derive(Default)]
-pub struct Poller {
+pub(crate) struct Poller {
     /// Runs counted so far per (supplier, batch, outcome).
     runs: HashMap<[String; 3], u64>,
     /// The (supplier, batch) pairs exported.
@@ -38,7 +38,7 @@ fn labels(s: &ScopeState) -> [String; 2] {
 
 impl Poller {
     /// Reads the stored runs once and updates `m`.
-    pub async fn poll(
+    pub(crate) async fn poll(
         &mut self,
         store: &ReconcileStore,
         m: &ReconcileMetrics,
@@ -52,7 +52,7 @@ impl Poller {
     }
 
     /// Exports `states`, removing the series of scopes no longer among them.
-    pub fn apply(&mut self, states: &[ScopeState], m: &ReconcileMetrics) {
+    pub(crate) fn apply(&mut self, states: &[ScopeState], m: &ReconcileMetrics) {
         let mut seen = HashSet::new();
         for s in states {
             let [supplier, batch] = labels(s);

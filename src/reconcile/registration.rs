@@ -43,7 +43,7 @@ pub enum Registration {
 
 impl Registration {
     /// Every state, in report order.
-    pub const ALL: [Registration; 8] = [
+    pub(crate) const ALL: [Registration; 8] = [
         Registration::Registered,
         Registration::InFlight,
         Registration::NeverRequested,
@@ -72,7 +72,7 @@ impl Registration {
     }
 
     /// Nothing left to follow up: registered (or still on its way, which is not yet a problem).
-    pub fn is_settled(self) -> bool {
+    pub(crate) fn is_settled(self) -> bool {
         self == Registration::Registered
     }
 
@@ -99,7 +99,7 @@ impl std::fmt::Display for Registration {
 
 /// The kinds of `lifecycle.join-supplier.*` events that move a registration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum JoinKind {
+pub(crate) enum JoinKind {
     Requested,
     ActivationInitiated,
     Completed,
@@ -112,7 +112,7 @@ pub enum JoinKind {
 
 impl JoinKind {
     /// From the event type (`lifecycle.join-supplier.completed`); `None` for the others.
-    pub fn from_event_type(t: &str) -> Option<JoinKind> {
+    pub(crate) fn from_event_type(t: &str) -> Option<JoinKind> {
         Some(match t.strip_prefix("lifecycle.join-supplier.")? {
             "requested" => JoinKind::Requested,
             "activation.initiated" => JoinKind::ActivationInitiated,
@@ -129,7 +129,7 @@ impl JoinKind {
 
 /// One join-supplier event naming one meter point (an event naming two supply points is two).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct JoinEvent {
+pub(crate) struct JoinEvent {
     /// The platform account number.
     pub account_number: String,
     pub mpxn: String,
@@ -165,7 +165,7 @@ pub struct MeterPoint {
 }
 
 /// The verdict of one meter point from its join-supplier events (any order).
-pub fn decide(
+pub(crate) fn decide(
     mpxn: &str,
     status: &str,
     events: &[&JoinEvent],
@@ -214,7 +214,7 @@ pub fn decide(
 }
 
 /// An account's registration: its worst meter point; `no_meter_points` when there is none.
-pub fn rollup(points: &[MeterPoint]) -> Registration {
+pub(crate) fn rollup(points: &[MeterPoint]) -> Registration {
     points
         .iter()
         .filter_map(|p| p.registration)
@@ -223,7 +223,7 @@ pub fn rollup(points: &[MeterPoint]) -> Registration {
 }
 
 /// A short explanation of the meter points that are not registered, for the detail column.
-pub fn explain(points: &[MeterPoint], now: DateTime<Utc>) -> Option<String> {
+pub(crate) fn explain(points: &[MeterPoint], now: DateTime<Utc>) -> Option<String> {
     let ago = |t: DateTime<Utc>| {
         let h = (now - t).num_hours();
         if h < 48 {

@@ -30,7 +30,7 @@ pub enum Format {
 
 impl Format {
     /// The format a file name's extension implies: `.html`/`.htm`, `.csv`, `.json`.
-    pub fn from_extension(path: &std::path::Path) -> Option<Format> {
+    pub(crate) fn from_extension(path: &std::path::Path) -> Option<Format> {
         match path.extension()?.to_str()?.to_ascii_lowercase().as_str() {
             "html" | "htm" => Some(Format::Html),
             "csv" => Some(Format::Csv),
@@ -49,7 +49,7 @@ impl Format {
         }
     }
 
-    pub fn content_type(self) -> &'static str {
+    pub(crate) fn content_type(self) -> &'static str {
         match self {
             Format::Table => "text/plain; charset=utf-8",
             Format::Json => "application/json",
@@ -70,7 +70,7 @@ pub fn render(r: &RunReport, format: Format, show_matched: bool, changes: Option
     }
 }
 
-pub fn json(r: &RunReport) -> String {
+pub(crate) fn json(r: &RunReport) -> String {
     let mut s = serde_json::to_string(r).unwrap_or_else(|_| "{}".into());
     s.push('\n');
     s
@@ -152,7 +152,7 @@ fn csv_cell(s: &str) -> String {
     }
 }
 
-pub fn csv(r: &RunReport) -> String {
+pub(crate) fn csv(r: &RunReport) -> String {
     let mut out = String::with_capacity(r.results.len() * 160 + 256);
     out.push_str(&COLUMNS.join(","));
     out.push_str("\r\n");
@@ -165,7 +165,7 @@ pub fn csv(r: &RunReport) -> String {
 }
 
 /// The one-line summary the CLI prints on stderr.
-pub fn summary(r: &RunReport) -> String {
+pub(crate) fn summary(r: &RunReport) -> String {
     let counts: Vec<String> = r
         .nonzero_counts()
         .iter()
@@ -223,7 +223,7 @@ fn pad(out: &mut String, rows: &[Vec<String>]) {
     }
 }
 
-pub fn table(r: &RunReport, show_matched: bool) -> String {
+pub(crate) fn table(r: &RunReport, show_matched: bool) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -317,7 +317,7 @@ pub fn table(r: &RunReport, show_matched: bool) -> String {
 }
 
 /// HTML-escapes text.
-pub fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

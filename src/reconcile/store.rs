@@ -23,7 +23,7 @@ pub use runs::ScopeState;
 
 /// An account's latest `data_import.import_process.*` event.
 #[derive(Debug, Clone)]
-pub struct OutcomeRow {
+pub(crate) struct OutcomeRow {
     pub external: String,
     pub event_type: String,
     pub event_id: Option<String>,
@@ -33,7 +33,7 @@ pub struct OutcomeRow {
 
 /// One event of an account's timeline.
 #[derive(Debug, Clone, Serialize)]
-pub struct TimelineEntry {
+pub(crate) struct TimelineEntry {
     pub occurred_at: Option<DateTime<Utc>>,
     pub published_at: DateTime<Utc>,
     pub event: Option<String>,
@@ -53,17 +53,19 @@ pub struct TimelineEntry {
 mod field {
     use crate::decode::catalogue::fields as f;
 
-    pub const EXTERNAL_IDENTIFIER: &str =
+    pub(crate) const EXTERNAL_IDENTIFIER: &str =
         f::data_import_import_process_complete_v1::EXTERNAL_IDENTIFIER;
-    pub const IDENTIFIER: &str = f::data_import_import_process_complete_v1::IDENTIFIER;
-    pub const IS_IMPORTED: &str = f::account_created_v1::IS_IMPORTED;
-    pub const EXTERNAL_ORDER_ID: &str = f::data_import_order_process_complete_v1::EXTERNAL_ORDER_ID;
-    pub const REQUESTED_AT: &str = f::lifecycle_join_supplier_requested_v1::REQUESTED_AT;
-    pub const JOIN_SUPPLIER_PROCESS_NUMBER: &str =
+    pub(crate) const IDENTIFIER: &str = f::data_import_import_process_complete_v1::IDENTIFIER;
+    pub(crate) const IS_IMPORTED: &str = f::account_created_v1::IS_IMPORTED;
+    pub(crate) const EXTERNAL_ORDER_ID: &str =
+        f::data_import_order_process_complete_v1::EXTERNAL_ORDER_ID;
+    pub(crate) const REQUESTED_AT: &str = f::lifecycle_join_supplier_requested_v1::REQUESTED_AT;
+    pub(crate) const JOIN_SUPPLIER_PROCESS_NUMBER: &str =
         f::lifecycle_join_supplier_requested_v1::JOIN_SUPPLIER_PROCESS_NUMBER;
-    pub const SUPPLY_POINTS: &str = f::lifecycle_join_supplier_requested_v1::SUPPLY_POINTS;
-    pub const SUPPLY_POINT: &str = f::lifecycle_join_supplier_activation_initiated_v1::SUPPLY_POINT;
-    pub const SUPPLY_POINT_ID: &str =
+    pub(crate) const SUPPLY_POINTS: &str = f::lifecycle_join_supplier_requested_v1::SUPPLY_POINTS;
+    pub(crate) const SUPPLY_POINT: &str =
+        f::lifecycle_join_supplier_activation_initiated_v1::SUPPLY_POINT;
+    pub(crate) const SUPPLY_POINT_ID: &str =
         f::shapes::lifecycle_join_supplier_supplypoint::EXTERNAL_IDENTIFIER;
 }
 use field::{
@@ -107,7 +109,7 @@ impl ReconcileStore {
 
     /// The latest outcome event per external account number (by envelope time, then stream
     /// order), in `[since, until)`, for `accounts` only when given.
-    pub async fn import_outcomes(
+    pub(crate) async fn import_outcomes(
         &self,
         since: Option<DateTime<Utc>>,
         until: Option<DateTime<Utc>>,
@@ -147,7 +149,7 @@ impl ReconcileStore {
 
     /// `data_import.order_process.*` events in the window by outcome (`complete`, `error`,
     /// `cancelled`), duplicates of an envelope id left out.
-    pub async fn order_outcome_counts(
+    pub(crate) async fn order_outcome_counts(
         &self,
         since: Option<DateTime<Utc>>,
         until: Option<DateTime<Utc>>,
@@ -170,7 +172,7 @@ impl ReconcileStore {
     }
 
     /// Which of `numbers` have a decoded `account.created` event with `is_imported: true`.
-    pub async fn imported_account_created(
+    pub(crate) async fn imported_account_created(
         &self,
         numbers: &[String],
     ) -> Result<HashSet<String>, DbError> {
@@ -192,7 +194,7 @@ impl ReconcileStore {
 
     /// Order-process events of the listed external order ids, in the window, by outcome;
     /// `no_event` counts the listed orders without any (duplicates of an envelope id left out).
-    pub async fn order_outcome_counts_for(
+    pub(crate) async fn order_outcome_counts_for(
         &self,
         since: Option<DateTime<Utc>>,
         until: Option<DateTime<Utc>>,
@@ -240,7 +242,7 @@ impl ReconcileStore {
     /// The decoded `lifecycle.join-supplier.*` events of these platform account numbers, one
     /// per supply point they name (`supply_points[]` or `supply_point`), duplicates of an
     /// envelope id left out.
-    pub async fn join_supplier_events(
+    pub(crate) async fn join_supplier_events(
         &self,
         numbers: &[String],
     ) -> Result<Vec<JoinEvent>, DbError> {
@@ -287,7 +289,7 @@ impl ReconcileStore {
     /// The events of one external account number, oldest first: its import-process events, and
     /// the events of the platform account numbers that its `complete` events or reconciliation
     /// results name.
-    pub async fn account_timeline(
+    pub(crate) async fn account_timeline(
         &self,
         external: &str,
         limit: i64,

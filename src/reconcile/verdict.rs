@@ -36,7 +36,7 @@ pub enum Verdict {
 
 impl Verdict {
     /// Every verdict, in report order.
-    pub const ALL: [Verdict; 14] = [
+    pub(crate) const ALL: [Verdict; 14] = [
         Verdict::Matched,
         Verdict::IdentifierMismatch,
         Verdict::MissingInPlatform,
@@ -86,7 +86,7 @@ impl std::fmt::Display for Verdict {
 /// The kind of an account's latest `data_import.import_process.*` event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum EventKind {
+pub(crate) enum EventKind {
     Complete,
     Error,
     Cancelled,
@@ -96,7 +96,7 @@ pub enum EventKind {
 
 impl EventKind {
     /// From the event type (`data_import.import_process.complete`); `None` for other types.
-    pub fn from_event_type(t: &str) -> Option<EventKind> {
+    pub(crate) fn from_event_type(t: &str) -> Option<EventKind> {
         match t.strip_prefix("data_import.import_process.")? {
             "complete" => Some(EventKind::Complete),
             "error" => Some(EventKind::Error),
@@ -117,7 +117,7 @@ impl EventKind {
         }
     }
 
-    pub fn is_dry_run(self) -> bool {
+    pub(crate) fn is_dry_run(self) -> bool {
         matches!(self, EventKind::DryRunComplete | EventKind::DryRunError)
     }
 }
@@ -146,7 +146,7 @@ pub enum Platform {
 
 impl Platform {
     /// The status word reports and the store use.
-    pub fn status(&self) -> &'static str {
+    pub(crate) fn status(&self) -> &'static str {
         match self {
             Platform::Imported { .. } => "imported",
             Platform::InProgress => "in_progress",
@@ -158,7 +158,7 @@ impl Platform {
         }
     }
 
-    pub fn account_number(&self) -> Option<&str> {
+    pub(crate) fn account_number(&self) -> Option<&str> {
         match self {
             Platform::Imported { account_number, .. } => account_number.as_deref(),
             _ => None,
@@ -168,7 +168,7 @@ impl Platform {
 
 /// The verdict for an account whose latest outcome event is `event` (kind and, for `complete`,
 /// its `identifier`) and whose platform status is `platform`, at `now` with `grace`.
-pub fn decide(
+pub(crate) fn decide(
     event: Option<(EventKind, Option<&str>)>,
     platform: &Platform,
     now: DateTime<Utc>,

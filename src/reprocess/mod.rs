@@ -119,7 +119,7 @@ impl Judge<'_> {
     }
 
     /// The new verdict of a stored row: (status, errors, unknown fields).
-    pub fn judge(&self, s: &Stored) -> (String, Option<String>, Option<String>) {
+    pub(crate) fn judge(&self, s: &Stored) -> (String, Option<String>, Option<String>) {
         // A message without an envelope was named by a header or its subject: its stored name.
         let name = s.event();
         let fallback = match s.envelope.as_deref() {
@@ -202,7 +202,7 @@ impl Tally {
 }
 
 /// A stored run to carry on: its id, where to start, and its recorded pages' transitions.
-pub struct RunStart {
+pub(crate) struct RunStart {
     pub id: i64,
     pub cursor: Cursor,
     pub done: Vec<Vec<Transition>>,
@@ -260,7 +260,7 @@ pub fn judge_page(judge: &Judge<'_>, fingerprint: &str, rows: &[Stored], run_id:
 /// Judges the selection again. `run`: `None` for a dry run (nothing written), else the run to
 /// write into. Pages of `page_size` rows; each page's changed verdicts and record are written in
 /// one transaction while the next page is read.
-pub async fn reprocess(
+pub(crate) async fn reprocess(
     store: &ReprocessStore,
     judge: &Judge<'_>,
     sel: &Selection,
@@ -331,7 +331,7 @@ pub async fn reprocess(
 }
 
 /// The outcome as text: totals, then per event the changed verdicts with examples.
-pub fn table(o: &Outcome) -> String {
+pub(crate) fn table(o: &Outcome) -> String {
     use std::fmt::Write;
     let mut out = String::new();
     let run = o

@@ -295,7 +295,7 @@ impl ReprocessStore {
 
     /// Closes a run that judged `rows` rows: digest of its re-verdict hashes in key order,
     /// chained to the previous closed run's hash.
-    pub async fn close(
+    pub(crate) async fn close(
         &self,
         run_id: i64,
         rows: u64,

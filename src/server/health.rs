@@ -13,7 +13,7 @@ use axum::Router;
 
 use crate::telemetry::health::{Health, Progress};
 
-pub fn router(health: Arc<Health>) -> Router {
+pub(crate) fn router(health: Arc<Health>) -> Router {
     Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))

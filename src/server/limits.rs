@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::HttpSettings;
 
 /// Descriptors kept free for everything but HTTP: the pool, NATS, the REST client, files.
-pub const RESERVED_DESCRIPTORS: u64 = 128;
+pub(crate) const RESERVED_DESCRIPTORS: u64 = 128;
 
 /// The listener's limits, from the settings.
 #[derive(Debug, Clone, Copy)]
@@ -33,7 +33,7 @@ pub struct Limits {
 }
 
 impl Limits {
-    pub fn from_settings(s: &HttpSettings) -> Limits {
+    pub(crate) fn from_settings(s: &HttpSettings) -> Limits {
         Limits {
             header_timeout: s.header_timeout.get(),
             idle_timeout: s.idle_timeout.get(),
@@ -54,7 +54,7 @@ pub struct DescriptorError {
 
 /// Raises the soft open-file limit to the hard one and checks that `cap` HTTP connections
 /// leave [`RESERVED_DESCRIPTORS`] free. Returns the soft limit.
-pub fn reserve_descriptors(cap: usize) -> Result<u64, DescriptorError> {
+pub(crate) fn reserve_descriptors(cap: usize) -> Result<u64, DescriptorError> {
     let mut lim = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
@@ -87,7 +87,7 @@ fn now_ms(origin: Instant) -> i64 {
 
 /// One served connection, as the listener sees it.
 #[derive(Clone)]
-pub struct Slot {
+pub(crate) struct Slot {
     /// Requests in progress on it.
     pub busy: Arc<AtomicUsize>,
     /// Milliseconds (since the listener started) of its last byte either way.
@@ -98,7 +98,7 @@ pub struct Slot {
 }
 
 /// The connections being served, for the cap.
-pub struct Slots {
+pub(crate) struct Slots {
     origin: Instant,
     next: AtomicI64,
     open: Mutex<HashMap<i64, Slot>>,
@@ -114,13 +114,13 @@ impl Slots {
     }
 
     /// Milliseconds since the listener started.
-    pub fn now(&self) -> i64 {
+    pub(crate) fn now(&self) -> i64 {
         now_ms(self.origin)
     }
 
     /// A slot for a new connection, making room at the cap by closing the oldest connection
     /// that serves no request; `None` when every one is busy.
-    pub fn admit(&self, cap: usize) -> Option<(i64, Slot)> {
+    pub(crate) fn admit(&self, cap: usize) -> Option<(i64, Slot)> {
         let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
         if open.len() >= cap {
             let oldest = open
@@ -143,19 +143,15 @@ impl Slots {
         Some((id, slot))
     }
 
-    pub fn release(&self, id: i64) {
+    pub(crate) fn release(&self, id: i64) {
         self.open
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .remove(&id);
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.open.lock().unwrap_or_else(|e| e.into_inner()).len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 
@@ -166,7 +162,7 @@ impl Default for Slots {
 }
 
 /// A socket that notes when it last moved a byte.
-pub struct Watched {
+pub(crate) struct Watched {
     inner: TcpStream,
     last: Arc<AtomicI64>,
     origin: Instant,

@@ -12,10 +12,10 @@ use secrecy::{ExposeSecret, SecretString};
 use sha2::Sha256;
 
 /// The session cookie's name.
-pub const SESSION_COOKIE: &str = "event_audit_session";
+pub(crate) const SESSION_COOKIE: &str = "event_audit_session";
 
 /// No link or session is valid further ahead than this.
-pub const MAX_TTL: Duration = Duration::days(1);
+pub(crate) const MAX_TTL: Duration = Duration::days(1);
 
 fn mac(token: &SecretString, purpose: &str, message: &str) -> Hmac<Sha256> {
     // HMAC accepts keys of any length: `new_from_slice` cannot fail.
@@ -55,7 +55,7 @@ pub fn sign(token: &SecretString, path_and_query: &str, expires: DateTime<Utc>) 
 }
 
 /// A full link: `base` (the daemon's public URL) and the signed path, valid for `ttl`.
-pub fn link(
+pub(crate) fn link(
     base: &str,
     token: &SecretString,
     path_and_query: &str,
@@ -72,7 +72,7 @@ pub fn link(
 
 /// When a signed request to `path` with raw `query` expires, if its signature holds and it
 /// has not expired.
-pub fn verify_link(
+pub(crate) fn verify_link(
     token: &SecretString,
     path: &str,
     query: &str,
@@ -97,7 +97,11 @@ pub fn verify_link(
 }
 
 /// The `Set-Cookie` value of a session that ends at `expires`.
-pub fn session_cookie(token: &SecretString, expires: DateTime<Utc>, now: DateTime<Utc>) -> String {
+pub(crate) fn session_cookie(
+    token: &SecretString,
+    expires: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> String {
     let at = expires.timestamp();
     let sig = hex(&mac(token, "session", &at.to_string())
         .finalize()
@@ -109,7 +113,7 @@ pub fn session_cookie(token: &SecretString, expires: DateTime<Utc>, now: DateTim
 }
 
 /// Whether a `Cookie` header holds a valid, unexpired session.
-pub fn session_ok(token: &SecretString, cookie_header: &str, now: DateTime<Utc>) -> bool {
+pub(crate) fn session_ok(token: &SecretString, cookie_header: &str, now: DateTime<Utc>) -> bool {
     cookie_header
         .split(';')
         .filter_map(|c| c.trim().strip_prefix(SESSION_COOKIE)?.strip_prefix('='))

@@ -26,7 +26,11 @@ use crate::telemetry::health::Health;
 use crate::telemetry::metrics::Registry;
 
 /// The whole listener: health, metrics, reports, and an index page.
-pub fn router(health: Arc<Health>, registry: Registry, reports: reports::ReportState) -> Router {
+pub(crate) fn router(
+    health: Arc<Health>,
+    registry: Registry,
+    reports: reports::ReportState,
+) -> Router {
     Router::new()
         .route("/", get(index))
         .merge(health::router(health))

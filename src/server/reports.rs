@@ -32,19 +32,19 @@ use crate::reconcile::store::ReconcileStore;
 
 /// What the report routes need: the reconciliation store and the token, nothing else.
 #[derive(Clone)]
-pub struct ReportState {
+pub(crate) struct ReportState {
     pub store: ReconcileStore,
     /// The bearer token the routes require; open when `None`.
     pub token: ReportToken,
 }
 
-pub const MAX_QUERY: usize = 2048;
+pub(crate) const MAX_QUERY: usize = 2048;
 const MAX_ACCOUNT: usize = 256;
 const MAX_RUNS: i64 = 1_000;
 const MAX_EVENTS: i64 = 10_000;
 
 /// The report routes, guarded.
-pub fn router(state: ReportState) -> Router {
+pub(crate) fn router(state: ReportState) -> Router {
     Router::new()
         .route("/reports/reconciliation", get(latest))
         .route("/reports/reconciliation/runs", get(runs))
@@ -66,7 +66,7 @@ fn ct_eq(a: &[u8], b: &[u8]) -> bool {
 }
 
 /// Whether `header` is `Bearer <token>`.
-pub fn bearer_ok(header: Option<&HeaderValue>, token: &SecretString) -> bool {
+pub(crate) fn bearer_ok(header: Option<&HeaderValue>, token: &SecretString) -> bool {
     let Some(value) = header.and_then(|h| h.to_str().ok()) else {
         return false;
     };
@@ -373,7 +373,7 @@ async fn timeline(
 }
 
 /// The report token from a file, or else the environment (`EVENT_AUDIT_REPORT_TOKEN`).
-pub type ReportToken = Option<Arc<SecretString>>;
+pub(crate) type ReportToken = Option<Arc<SecretString>>;
 
 #[cfg(test)]
 mod tests {

@@ -14,7 +14,7 @@ use super::metrics::{counter, counter_vec, gauge, gauge_vec, Registry};
 
 /// How ingest is doing, as `/readyz` reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Progress {
+pub(crate) enum Progress {
     /// Nothing in hand, or commits within the stall timeout.
     Flowing,
     /// Batches in hand and no commit for `secs` seconds (more than the stall timeout).
@@ -25,7 +25,7 @@ pub enum Progress {
 
 /// What `/readyz` reports.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Readiness {
+pub(crate) struct Readiness {
     pub nats: bool,
     pub postgres: bool,
     pub consumer_bound: bool,
@@ -33,7 +33,7 @@ pub struct Readiness {
 }
 
 impl Readiness {
-    pub fn ready(&self) -> bool {
+    pub(crate) fn ready(&self) -> bool {
         self.nats && self.postgres && self.consumer_bound && self.ingest == Progress::Flowing
     }
 }
@@ -129,7 +129,7 @@ impl Health {
     }
 
     /// The stall timeout of readiness (`ingest.stall_timeout`).
-    pub fn set_stall_timeout(&self, d: Duration) {
+    pub(crate) fn set_stall_timeout(&self, d: Duration) {
         self.stall_after_ms.store(
             i64::try_from(d.as_millis()).unwrap_or(i64::MAX),
             Ordering::SeqCst,
@@ -137,24 +137,24 @@ impl Health {
     }
 
     /// Written by the database prober only.
-    pub fn set_postgres(&self, up: bool) {
+    pub(crate) fn set_postgres(&self, up: bool) {
         self.postgres.store(up, Ordering::SeqCst);
         self.up.with_label_values(&["postgres"]).set(i64::from(up));
     }
 
     /// Written by the NATS prober only.
-    pub fn set_nats(&self, up: bool) {
+    pub(crate) fn set_nats(&self, up: bool) {
         self.nats.store(up, Ordering::SeqCst);
         self.up.with_label_values(&["nats"]).set(i64::from(up));
     }
 
     /// Written by the ingest pipeline only: whether its message stream is open.
-    pub fn set_bound(&self, bound: bool) {
+    pub(crate) fn set_bound(&self, bound: bool) {
         self.bound.store(bound, Ordering::SeqCst);
     }
 
     /// Written by the ingest pipeline: a batch came into hand.
-    pub fn batch_taken(&self) {
+    pub(crate) fn batch_taken(&self) {
         if self.in_hand.fetch_add(1, Ordering::SeqCst) == 0 {
             self.waiting_since_ms.store(now_ms(), Ordering::SeqCst);
         }
@@ -162,13 +162,13 @@ impl Health {
     }
 
     /// Written by the ingest pipeline: a batch in hand was given up (not committed, not acked).
-    pub fn batch_dropped(&self) {
+    pub(crate) fn batch_dropped(&self) {
         self.in_hand.fetch_sub(1, Ordering::SeqCst);
         self.uncommitted.dec();
     }
 
     /// Written by the ingest pipeline only, after each commit.
-    pub fn committed(&self, at: chrono::DateTime<chrono::Utc>) {
+    pub(crate) fn committed(&self, at: chrono::DateTime<chrono::Utc>) {
         let ms = at.timestamp_millis();
         self.last_commit_ms.store(ms, Ordering::SeqCst);
         self.waiting_since_ms.store(ms, Ordering::SeqCst);
@@ -176,29 +176,21 @@ impl Health {
     }
 
     /// Written by the ingest pipeline: a batch in hand committed.
-    pub fn batch_committed(&self, at: chrono::DateTime<chrono::Utc>) {
+    pub(crate) fn batch_committed(&self, at: chrono::DateTime<chrono::Utc>) {
         self.committed(at);
         self.in_hand.fetch_sub(1, Ordering::SeqCst);
         self.uncommitted.dec();
     }
 
     /// A failed batch write, by class (`transient`, `data`, `duplicate`, `permanent`).
-    pub fn db_error(&self, class: &str) {
+    pub(crate) fn db_error(&self, class: &str) {
         self.db_errors.with_label_values(&[class]).inc();
     }
 
     /// Written by the ingest pipeline: a permanent failure; readiness fails from now on.
-    pub fn fail(&self, reason: String) {
+    pub(crate) fn fail(&self, reason: String) {
         let mut f = self.failure.lock().unwrap_or_else(|e| e.into_inner());
         f.get_or_insert(reason);
-    }
-
-    /// The last commit, if any.
-    pub fn last_commit(&self) -> Option<chrono::DateTime<chrono::Utc>> {
-        match self.last_commit_ms.load(Ordering::SeqCst) {
-            0 => None,
-            ms => chrono::DateTime::from_timestamp_millis(ms),
-        }
     }
 
     fn progress(&self) -> Progress {
@@ -221,7 +213,7 @@ impl Health {
         Progress::Flowing
     }
 
-    pub fn readiness(&self) -> Readiness {
+    pub(crate) fn readiness(&self) -> Readiness {
         Readiness {
             nats: self.nats.load(Ordering::SeqCst),
             postgres: self.postgres.load(Ordering::SeqCst),

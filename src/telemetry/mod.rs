@@ -20,7 +20,7 @@ fn capped(meta: &tracing::Metadata<'_>) -> bool {
 
 /// The filter without `RUST_LOG`: INFO, with SQL statement logs and the NATS client's own
 /// lines at WARN (its connection events are logged by `ingest::source`, a clean close at DEBUG).
-pub const DEFAULT_FILTER: &str = "info,sqlx=warn,async_nats=warn";
+pub(crate) const DEFAULT_FILTER: &str = "info,sqlx=warn,async_nats=warn";
 
 /// Human-readable logs on stderr (coloured only on a terminal, never with `NO_COLOR`), or JSON
 /// lines; `RUST_LOG` filters (else `default`, normally [`DEFAULT_FILTER`]), and no setting lets

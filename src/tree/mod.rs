@@ -13,7 +13,7 @@ use crate::audit::tlog::{self, Frontier, Hash, Node};
 use crate::db::{Ctx, Db, DbError};
 
 /// The height step of the stored subtrees (the writer stores one per `2^8` leaves).
-pub const TILE_HEIGHT: u32 = 8;
+pub(crate) const TILE_HEIGHT: u32 = 8;
 
 /// A link with the tree after its batch.
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -54,7 +54,7 @@ fn to_hash(v: &[u8]) -> Result<Hash, DbError> {
 }
 
 /// How many chain links' rows one query reads when the tree is extended.
-pub const LINKS_PER_READ: usize = 64;
+pub(crate) const LINKS_PER_READ: usize = 64;
 
 /// Spans of one height at most this far apart are read in one query.
 const MERGE_GAP: u64 = 256;
@@ -82,12 +82,12 @@ impl TreeStore {
         TreeStore { db }
     }
 
-    pub fn db(&self) -> &Db {
+    pub(crate) fn db(&self) -> &Db {
         &self.db
     }
 
     /// The head's link and tree size.
-    pub async fn head(&self) -> Result<(i64, i64), DbError> {
+    pub(crate) async fn head(&self) -> Result<(i64, i64), DbError> {
         sqlx::query_as("SELECT link_seq, tree_size FROM audit.chain_head")
             .fetch_one(self.db.pool())
             .await
@@ -95,7 +95,7 @@ impl TreeStore {
     }
 
     /// The links from `after_size` on (those whose tree is larger), in order.
-    pub async fn links_after(&self, after_size: i64) -> Result<Vec<TreeLink>, DbError> {
+    pub(crate) async fn links_after(&self, after_size: i64) -> Result<Vec<TreeLink>, DbError> {
         sqlx::query_as(
             "SELECT link_seq, batch_id, row_count, tree_size, tree_root FROM audit.chain_links \
              WHERE tree_size > $1 OR tree_size IS NULL ORDER BY link_seq",
@@ -110,7 +110,7 @@ impl TreeStore {
     /// `batches`, in log order (link, then the batch's row order): one streamed query. The batch
     /// id bounds let PostgreSQL read one range of the batch index instead of probing it per link;
     /// the statement is planned with these values (not persistent), as the walk's COPY is.
-    pub fn leaves_of(
+    pub(crate) fn leaves_of(
         &self,
         first: i64,
         last: i64,
@@ -135,7 +135,7 @@ impl TreeStore {
     /// order, from the stored row hashes of the links covering them ([`LINKS_PER_READ`] links
     /// per query); `each` sees the tree after every leaf. An error when a link's rows are
     /// missing or no link ends at `to`.
-    pub async fn extend(
+    pub(crate) async fn extend(
         &self,
         tree: &mut Frontier,
         to: u64,
@@ -183,7 +183,7 @@ impl TreeStore {
     }
 
     /// Every stored subtree hash, by node.
-    pub async fn stored_nodes(&self) -> Result<HashMap<Node, Vec<u8>>, DbError> {
+    pub(crate) async fn stored_nodes(&self) -> Result<HashMap<Node, Vec<u8>>, DbError> {
         let rows: Vec<(i16, i64, Vec<u8>)> =
             sqlx::query_as("SELECT height, idx, hash FROM audit.tree_nodes")
                 .fetch_all(self.db.pool())
@@ -287,7 +287,7 @@ impl TreeStore {
     /// The hashes of `ranges` (the elements of a proof, or a root). The subtrees needed are
     /// read together: per base height, spans at most [`MERGE_GAP`] apart in one query (a
     /// proof's siblings below one stored height share a tile, so one read of its rows).
-    pub async fn ranges(&self, ranges: &[(u64, u64)]) -> Result<Vec<Hash>, DbError> {
+    pub(crate) async fn ranges(&self, ranges: &[(u64, u64)]) -> Result<Vec<Hash>, DbError> {
         let needed = tlog::nodes_needed(ranges);
         let mut spans: BTreeMap<u32, Vec<(u64, u64)>> = BTreeMap::new();
         for n in &needed {
@@ -360,7 +360,7 @@ impl TreeStore {
 
     /// The leaf indexes of an account's rows, with `occurred_at` within the bounds (RFC 3339
     /// texts, either may be empty).
-    pub async fn account_places(
+    pub(crate) async fn account_places(
         &self,
         account: &str,
         since: &str,

@@ -18,7 +18,7 @@ const FORMAT: &str = "event-audit-verify-state/1";
 
 /// One log's last checked checkpoint.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Checked {
+pub(crate) struct Checked {
     pub cp: Checkpoint,
     pub note: String,
     /// The tree's right edge at the checkpoint's size.
@@ -42,7 +42,7 @@ struct Entry {
 
 /// The state of one key's logs.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct AuditorState {
+pub(crate) struct AuditorState {
     pub logs: BTreeMap<String, Checked>,
 }
 
@@ -108,7 +108,7 @@ impl AuditorState {
     }
 
     /// Writes the state atomically (0600). Callers never lower it (see `verify::witness`).
-    pub fn save(&self, path: &Path, key: &PublicKey) -> std::io::Result<()> {
+    pub(crate) fn save(&self, path: &Path, key: &PublicKey) -> std::io::Result<()> {
         let f = File {
             format: FORMAT.into(),
             key: key.encode(),

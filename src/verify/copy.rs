@@ -11,7 +11,7 @@ const HEADER: &[u8] = b"PGCOPY\n\xff\r\n\0";
 const HEADER_LEN: usize = HEADER.len() + 8;
 /// The columns of a verify tuple: `link_seq`, then the columns of `audit.events` in
 /// [`crate::audit::columns::EVENTS`] order.
-pub const FIELDS: usize = 1 + crate::audit::columns::EVENTS.len();
+pub(crate) const FIELDS: usize = 1 + crate::audit::columns::EVENTS.len();
 
 /// Accumulates COPY chunks; yields whole tuples.
 #[derive(Default)]

@@ -18,7 +18,7 @@ type Key = (String, i64, DateTime<Utc>);
 
 /// One row carrying an envelope id that occurs more than once, in log order.
 #[derive(Debug, Clone)]
-pub struct Occurrence {
+pub(crate) struct Occurrence {
     pub event_id: String,
     pub key: Key,
     pub event_type: Option<String>,
@@ -58,7 +58,7 @@ fn row_break(key: &Key, why: String) -> Break {
 /// against what is stored. Pure. A finding's kind is recomputed by ingest's own rule
 /// ([`columns::same_event`]): the same event name and the same message, or the same payload
 /// value, make a duplicate; anything else a conflict.
-pub fn compare(occurrences: &[Occurrence], mut stored: HashMap<Key, Stored>) -> Vec<Break> {
+pub(crate) fn compare(occurrences: &[Occurrence], mut stored: HashMap<Key, Stored>) -> Vec<Break> {
     let mut breaks = Vec::new();
     let mut first: HashMap<&str, &Occurrence> = HashMap::new();
     for o in occurrences.iter().filter(|o| o.claims) {

@@ -82,7 +82,7 @@ pub struct Completeness {
 
 impl Completeness {
     /// Gaps (runs) of `kind`, over every stream.
-    pub fn count(&self, kind: GapKind) -> i64 {
+    pub(crate) fn count(&self, kind: GapKind) -> i64 {
         self.streams
             .iter()
             .flat_map(|s| &s.gaps)
@@ -91,7 +91,7 @@ impl Completeness {
     }
 
     /// The `missing` gaps as breaks.
-    pub fn breaks(&self) -> Vec<Break> {
+    pub(crate) fn breaks(&self) -> Vec<Break> {
         self.streams
             .iter()
             .flat_map(|s| {
@@ -145,7 +145,7 @@ fn carve(out: &mut Vec<Gap>, a: u64, b: u64, base: GapKind, deleted: &[u64]) {
 
 /// The gaps of one stream: every sequence from 1 to the later of the log's last and the bus's
 /// last that the log does not hold (`held`: ascending, disjoint runs).
-pub fn classify(held: &[[u64; 2]], bus: Option<&BusState>) -> Vec<Gap> {
+pub(crate) fn classify(held: &[[u64; 2]], bus: Option<&BusState>) -> Vec<Gap> {
     let log_max = held.last().map_or(0, |r| r[1]);
     let upper = bus.map_or(log_max, |b| b.last_seq.max(log_max));
     let mut absent = Vec::new();
@@ -196,7 +196,7 @@ pub fn classify(held: &[[u64; 2]], bus: Option<&BusState>) -> Vec<Gap> {
 }
 
 /// The state of `stream` on the bus, deleted sequences included; `None` when it does not exist.
-pub async fn bus_state(bus: &Bus, stream: &str) -> Result<Option<BusState>, GapsError> {
+pub(crate) async fn bus_state(bus: &Bus, stream: &str) -> Result<Option<BusState>, GapsError> {
     let fail = |message: String| GapsError::Info {
         stream: stream.to_owned(),
         message,

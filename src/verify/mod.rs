@@ -75,7 +75,7 @@ pub struct VerifyReport {
 
 /// How to walk.
 #[derive(Debug, Clone, Copy)]
-pub struct WalkOptions {
+pub(crate) struct WalkOptions {
     /// Connections streaming rows at once.
     pub workers: usize,
     /// Rehash the rows of links from this one on (the links before are still checked against
@@ -104,7 +104,7 @@ fn link_break(l: &LinkRow, why: String) -> Break {
 
 impl store::LastRun {
     /// Sets the verify metrics from this run (the chain poller's job).
-    pub fn export(&self, m: &ChainMetrics) {
+    pub(crate) fn export(&self, m: &ChainMetrics) {
         m.verify_ok.set(i64::from(self.ok));
         m.verify_time.set(self.verified_at.timestamp());
         m.verify_rows.set(self.rows);
@@ -126,7 +126,7 @@ impl store::LastRun {
 
 impl VerifyReport {
     /// Adds a break found outside the walk (e.g. in the re-verdicts of `reprocess`).
-    pub fn add_break(&mut self, why: String) {
+    pub(crate) fn add_break(&mut self, why: String) {
         self.breaks_total += 1;
         if self.breaks.len() < VERIFY_MAX_BREAKS {
             self.breaks.push(Break {
@@ -142,7 +142,7 @@ impl VerifyReport {
     }
 
     /// Adds the completeness report: every `missing` gap is a break.
-    pub fn add_completeness(&mut self, c: gaps::Completeness) {
+    pub(crate) fn add_completeness(&mut self, c: gaps::Completeness) {
         let missing = c.breaks();
         self.breaks_total += missing.len() as i64;
         self.breaks.extend(missing);
@@ -189,7 +189,7 @@ impl VerifyStore {
     /// Checks the links against each other and the head, rehashes the rows (see
     /// [`WalkOptions`]), handing each link's row hashes to `sink` in log order, and looks for
     /// rows outside the chain. Lists every break.
-    pub async fn walk(
+    pub(crate) async fn walk(
         &self,
         opts: WalkOptions,
         sink: Option<&mut dyn LeafSink>,

@@ -17,7 +17,7 @@ pub async fn check(db: &Db) -> Result<Option<String>, DbError> {
 
 /// [`check`], and the closed runs' end hashes in chain order as far as the chain holds (the
 /// leaves of the re-verdict runs' Merkle tree).
-pub async fn check_runs(db: &Db) -> Result<(Option<String>, Vec<[u8; 32]>), DbError> {
+pub(crate) async fn check_runs(db: &Db) -> Result<(Option<String>, Vec<[u8; 32]>), DbError> {
     let mut leaves = Vec::new();
     let why = walk(db, &mut leaves).await?;
     Ok((why, leaves))

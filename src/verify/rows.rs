@@ -35,7 +35,7 @@ fn recanon<T: serde::de::DeserializeOwned>(
 }
 
 /// The payload text a row's raw bytes carry, if any (the same extraction the writer did).
-pub fn payload_of(raw: &[u8]) -> Option<&str> {
+pub(crate) fn payload_of(raw: &[u8]) -> Option<&str> {
     match crate::decode::envelope::open(raw, Some("-")) {
         Ok(env) => Some(env.payload),
         Err(m) => m.payload,
@@ -46,7 +46,7 @@ pub fn payload_of(raw: &[u8]) -> Option<&str> {
 /// The row's canonical encoding rebuilt from its stored columns, handed to `f` (the walk hashes
 /// it, `prove` hands it out as leaf data); `None` when a JSON column no longer has its recorded
 /// shape. Also returns the payload text found in `raw` when the row has a payload column.
-pub fn with_canon<'a, T>(
+pub(crate) fn with_canon<'a, T>(
     row: &RowView<'a>,
     f: impl FnOnce(&Canon<'_>) -> T,
 ) -> Option<(T, Option<&'a str>)> {
@@ -86,7 +86,7 @@ pub fn with_canon<'a, T>(
 
 /// The canonical encoding of a stored row: the Merkle tree's leaf data (its SHA-256 is the row
 /// hash).
-pub fn encoding(row: &RowView<'_>) -> Option<Vec<u8>> {
+pub(crate) fn encoding(row: &RowView<'_>) -> Option<Vec<u8>> {
     with_canon(row, |c| c.encode()).map(|(e, _)| e)
 }
 

@@ -96,7 +96,7 @@ crate::audit::columns::events_row!(stored_row);
 
 /// A row whose batch has no chain link.
 #[derive(Debug, Clone, sqlx::FromRow)]
-pub struct Unlinked {
+pub(crate) struct Unlinked {
     pub stream: String,
     pub stream_seq: i64,
     pub batch_id: i64,
@@ -123,7 +123,7 @@ pub struct RunRecord<'a> {
 
 /// The latest recorded run, as the daemon's chain poller exports it.
 #[derive(Debug, Clone, sqlx::FromRow)]
-pub struct LastRun {
+pub(crate) struct LastRun {
     pub ok: bool,
     pub verified_at: DateTime<Utc>,
     pub rows: i64,
@@ -143,7 +143,7 @@ pub struct VerifyStore {
 
 /// The COPY statement streaming the rows of links `first..=last` (whose batch ids lie in
 /// `batches`), `link_seq` first, in log order.
-pub fn rows_copy_sql(first: i64, last: i64, batches: (i64, i64)) -> String {
+pub(crate) fn rows_copy_sql(first: i64, last: i64, batches: (i64, i64)) -> String {
     let cols: Vec<String> = columns::EVENTS
         .iter()
         .map(|c| format!("e.{}", c.name))
@@ -177,11 +177,11 @@ impl VerifyStore {
         VerifyStore { db }
     }
 
-    pub fn db(&self) -> &Db {
+    pub(crate) fn db(&self) -> &Db {
         &self.db
     }
 
-    pub async fn links(&self) -> Result<Vec<LinkRow>, DbError> {
+    pub(crate) async fn links(&self) -> Result<Vec<LinkRow>, DbError> {
         sqlx::query_as(
             "SELECT link_seq, batch_id, row_count, batch_digest, prev_hash, hash, version, tree_size, tree_root \
              FROM audit.chain_links ORDER BY link_seq",
@@ -192,7 +192,7 @@ impl VerifyStore {
     }
 
     /// The rows of links `first..=last` as a binary COPY stream (see [`rows_copy_sql`]).
-    pub async fn link_rows(
+    pub(crate) async fn link_rows(
         &self,
         first: i64,
         last: i64,
@@ -208,7 +208,11 @@ impl VerifyStore {
 
     /// Whether PostgreSQL stores `text` as jsonb with exactly the text `stored` (false when it
     /// refuses it).
-    pub async fn jsonb_equal(&self, text: &str, stored: Option<&str>) -> Result<bool, DbError> {
+    pub(crate) async fn jsonb_equal(
+        &self,
+        text: &str,
+        stored: Option<&str>,
+    ) -> Result<bool, DbError> {
         let r: Result<Option<String>, sqlx::Error> = sqlx::query_scalar("SELECT $1::jsonb::text")
             .bind(text)
             .fetch_one(self.db.pool())
@@ -221,7 +225,7 @@ impl VerifyStore {
     }
 
     /// `(link_seq, hash)` of the chain head.
-    pub async fn chain_head(&self) -> Result<(i64, Vec<u8>), DbError> {
+    pub(crate) async fn chain_head(&self) -> Result<(i64, Vec<u8>), DbError> {
         sqlx::query_as("SELECT link_seq, hash FROM audit.chain_head")
             .fetch_one(self.db.pool())
             .await
@@ -229,7 +233,7 @@ impl VerifyStore {
     }
 
     /// How many rows the log holds (an index-only scan when the table is vacuumed).
-    pub async fn row_count(&self) -> Result<i64, DbError> {
+    pub(crate) async fn row_count(&self) -> Result<i64, DbError> {
         sqlx::query_scalar("SELECT count(*) FROM audit.events")
             .fetch_one(self.db.pool())
             .await
@@ -237,7 +241,7 @@ impl VerifyStore {
     }
 
     /// Up to `limit` rows whose batch has no chain link, each with the total count.
-    pub async fn unlinked_rows(&self, limit: i64) -> Result<Vec<Unlinked>, DbError> {
+    pub(crate) async fn unlinked_rows(&self, limit: i64) -> Result<Vec<Unlinked>, DbError> {
         sqlx::query_as(
             "SELECT e.stream, e.stream_seq, e.batch_id, count(*) OVER () AS total FROM audit.events e \
              WHERE NOT EXISTS (SELECT 1 FROM audit.chain_links l WHERE l.batch_id = e.batch_id) \
@@ -251,7 +255,7 @@ impl VerifyStore {
 
     /// Per stream, the runs of consecutive stream sequences the log holds:
     /// `(stream, first, last)` in stream and sequence order.
-    pub async fn held_ranges(&self) -> Result<Vec<(String, i64, i64)>, DbError> {
+    pub(crate) async fn held_ranges(&self) -> Result<Vec<(String, i64, i64)>, DbError> {
         sqlx::query_as(
             "SELECT stream, min(stream_seq) AS first, max(stream_seq) AS last FROM ( \
                SELECT stream, stream_seq, stream_seq - row_number() OVER (PARTITION BY stream ORDER BY stream_seq) AS island \
@@ -264,7 +268,7 @@ impl VerifyStore {
     }
 
     /// Distinct sequences of `stream` held within `first..=last` (a second look at a gap).
-    pub async fn held_between(
+    pub(crate) async fn held_between(
         &self,
         stream: &str,
         first: i64,
@@ -284,7 +288,7 @@ impl VerifyStore {
 
     /// Records a run through `audit.record_verify_run` (SECURITY DEFINER: the auditor role may
     /// record, but neither change nor remove a run).
-    pub async fn record_run(&self, r: &RunRecord<'_>) -> Result<(), DbError> {
+    pub(crate) async fn record_run(&self, r: &RunRecord<'_>) -> Result<(), DbError> {
         sqlx::query("SELECT audit.record_verify_run($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)")
             .bind(r.ok)
             .bind(r.links)
@@ -304,7 +308,7 @@ impl VerifyStore {
     }
 
     /// The latest recorded verify run.
-    pub async fn last_run(&self) -> Result<Option<LastRun>, DbError> {
+    pub(crate) async fn last_run(&self) -> Result<Option<LastRun>, DbError> {
         sqlx::query_as(
             "SELECT ok, verified_at, rows, duration_ms, gaps_purged, gaps_deleted, gaps_missing, \
              gaps_pending, witness_ok FROM audit.verify_runs ORDER BY id DESC LIMIT 1",

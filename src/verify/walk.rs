@@ -19,7 +19,7 @@ use crate::audit::chain::{batch_digest, stored_link_hash};
 use crate::db::{Ctx, DbError};
 
 /// Rows per chunk, at most (a link is never split).
-pub const CHUNK_ROWS: i64 = 5_000;
+pub(crate) const CHUNK_ROWS: i64 = 5_000;
 
 /// Receives the row hashes of each link in log order (the leaves of the Merkle tree: each row's
 /// hash recomputed from its columns; the stored one where it cannot be recomputed).
@@ -36,7 +36,7 @@ struct Chunk {
 }
 
 /// Cuts `links` into chunks of whole links of about `target` rows.
-pub fn chunks(links: &[LinkRow], target: i64) -> Vec<std::ops::Range<usize>> {
+pub(crate) fn chunks(links: &[LinkRow], target: i64) -> Vec<std::ops::Range<usize>> {
     let mut out = Vec::new();
     let (mut start, mut rows) = (0usize, 0i64);
     for (i, l) in links.iter().enumerate() {
@@ -55,7 +55,7 @@ pub fn chunks(links: &[LinkRow], target: i64) -> Vec<std::ops::Range<usize>> {
 
 /// Rehashes the rows of `links` (with `workers` connections) and returns `(rows, breaks)`,
 /// handing each link's row hashes to `sink` in log order.
-pub async fn rows(
+pub(crate) async fn rows(
     store: &VerifyStore,
     links: Arc<Vec<LinkRow>>,
     workers: usize,

@@ -324,7 +324,7 @@ fn against_state(report: &mut WitnessReport, log: &str, list: &[Trusted], saved:
 
 impl Prepared {
     /// The sink the walk feeds (the stored subtrees are read once, here).
-    pub async fn sink(&self, trees: &TreeStore) -> Result<TreeSink, WitnessError> {
+    pub(crate) async fn sink(&self, trees: &TreeStore) -> Result<TreeSink, WitnessError> {
         let mut pending: Vec<(u64, tlog::Hash, String)> = self
             .events
             .iter()

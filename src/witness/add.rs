@@ -60,7 +60,7 @@ pub fn parse(body: &str) -> Result<Request, &'static str> {
 
 /// Why a checkpoint is not cosigned.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Refused {
+pub(crate) enum Refused {
     Malformed(&'static str),
     /// No trusted key for this origin.
     UnknownOrigin,
@@ -78,7 +78,7 @@ pub enum Refused {
 
 impl Refused {
     /// The HTTP status.
-    pub fn status(&self) -> u16 {
+    pub(crate) fn status(&self) -> u16 {
         match self {
             Refused::Malformed(_) | Refused::OldTooLarge => 400,
             Refused::UnknownOrigin => 404,
@@ -89,7 +89,7 @@ impl Refused {
     }
 
     /// The metric reason of a refusal made after a valid signature (evidence), if it is one.
-    pub fn evidence(&self) -> Option<&'static str> {
+    pub(crate) fn evidence(&self) -> Option<&'static str> {
         match self {
             Refused::OldTooLarge => Some("old_size"),
             Refused::Conflict { .. } => Some("conflict"),
@@ -100,7 +100,7 @@ impl Refused {
 }
 
 /// The checkpoint a request shows, once its origin is known and a trusted key signed it.
-pub fn authenticate(
+pub(crate) fn authenticate(
     req: &Request,
     keys_for: impl Fn(&str) -> Vec<PublicKey>,
 ) -> Result<Checkpoint, Refused> {
@@ -118,7 +118,11 @@ pub fn authenticate(
 
 /// The decision on an authenticated checkpoint against the latest one cosigned: `Ok` with the
 /// new latest (to store, then cosign).
-pub fn decide(req: &Request, cp: &Checkpoint, latest: Option<&Latest>) -> Result<Latest, Refused> {
+pub(crate) fn decide(
+    req: &Request,
+    cp: &Checkpoint,
+    latest: Option<&Latest>,
+) -> Result<Latest, Refused> {
     if req.old > cp.size {
         return Err(Refused::OldTooLarge);
     }

@@ -33,7 +33,7 @@ use state::StateDir;
 
 /// Why the witness cannot start.
 #[derive(Debug, thiserror::Error)]
-pub enum WitnessServerError {
+pub(crate) enum WitnessServerError {
     #[error("witness key file {path}: {why}; create one with `event-audit keygen --witness --name NAME --out PREFIX`")]
     Key { path: String, why: String },
     #[error("log key file {path}: {why}")]
@@ -65,7 +65,7 @@ struct Inner {
 }
 
 /// A witness bound to its port, ready to serve.
-pub struct WitnessServer {
+pub(crate) struct WitnessServer {
     inner: Arc<Inner>,
     listener: TcpListener,
     address: SocketAddr,

@@ -32,7 +32,7 @@ struct File {
 }
 
 /// The state directory, locked by this process.
-pub struct StateDir {
+pub(crate) struct StateDir {
     dir: PathBuf,
     _lock: std::fs::File,
 }
@@ -103,7 +103,7 @@ impl StateDir {
     }
 
     /// Stores `latest` for `origin`, durably, before the witness answers.
-    pub fn store(&self, origin: &str, latest: &Latest) -> std::io::Result<()> {
+    pub(crate) fn store(&self, origin: &str, latest: &Latest) -> std::io::Result<()> {
         let f = File {
             origin: origin.to_owned(),
             size: latest.size,

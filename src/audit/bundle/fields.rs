@@ -15,7 +15,7 @@ use crate::audit::canon::Canon;
 
 /// Every key `columns` may hold: `stream` and `stream_seq` (also at the entry's top level),
 /// then the columns `prove` writes, in its order.
-pub const COLUMNS: [&str; 20] = [
+pub(crate) const COLUMNS: [&str; 20] = [
     "stream",
     "stream_seq",
     "published_at",
@@ -43,7 +43,7 @@ const V2_ONLY: [&str; 4] = ["payload_place", "payload", "payload_error", "catalo
 
 /// What a leaf says a column holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Want {
+pub(crate) enum Want {
     /// This value, compared as JSON.
     Value(Json),
     /// A time in microseconds since the Unix epoch, or NULL.
@@ -131,7 +131,7 @@ fn json_column(t: Option<&str>, why: &'static str) -> Want {
 }
 
 /// What the leaf `c` says column `key` holds; `None` for a key no bundle may show.
-pub fn want(key: &str, c: &Canon<'_>) -> Option<Want> {
+pub(crate) fn want(key: &str, c: &Canon<'_>) -> Option<Want> {
     let v2 = c.catalogue.is_some();
     if !v2 && V2_ONLY.contains(&key) {
         return Some(Want::Value(Json::Null));

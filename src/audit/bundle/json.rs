@@ -16,7 +16,7 @@ use serde::{Serialize, Serializer};
 pub const MAX_DEPTH: usize = 1_024;
 
 /// The most significant digits a number's exponent may have.
-pub const MAX_EXPONENT_DIGITS: usize = 9;
+pub(crate) const MAX_EXPONENT_DIGITS: usize = 9;
 
 /// A JSON value; numbers as written, objects in their order (keys unique).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -302,17 +302,17 @@ fn normal(t: &str) -> (bool, String, i64) {
 }
 
 /// Whether two number texts denote the same value.
-pub fn num_eq(a: &str, b: &str) -> bool {
+pub(crate) fn num_eq(a: &str, b: &str) -> bool {
     normal(a) == normal(b)
 }
 
 /// Whether a number is written as an integer (no fraction, no exponent).
-pub fn is_integer(t: &str) -> bool {
+pub(crate) fn is_integer(t: &str) -> bool {
     !t.contains(['.', 'e', 'E'])
 }
 
 /// Equal as JSON values: same kind; numbers by value; objects as maps; arrays in order.
-pub fn same(a: &Json, b: &Json) -> bool {
+pub(crate) fn same(a: &Json, b: &Json) -> bool {
     match (a, b) {
         (Json::Null, Json::Null) => true,
         (Json::Bool(x), Json::Bool(y)) => x == y,
@@ -332,7 +332,7 @@ pub fn same(a: &Json, b: &Json) -> bool {
 }
 
 /// The value of `key` in an object.
-pub fn get<'a>(obj: &'a [(String, Json)], key: &str) -> Option<&'a Json> {
+pub(crate) fn get<'a>(obj: &'a [(String, Json)], key: &str) -> Option<&'a Json> {
     obj.iter().find(|(k, _)| k == key).map(|(_, v)| v)
 }
 
@@ -373,7 +373,7 @@ impl fmt::Display for Json {
 }
 
 /// The compact text of `v`, cut to about 120 characters (for messages).
-pub fn shown(v: &Json) -> String {
+pub(crate) fn shown(v: &Json) -> String {
     let t = v.to_string();
     match t.char_indices().nth(120) {
         Some((i, _)) => format!("{}…", &t[..i]),

@@ -8,8 +8,8 @@
 use crate::audit::canon::Canon;
 
 /// The tag of each encoding version (as `canon.rs` writes them).
-pub const TAG_V1: &[u8] = b"event-audit row v1\0";
-pub const TAG_V2: &[u8] = b"event-audit row v2\0";
+pub(crate) const TAG_V1: &[u8] = b"event-audit row v1\0";
+pub(crate) const TAG_V2: &[u8] = b"event-audit row v2\0";
 
 /// The length that stands for NULL.
 const NULL: u64 = u64::MAX;

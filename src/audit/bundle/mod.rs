@@ -27,7 +27,7 @@ pub use shape::{Bundle, Entry};
 /// The format `prove` writes.
 pub const FORMAT: &str = "event-audit-bundle/2";
 /// The first format (its columns were not evidence then); read with the same checks.
-pub const FORMAT_V1: &str = "event-audit-bundle/1";
+pub(crate) const FORMAT_V1: &str = "event-audit-bundle/1";
 
 /// What is wrong with one entry.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -76,7 +76,7 @@ pub enum BundleError {
 
 impl BundleError {
     /// 2 for input that is not a usable bundle, 1 for a rejected one.
-    pub fn exit_code(&self) -> u8 {
+    pub(crate) fn exit_code(&self) -> u8 {
         match self {
             BundleError::Unusable(_) => 2,
             _ => 1,

@@ -20,7 +20,7 @@ pub enum JsonKind {
 }
 
 impl JsonKind {
-    pub const ALL: [JsonKind; 7] = [
+    pub(crate) const ALL: [JsonKind; 7] = [
         JsonKind::String,
         JsonKind::Integer,
         JsonKind::Number,
@@ -47,7 +47,7 @@ impl JsonKind {
     }
 
     /// The kind named in a type-mismatch message (`... found number with a fraction ...`).
-    pub fn of_found(found: &str) -> Option<JsonKind> {
+    pub(crate) fn of_found(found: &str) -> Option<JsonKind> {
         let word = found.split_whitespace().next()?;
         JsonKind::parse(word)
     }
@@ -103,7 +103,7 @@ impl<'de> serde::Deserialize<'de> for JsonKind {
 
 /// A field path with array indexes folded to `*` (`supply_points.*.extra`): the path drift
 /// aggregates on, bounded whatever the arrays' lengths.
-pub fn fold_indexes(path: &str) -> String {
+pub(crate) fn fold_indexes(path: &str) -> String {
     path.split('.')
         .map(|seg| {
             if !seg.is_empty() && seg.bytes().all(|b| b.is_ascii_digit()) {

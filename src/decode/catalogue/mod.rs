@@ -122,7 +122,7 @@ pub fn spec(idx: u16) -> &'static EventSpec {
 }
 
 /// The spec of an event version by full name.
-pub fn find_event(name: &str) -> Option<&'static EventSpec> {
+pub(crate) fn find_event(name: &str) -> Option<&'static EventSpec> {
     generated::BY_NAME.get(name).map(|&i| spec(i))
 }
 
@@ -133,7 +133,7 @@ pub fn find_shape(name: &str) -> Option<&'static ShapeSpec> {
 
 /// Decodes a payload (the text of one JSON object) as catalogue event `idx`, collecting every
 /// error in `cx`. `Err` only when the text is not JSON.
-pub fn decode_payload(
+pub(crate) fn decode_payload(
     idx: u16,
     json: &str,
     cx: &mut rt::Ctx,

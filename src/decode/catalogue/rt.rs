@@ -154,7 +154,7 @@ pub enum Decoded<T> {
 }
 
 impl<T> Decoded<T> {
-    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Decoded<U> {
+    pub(crate) fn map<U>(self, f: impl FnOnce(T) -> U) -> Decoded<U> {
         match self {
             Decoded::Ok(v) => Decoded::Ok(f(v)),
             Decoded::Null => Decoded::Null,
@@ -164,7 +164,7 @@ impl<T> Decoded<T> {
 }
 
 /// A type the catalogue can name: decodes itself, recording what is wrong instead of stopping.
-pub trait Decode: Sized {
+pub(crate) trait Decode: Sized {
     /// How the type is named in error messages ("string", "integer", "object", ...).
     const EXPECTED: &'static str;
     fn decode<'de, D: Deserializer<'de>>(d: D, cx: &mut Ctx) -> Result<Decoded<Self>, D::Error>;
@@ -175,7 +175,7 @@ pub trait Decode: Sized {
 }
 
 /// Implemented by every generated struct.
-pub trait Struct: Sized {
+pub(crate) trait Struct: Sized {
     type Slots: Default;
     /// Field names in catalogue order.
     const NAMES: &'static [&'static str];
@@ -191,7 +191,7 @@ pub trait Struct: Sized {
 
 /// One field's state while its object is walked.
 #[derive(Debug, Default)]
-pub enum Slot<T> {
+pub(crate) enum Slot<T> {
     #[default]
     Absent,
     Null,
@@ -209,7 +209,7 @@ impl<'de, T: Decode> DeserializeSeed<'de> for Seed<'_, T> {
 }
 
 /// Decodes the value of field `name` into `slot`.
-pub fn put<'de, A: MapAccess<'de>, T: Decode>(
+pub(crate) fn put<'de, A: MapAccess<'de>, T: Decode>(
     slot: &mut Slot<T>,
     map: &mut A,
     cx: &mut Ctx,
@@ -250,7 +250,7 @@ pub fn put<'de, A: MapAccess<'de>, T: Decode>(
 }
 
 /// Final value of a required field; records `missing_field` when absent.
-pub fn required<T>(slot: Slot<T>, cx: &mut Ctx, name: &'static str) -> Option<T> {
+pub(crate) fn required<T>(slot: Slot<T>, cx: &mut Ctx, name: &'static str) -> Option<T> {
     match slot {
         Slot::Val(v) => Some(v),
         Slot::Absent => {
@@ -267,7 +267,7 @@ pub fn required<T>(slot: Slot<T>, cx: &mut Ctx, name: &'static str) -> Option<T>
 }
 
 /// Final value of an optional field: `None` inside when absent or null, `None` outside when bad.
-pub fn optional<T>(slot: Slot<T>) -> Option<Option<T>> {
+pub(crate) fn optional<T>(slot: Slot<T>) -> Option<Option<T>> {
     match slot {
         Slot::Val(v) => Some(Some(v)),
         Slot::Absent | Slot::Null => Some(None),
@@ -403,7 +403,7 @@ impl<T: Decode> Decode for Vec<T> {
 
 /// Walks one JSON object into the generated struct `T`: every field decoded, every error kept,
 /// unknown keys listed with their full path, duplicate keys rejected.
-pub fn decode_struct<'de, T: Struct, D: Deserializer<'de>>(
+pub(crate) fn decode_struct<'de, T: Struct, D: Deserializer<'de>>(
     d: D,
     cx: &mut Ctx,
 ) -> Result<Decoded<T>, D::Error> {

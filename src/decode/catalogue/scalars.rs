@@ -147,7 +147,7 @@ impl Decode for serde_json::Number {
 pub struct JsonObject(pub Box<RawValue>);
 
 impl JsonObject {
-    pub fn get(&self) -> &str {
+    pub(crate) fn get(&self) -> &str {
         self.0.get()
     }
 }

@@ -7,7 +7,7 @@ use crate::config::{NatsSettings, StreamSettings};
 use crate::dev::publish::{ensure_stream, Window};
 
 /// Publishes `events` to `subject`; returns how many were stored.
-pub async fn publish(
+pub(crate) async fn publish(
     nats: &NatsSettings,
     stream: &StreamSettings,
     subject: &str,

@@ -31,7 +31,7 @@ fn market(mpxn: &str) -> &'static str {
 /// The join-supplier events of one imported account that give its meter points registration
 /// `want`, in order: `(event name, envelope time, payload)`. `at` is the import time, `now`
 /// the play time.
-pub fn events(
+pub(crate) fn events(
     number: &str,
     process: &str,
     meter_points: &[String],

@@ -238,7 +238,7 @@ impl Platform {
     }
 }
 
-pub fn router(p: Arc<Platform>) -> Router {
+pub(crate) fn router(p: Arc<Platform>) -> Router {
     Router::new()
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/graphql", post(graphql))

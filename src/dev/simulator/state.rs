@@ -82,7 +82,7 @@ impl Anomaly {
     ];
 
     /// The command-line flag.
-    pub fn flag(self) -> &'static str {
+    pub(crate) fn flag(self) -> &'static str {
         match self {
             Anomaly::DropCompletion => "--drop-completion",
             Anomaly::WrongIdentifier => "--wrong-identifier",
@@ -105,7 +105,7 @@ impl Anomaly {
     }
 
     /// The verdict reconciliation must give an account with this anomaly.
-    pub fn expected(self) -> Verdict {
+    pub(crate) fn expected(self) -> Verdict {
         match self {
             Anomaly::DropCompletion => Verdict::MissingEvent,
             Anomaly::WrongIdentifier => Verdict::IdentifierMismatch,
@@ -155,12 +155,12 @@ pub struct Account {
 }
 
 impl Account {
-    pub fn expected(&self) -> Verdict {
+    pub(crate) fn expected(&self) -> Verdict {
         self.anomaly.map_or(Verdict::Matched, Anomaly::expected)
     }
 
     /// The registration follow-through must give (imported accounts only).
-    pub fn expected_registration(&self) -> Option<Registration> {
+    pub(crate) fn expected_registration(&self) -> Option<Registration> {
         let r = match self.anomaly {
             Some(Anomaly::RegistrationInFlight) => Registration::InFlight,
             Some(Anomaly::RegistrationNeverRequested) => Registration::NeverRequested,
@@ -175,7 +175,7 @@ impl Account {
 
 /// What to plan.
 #[derive(Debug, Clone)]
-pub struct PlanConfig {
+pub(crate) struct PlanConfig {
     pub supplier: String,
     pub accounts: usize,
     pub seed: u64,
@@ -201,7 +201,7 @@ pub struct Plan {
 }
 
 /// A deterministic 64-bit mix (splitmix64) for per-item decisions.
-pub fn mix(mut z: u64) -> u64 {
+pub(crate) fn mix(mut z: u64) -> u64 {
     z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
@@ -209,7 +209,7 @@ pub fn mix(mut z: u64) -> u64 {
 }
 
 /// FNV-1a of bytes, then mixed: a stable hash (not `DefaultHasher`, which may change).
-pub fn hash(seed: u64, parts: &[&[u8]]) -> u64 {
+pub(crate) fn hash(seed: u64, parts: &[&[u8]]) -> u64 {
     let mut h: u64 = 0xCBF2_9CE4_8422_2325 ^ seed;
     for p in parts {
         for b in *p {
@@ -223,7 +223,7 @@ pub fn hash(seed: u64, parts: &[&[u8]]) -> u64 {
 }
 
 /// A fraction in [0, 1) from a hash.
-pub fn unit(h: u64) -> f64 {
+pub(crate) fn unit(h: u64) -> f64 {
     (h >> 11) as f64 / (1u64 << 53) as f64
 }
 
@@ -232,7 +232,7 @@ fn time(t: DateTime<Utc>) -> String {
 }
 
 /// Plans the batch. Errors when the anomaly rates add up to more than 1.
-pub fn plan(cfg: &PlanConfig) -> Result<Plan, String> {
+pub(crate) fn plan(cfg: &PlanConfig) -> Result<Plan, String> {
     let n = cfg.accounts;
     let mut rng = StdRng::seed_from_u64(cfg.seed);
     let prefix: u32 = rng.gen_range(0x10000..0xFFFFF);
@@ -429,7 +429,7 @@ pub fn plan(cfg: &PlanConfig) -> Result<Plan, String> {
 
 impl Plan {
     /// The batch's manifest: its accounts and its orders.
-    pub fn manifest(&self) -> Manifest {
+    pub(crate) fn manifest(&self) -> Manifest {
         Manifest {
             name: self.supplier.clone(),
             accounts: self.accounts.iter().map(|a| a.external.clone()).collect(),
@@ -438,7 +438,7 @@ impl Plan {
     }
 
     /// The ground truth: verdict counts, registration counts and per-account verdicts.
-    pub fn expected(&self) -> serde_json::Value {
+    pub(crate) fn expected(&self) -> serde_json::Value {
         let mut counts: BTreeMap<&str, u64> =
             Verdict::ALL.iter().map(|v| (v.as_str(), 0)).collect();
         let mut registrations: BTreeMap<&str, u64> =

@@ -11,7 +11,7 @@ use crate::audit::tlog::{leaf_hash, Frontier, Hash};
 use crate::db::{Ctx, DbError};
 
 /// The height step of the stored subtrees (one stored hash per `2^STEP` leaves).
-pub const TILE_HEIGHT: u32 = 8;
+pub(crate) const TILE_HEIGHT: u32 = 8;
 
 /// Appends the link covering `batch_id` (whose rows have `row_hashes`, in log order) and moves
 /// the head; returns the link's sequence.

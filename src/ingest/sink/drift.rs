@@ -29,7 +29,7 @@ type Key = (
 
 /// One aggregate.
 #[derive(Debug, Clone)]
-pub struct Obs {
+pub(crate) struct Obs {
     pub count: i64,
     pub declared_seen: u64,
     pub first: DateTime<Utc>,
@@ -58,7 +58,7 @@ fn found_kind(e: &FieldError) -> &'static str {
 }
 
 /// The batch's observations, aggregated. Pure.
-pub fn aggregate(recs: &[&Record]) -> BTreeMap<Key, Obs> {
+pub(crate) fn aggregate(recs: &[&Record]) -> BTreeMap<Key, Obs> {
     let mut map = BTreeMap::new();
     for r in recs {
         let event = match r.catalogue_index {
@@ -121,7 +121,7 @@ const KNOWN_PATHS_MAX: usize = 100_000;
 /// Undeclared (event, path) pairs this process knows the log holds (from committed batches): a
 /// batch whose undeclared paths are all known skips the query for paths never seen.
 #[derive(Debug, Default)]
-pub struct KnownPaths(std::sync::Mutex<HashSet<(String, String)>>);
+pub(crate) struct KnownPaths(std::sync::Mutex<HashSet<(String, String)>>);
 
 impl KnownPaths {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashSet<(String, String)>> {
@@ -129,7 +129,7 @@ impl KnownPaths {
     }
 
     /// Remembers the pairs of a batch that committed.
-    pub fn remember(&self, pairs: Vec<(String, String)>) {
+    pub(crate) fn remember(&self, pairs: Vec<(String, String)>) {
         let mut known = self.lock();
         for p in pairs {
             if known.len() >= KNOWN_PATHS_MAX {
@@ -143,13 +143,13 @@ impl KnownPaths {
 /// What [`observe`] found: per event, how many undeclared paths the log had never seen before
 /// this batch; and the batch's undeclared pairs, to remember once it commits.
 #[derive(Debug, Default)]
-pub struct Observed {
+pub(crate) struct Observed {
     pub new_paths: Vec<(String, u64)>,
     pub pairs: Vec<(String, String)>,
 }
 
 /// Writes the batch's observations.
-pub async fn observe(
+pub(crate) async fn observe(
     tx: &mut PgConnection,
     recs: &[&Record],
     batch_id: i64,

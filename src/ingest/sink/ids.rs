@@ -21,7 +21,7 @@ pub(super) struct Finding {
 }
 
 /// The claim key of an envelope id: the first 16 bytes of SHA-256 of its text.
-pub fn id_key(id: &str) -> [u8; 16] {
+pub(crate) fn id_key(id: &str) -> [u8; 16] {
     let d = Sha256::digest(id.as_bytes());
     let mut k = [0u8; 16];
     k.copy_from_slice(&d[..16]);

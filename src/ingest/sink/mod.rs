@@ -62,7 +62,7 @@ impl Sink {
     }
 
     /// Records that this binary's catalogue judges rows from now on (first use only).
-    pub async fn register_catalogue(&self, fingerprint: &str) -> Result<(), DbError> {
+    pub(crate) async fn register_catalogue(&self, fingerprint: &str) -> Result<(), DbError> {
         sqlx::query(
             "INSERT INTO audit.catalogues (fingerprint) VALUES ($1) ON CONFLICT DO NOTHING",
         )
@@ -282,7 +282,7 @@ impl Sink {
     /// Where a recreated consumer resumes on `stream`, every sequence before `from` being in
     /// the log: the first sequence from `from` on that the log lacks (a message delivered but
     /// never committed) below the highest one it holds, else the one after that highest.
-    pub async fn resume_point(&self, stream: &str, from: i64) -> Result<i64, DbError> {
+    pub(crate) async fn resume_point(&self, stream: &str, from: i64) -> Result<i64, DbError> {
         let from = from.max(1);
         let mut conn = self.db.acquire().await?;
         let top: Option<i64> = sqlx::query_scalar(
@@ -313,7 +313,7 @@ impl Sink {
 impl Sink {
     /// One transaction holding one COPY of a prepared body and nothing else (the database
     /// ceiling of `scripts/bench-ingest.sh`: no id claims, no chain link).
-    pub async fn copy_raw(&self, body: Vec<u8>) -> Result<(), DbError> {
+    pub(crate) async fn copy_raw(&self, body: Vec<u8>) -> Result<(), DbError> {
         let mut tx = self.pool().begin().await.ctx("begin")?;
         let mut copy = tx.copy_in_raw(&copy_statement()).await.ctx("start COPY")?;
         copy.send(body).await.ctx("COPY")?;
@@ -323,7 +323,7 @@ impl Sink {
 }
 
 /// The COPY statement the writer uses.
-pub fn copy_statement() -> String {
+pub(crate) fn copy_statement() -> String {
     format!(
         "COPY audit.events ({}) FROM STDIN WITH (FORMAT binary)",
         columns::copy_list()
@@ -332,7 +332,7 @@ pub fn copy_statement() -> String {
 
 /// The binary COPY body for `recs`, written by the batch writer and, with the same bytes, by the
 /// database-ceiling benchmark.
-pub fn copy_body<'a, I>(recs: I, batch_id: i64) -> Vec<u8>
+pub(crate) fn copy_body<'a, I>(recs: I, batch_id: i64) -> Vec<u8>
 where
     I: IntoIterator<Item = &'a Record>,
     I::IntoIter: Clone,

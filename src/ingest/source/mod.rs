@@ -20,7 +20,7 @@ use crate::config::{IngestSettings, StreamSettings};
 pub use stored::Stored;
 
 /// The durable pull consumer type.
-pub type PullConsumer = jetstream::consumer::Consumer<pull::Config>;
+pub(crate) type PullConsumer = jetstream::consumer::Consumer<pull::Config>;
 
 /// Where to consume from.
 #[derive(Debug, Clone)]
@@ -69,7 +69,7 @@ impl Binding {
 /// The bus as ingest uses it: its stream and durable consumer.
 impl Bus {
     /// Binds to (or creates) the stream and the durable pull consumer.
-    pub async fn bind(&self, b: &Binding) -> Result<PullConsumer, BusError> {
+    pub(crate) async fn bind(&self, b: &Binding) -> Result<PullConsumer, BusError> {
         let stream = self.ensure_stream(b).await?;
         stream
             .get_or_create_consumer(&b.consumer, b.consumer_config(1))
@@ -78,7 +78,7 @@ impl Bus {
     }
 
     /// Creates the durable consumer again after a deletion, delivering from `start`.
-    pub async fn recreate(&self, b: &Binding, start: u64) -> Result<PullConsumer, BusError> {
+    pub(crate) async fn recreate(&self, b: &Binding, start: u64) -> Result<PullConsumer, BusError> {
         let stream = match self.js.get_stream(&b.stream).await {
             Ok(s) => s,
             Err(e) if is_not_found(&e.kind()) => {
@@ -95,7 +95,7 @@ impl Bus {
     }
 
     /// The stream, created when missing unless `bind_only`.
-    pub async fn ensure_stream(&self, b: &Binding) -> Result<stream::Stream, BusError> {
+    pub(crate) async fn ensure_stream(&self, b: &Binding) -> Result<stream::Stream, BusError> {
         Ok(match self.js.get_stream(&b.stream).await {
             Ok(s) => s,
             Err(e) if is_not_found(&e.kind()) => {
@@ -120,7 +120,7 @@ impl Bus {
 }
 
 /// Pending and ack-pending counts of a consumer, for metrics and readiness.
-pub async fn consumer_state(consumer: &PullConsumer) -> Option<(u64, usize)> {
+pub(crate) async fn consumer_state(consumer: &PullConsumer) -> Option<(u64, usize)> {
     consumer
         .get_info()
         .await
@@ -129,7 +129,7 @@ pub async fn consumer_state(consumer: &PullConsumer) -> Option<(u64, usize)> {
 }
 
 /// What the server says about the durable consumer.
-pub enum ConsumerCheck {
+pub(crate) enum ConsumerCheck {
     Present(Box<jetstream::consumer::Info>),
     Deleted,
     StreamDeleted,
@@ -138,7 +138,7 @@ pub enum ConsumerCheck {
 }
 
 /// Asks the server whether the consumer (and its stream) still exist.
-pub async fn check_consumer(consumer: &PullConsumer) -> ConsumerCheck {
+pub(crate) async fn check_consumer(consumer: &PullConsumer) -> ConsumerCheck {
     match tokio::time::timeout(API_TIMEOUT, consumer.get_info()).await {
         Ok(Ok(info)) => ConsumerCheck::Present(Box::new(info)),
         Ok(Err(e)) if e.kind() == ConsumerInfoErrorKind::NotFound => ConsumerCheck::Deleted,
@@ -151,7 +151,7 @@ pub async fn check_consumer(consumer: &PullConsumer) -> ConsumerCheck {
 }
 
 /// A message's bus metadata (`None` for a message without JetStream metadata).
-pub fn meta_of(msg: &async_nats::jetstream::Message) -> Option<Meta> {
+pub(crate) fn meta_of(msg: &async_nats::jetstream::Message) -> Option<Meta> {
     let info = msg.info().ok()?;
     let published_at = DateTime::from_timestamp_micros(info.published.timestamp_micros())?;
     let headers = msg

@@ -13,7 +13,11 @@ impl Bus {
     /// Message `seq` of `stream` as stored (headers and data untouched), through the JSON
     /// `STREAM.MSG.GET` API, which the client delivers without parsing the header block.
     /// `None` when the stream holds no such message.
-    pub async fn stored_message(&self, stream: &str, seq: u64) -> Result<Option<Stored>, BusError> {
+    pub(crate) async fn stored_message(
+        &self,
+        stream: &str,
+        seq: u64,
+    ) -> Result<Option<Stored>, BusError> {
         #[derive(serde::Deserialize)]
         struct Answer {
             message: Option<RawStored>,
@@ -62,7 +66,11 @@ impl Bus {
 
     /// Whether the bus client fails to parse the header block of message `seq` (it then drops
     /// its connection on every delivery, and the consumer never sees the message).
-    pub async fn headers_unparsable(&self, stream: &str, seq: u64) -> Result<bool, BusError> {
+    pub(crate) async fn headers_unparsable(
+        &self,
+        stream: &str,
+        seq: u64,
+    ) -> Result<bool, BusError> {
         let s = self
             .js
             .get_stream_no_info(stream)
@@ -85,7 +93,7 @@ impl Bus {
 
     /// Acks message `seq` of `stream` for `consumer` without having received it: the v1 ack
     /// subject, where nats-server 2.9 looks the message up by its stream sequence alone.
-    pub async fn ack_by_sequence(
+    pub(crate) async fn ack_by_sequence(
         &self,
         stream: &str,
         consumer: &str,
@@ -116,7 +124,7 @@ pub struct Stored {
 
 impl Stored {
     /// Its bus metadata. Delivery count 0: fetched by sequence, never received whole.
-    pub fn meta(&self, stream: &str) -> Meta {
+    pub(crate) fn meta(&self, stream: &str) -> Meta {
         Meta {
             stream: Arc::from(stream),
             stream_seq: self.seq,

@@ -33,7 +33,7 @@ fn headline(d: &Diff) -> String {
     )
 }
 
-pub fn table(d: &Diff) -> String {
+pub(crate) fn table(d: &Diff) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}\n", headline(d));
     if d.is_empty() {
@@ -95,7 +95,7 @@ fn pair_html(a: &Option<String>, b: &Option<String>) -> String {
     }
 }
 
-pub fn html(d: &Diff) -> String {
+pub(crate) fn html(d: &Diff) -> String {
     let mut o = format!(
         "<p class=\"meta\">{}: {} account(s) changed, {} unchanged, from \
          <a href=\"/reports/reconciliation?run={}&amp;format=html\">run {}</a> ({}) to \

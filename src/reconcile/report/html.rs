@@ -16,7 +16,7 @@ use super::{esc, time, LEGEND, REGISTRATION_LEGEND};
 
 /// The colour class of a verdict or registration state: ok, wait (expected to settle),
 /// unknown, or bad.
-pub fn tone(v: &str) -> &'static str {
+pub(crate) fn tone(v: &str) -> &'static str {
     match v {
         "matched" | "registered" => "ok",
         "awaiting_event" | "pending" | "in_progress" | "in_flight" => "wait",
@@ -40,7 +40,7 @@ fn order_tone(v: &str) -> &'static str {
 /// timestamps (`.nw`) never wrap inside; only the detail column wraps anywhere (`.wide
 /// td.detail`, at least 10rem wide). The accounts table fits a 1000 px window without a
 /// mid-token wrap (`tests/reports_browser.rs` measures it at 1000 and 1400 px).
-pub const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:1.5rem;color:#1b1f24}\
+pub(crate) const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:1.5rem;color:#1b1f24}\
 h1{font-size:1.4rem}h2{font-size:1.1rem;margin-top:1.6rem}\
 table{border-collapse:collapse;font-size:.85rem}th,td{border:1px solid #d0d7de;padding:.25rem .45rem;text-align:left;vertical-align:top}\
 th{background:#f6f8fa;white-space:nowrap}td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}.meta{color:#57606a}\
@@ -65,7 +65,7 @@ pub fn page(title: &str, body: &str) -> String {
 }
 
 /// A URL path segment, percent-encoded (unreserved characters kept).
-pub fn segment(s: &str) -> String {
+pub(crate) fn segment(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {
         if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
@@ -78,12 +78,12 @@ pub fn segment(s: &str) -> String {
 }
 
 /// The link to an account's timeline page.
-pub fn timeline_link(ext: &str) -> String {
+pub(crate) fn timeline_link(ext: &str) -> String {
     format!("/accounts/{}/events?format=html", segment(ext))
 }
 
 /// The line saying which accounts the run covers.
-pub fn manifest_line(r: &RunReport) -> String {
+pub(crate) fn manifest_line(r: &RunReport) -> String {
     let m = &r.parameters["manifest"];
     let n = |k: &str| m[k].as_u64().unwrap_or(0);
     match (&r.batch, m.is_object()) {
@@ -110,7 +110,7 @@ fn tag(v: &str) -> String {
 
 /// A timestamp: date and time to the second on one line, in a `<time>` whose `datetime` and
 /// tooltip hold the exact value (milliseconds included).
-pub fn when(t: Option<DateTime<Utc>>) -> String {
+pub(crate) fn when(t: Option<DateTime<Utc>>) -> String {
     let Some(t) = t else {
         return String::new();
     };
@@ -122,7 +122,7 @@ pub fn when(t: Option<DateTime<Utc>>) -> String {
 }
 
 /// "Changed since the previous run": the transitions, and a link to the accounts.
-pub fn changes_section(changes: Option<&Diff>) -> String {
+pub(crate) fn changes_section(changes: Option<&Diff>) -> String {
     let mut o = String::from("<section id=\"changes\"><b>Changed since the previous run</b>: ");
     match changes {
         None => o.push_str("this is the first completed run of its scope."),
@@ -378,7 +378,7 @@ pub fn run(r: &RunReport, changes: Option<&Diff>) -> String {
 }
 
 /// An account's event timeline page.
-pub fn timeline(ext: &str, events: &[TimelineEntry], limit: i64) -> String {
+pub(crate) fn timeline(ext: &str, events: &[TimelineEntry], limit: i64) -> String {
     let mut o = format!(
         "<p class=\"meta\">{} event(s), oldest first (at most {limit}): the account's \
          import-process events and the events of the platform accounts they name. \

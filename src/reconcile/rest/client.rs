@@ -132,7 +132,7 @@ impl RestClient {
         })
     }
 
-    pub fn config(&self) -> &RestConfig {
+    pub(crate) fn config(&self) -> &RestConfig {
         &self.cfg
     }
 
@@ -201,7 +201,7 @@ impl RestClient {
     }
 
     /// `account-transfer-status`; `None` on 404 (no account for the code and number).
-    pub async fn transfer_status(
+    pub(crate) async fn transfer_status(
         &self,
         supplier: &str,
         external: &str,
@@ -219,7 +219,7 @@ impl RestClient {
     }
 
     /// `meterpoint-statuses-for-account`; `None` on 404 (not imported, or no meter points).
-    pub async fn meter_points(
+    pub(crate) async fn meter_points(
         &self,
         supplier: &str,
         external: &str,
@@ -422,7 +422,7 @@ async fn read_body(mut resp: reqwest::Response) -> Result<Bytes, BodyError> {
 }
 
 /// Exponential backoff with equal jitter: half the step fixed, half random.
-pub fn backoff(base: Duration, attempt: u32) -> Duration {
+pub(crate) fn backoff(base: Duration, attempt: u32) -> Duration {
     let step = base
         .saturating_mul(1u32 << attempt.saturating_sub(1).min(16))
         .min(MAX_BACKOFF);

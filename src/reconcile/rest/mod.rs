@@ -75,7 +75,7 @@ pub enum RestConfigError {
 impl RestConfig {
     /// The client's settings: the URL and a token source required (a token file must be
     /// readable now; it is read again at every run).
-    pub fn from_settings(s: &RestSettings) -> Result<RestConfig, RestConfigError> {
+    pub(crate) fn from_settings(s: &RestSettings) -> Result<RestConfig, RestConfigError> {
         let raw = s.url.as_deref().ok_or(RestConfigError::NoUrl)?;
         let base_url = Url::parse(raw).map_err(|_| RestConfigError::BadUrl)?;
         let token = match (&s.graphql_url, &s.token_file) {
@@ -115,7 +115,7 @@ impl RestConfig {
 
 impl RestConfig {
     /// The settings as stored with a run: no secret.
-    pub fn describe(&self) -> serde_json::Value {
+    pub(crate) fn describe(&self) -> serde_json::Value {
         serde_json::json!({
             "rest_url": redact(&self.base_url),
             "rest_auth": self.scheme.as_str(),
@@ -129,7 +129,7 @@ impl RestConfig {
 }
 
 /// A transport error in words, without the URL (the caller names the place).
-pub fn describe(e: &reqwest::Error) -> String {
+pub(crate) fn describe(e: &reqwest::Error) -> String {
     let io = {
         let mut source = std::error::Error::source(e);
         let mut kind = None;
@@ -188,7 +188,7 @@ pub enum Endpoint {
 }
 
 impl Endpoint {
-    pub const ALL: [Endpoint; 5] = [
+    pub(crate) const ALL: [Endpoint; 5] = [
         Endpoint::AccountTransferStatus,
         Endpoint::AllAccountImportProcesses,
         Endpoint::PendingAccountImportProcesses,
@@ -206,7 +206,7 @@ impl Endpoint {
         }
     }
 
-    pub fn is_list(self) -> bool {
+    pub(crate) fn is_list(self) -> bool {
         matches!(
             self,
             Endpoint::AllAccountImportProcesses
@@ -255,7 +255,7 @@ pub enum RestError {
 
 impl RestError {
     /// The service did not answer (after retries): the account is `unverified`.
-    pub fn is_unavailable(&self) -> bool {
+    pub(crate) fn is_unavailable(&self) -> bool {
         matches!(self, RestError::Unavailable { .. })
     }
 }

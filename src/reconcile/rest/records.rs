@@ -40,7 +40,7 @@ pub struct ImportRecord {
 
 /// One page of a list answer.
 #[derive(Debug)]
-pub struct ListPage {
+pub(crate) struct ListPage {
     pub records: Vec<ImportRecord>,
     /// The next page's URL, when the answer is paginated.
     pub next: Option<String>,
@@ -48,7 +48,7 @@ pub struct ListPage {
 
 /// `status` of `account-transfer-status`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TransferStatus {
+pub(crate) enum TransferStatus {
     Unknown,
     InProgress,
     Completed,
@@ -56,14 +56,14 @@ pub enum TransferStatus {
 
 /// The answer of `account-transfer-status`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StatusAnswer {
+pub(crate) struct StatusAnswer {
     pub status: TransferStatus,
     pub account_number: Option<String>,
 }
 
 /// One record of `meterpoint-statuses-for-account`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
-pub struct MeterPointStatus {
+pub(crate) struct MeterPointStatus {
     pub mpxn: String,
     pub status: String,
 }
@@ -128,7 +128,7 @@ fn account_number(obj: &Map<String, Value>, at: &str) -> Result<Option<String>, 
 }
 
 /// RFC 3339, or the same without offset (taken as UTC).
-pub fn parse_time(s: &str) -> Option<DateTime<Utc>> {
+pub(crate) fn parse_time(s: &str) -> Option<DateTime<Utc>> {
     if let Ok(t) = DateTime::parse_from_rfc3339(s) {
         return Some(t.with_timezone(&Utc));
     }
@@ -186,7 +186,7 @@ fn record(v: &Value, i: usize) -> Result<ImportRecord, ShapeError> {
 const WRAPPERS: [&str; 3] = ["results", "data", "accounts"];
 
 /// A list endpoint's answer.
-pub fn parse_list(body: &[u8]) -> Result<ListPage, ShapeError> {
+pub(crate) fn parse_list(body: &[u8]) -> Result<ListPage, ShapeError> {
     let v = parse_json(body)?;
     let (items, next) = match &v {
         Value::Array(items) => (items, None),
@@ -229,7 +229,7 @@ pub fn parse_list(body: &[u8]) -> Result<ListPage, ShapeError> {
 }
 
 /// `account-transfer-status`'s 200 answer.
-pub fn parse_status(body: &[u8]) -> Result<StatusAnswer, ShapeError> {
+pub(crate) fn parse_status(body: &[u8]) -> Result<StatusAnswer, ShapeError> {
     let v = parse_json(body)?;
     let obj = v.as_object().ok_or_else(|| {
         shape(
@@ -264,7 +264,7 @@ pub fn parse_status(body: &[u8]) -> Result<StatusAnswer, ShapeError> {
 }
 
 /// `meterpoint-statuses-for-account`'s 200 answer.
-pub fn parse_meter_points(body: &[u8]) -> Result<Vec<MeterPointStatus>, ShapeError> {
+pub(crate) fn parse_meter_points(body: &[u8]) -> Result<Vec<MeterPointStatus>, ShapeError> {
     let v = parse_json(body)?;
     let items = match &v {
         Value::Array(items) => items,

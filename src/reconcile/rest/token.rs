@@ -41,10 +41,10 @@ pub enum TokenSource {
 
 impl TokenSource {
     /// Every value of [`TokenSource::label`].
-    pub const LABELS: [&'static str; 3] = ["environment", "file", "graphql"];
+    pub(crate) const LABELS: [&'static str; 3] = ["environment", "file", "graphql"];
 
     /// The metric label.
-    pub fn label(&self) -> &'static str {
+    pub(crate) fn label(&self) -> &'static str {
         match self {
             TokenSource::Env(_) => "environment",
             TokenSource::File(_) => "file",
@@ -55,7 +55,7 @@ impl TokenSource {
 
 /// What a renewal after a 401 found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Renewal {
+pub(crate) enum Renewal {
     /// Another request renewed the token since this one was sent: retry with it.
     Newer,
     /// This request obtained a new token: retry with it.
@@ -136,7 +136,7 @@ impl Tokens {
     }
 
     /// The current `Authorization` value and its generation.
-    pub async fn current(&self) -> Result<(u64, HeaderValue), RestError> {
+    pub(crate) async fn current(&self) -> Result<(u64, HeaderValue), RestError> {
         let mut st = self.state.lock().await;
         if st.header.is_none() {
             st.header = Some(self.load().await?);
@@ -150,7 +150,7 @@ impl Tokens {
     /// renewed it meanwhile; else, when `may_fetch`, a new token ([`Renewal::Fetched`], or
     /// [`Renewal::Unchanged`] when it cannot change: environment, or the file still holds the
     /// refused token).
-    pub async fn renew(&self, seen: u64, may_fetch: bool) -> Result<Renewal, RestError> {
+    pub(crate) async fn renew(&self, seen: u64, may_fetch: bool) -> Result<Renewal, RestError> {
         let mut st = self.state.lock().await;
         if st.generation != seen {
             return Ok(Renewal::Newer);

@@ -113,7 +113,7 @@ impl ReconcileStore {
     }
 
     /// The batches named `name`, of `supplier` when given (several suppliers may use a name).
-    pub async fn find_batches(
+    pub(crate) async fn find_batches(
         &self,
         supplier: Option<&str>,
         name: &str,
@@ -131,7 +131,7 @@ impl ReconcileStore {
     }
 
     /// Every batch, newest first; only the open ones of `suppliers` when `open_of` is given.
-    pub async fn batches(&self, open_of: Option<&[String]>) -> Result<Vec<Batch>, DbError> {
+    pub(crate) async fn batches(&self, open_of: Option<&[String]>) -> Result<Vec<Batch>, DbError> {
         let rows = sqlx::query(&format!(
             "SELECT {BATCH_COLUMNS} FROM {BATCH_FROM} \
              WHERE $1::text[] IS NULL OR (c.batch_id IS NULL AND b.supplier = ANY($1)) \
@@ -145,7 +145,7 @@ impl ReconcileStore {
     }
 
     /// A batch's lists, named after it.
-    pub async fn batch_manifest(&self, b: &Batch) -> Result<Manifest, DbError> {
+    pub(crate) async fn batch_manifest(&self, b: &Batch) -> Result<Manifest, DbError> {
         let rows = sqlx::query(
             "SELECT kind, external_id FROM audit.batch_members WHERE batch_id = $1 \
              ORDER BY kind, external_id",
@@ -171,7 +171,7 @@ impl ReconcileStore {
 
     /// Closes a batch (`command` or `settled`, with the settling run); `false` when it was
     /// closed already.
-    pub async fn close_batch(
+    pub(crate) async fn close_batch(
         &self,
         id: i64,
         reason: &str,

@@ -81,7 +81,7 @@ fn summary(r: &sqlx::postgres::PgRow) -> RunSummary {
 
 impl ReconcileStore {
     /// Stores a run and its results in one transaction; returns the run id.
-    pub async fn save_reconcile_run(&self, r: &RunReport) -> Result<i64, DbError> {
+    pub(crate) async fn save_reconcile_run(&self, r: &RunReport) -> Result<i64, DbError> {
         let mut tx = self.pool().begin().await.ctx("begin")?;
         let id: i64 = sqlx::query_scalar(
             "INSERT INTO audit.reconcile_runs (started_at, finished_at, trigger, suppliers, \
@@ -162,7 +162,7 @@ impl ReconcileStore {
     }
 
     /// The newest `limit` runs, newest first; of one scope only when given.
-    pub async fn reconcile_runs(
+    pub(crate) async fn reconcile_runs(
         &self,
         limit: i64,
         scope: Option<&str>,
@@ -180,7 +180,10 @@ impl ReconcileStore {
     }
 
     /// Run `id` (the latest when `None`) with its results, by external account number.
-    pub async fn reconcile_run(&self, id: Option<i64>) -> Result<Option<RunReport>, DbError> {
+    pub(crate) async fn reconcile_run(
+        &self,
+        id: Option<i64>,
+    ) -> Result<Option<RunReport>, DbError> {
         let Some(r) = sqlx::query(&format!(
             "SELECT {RUN_COLUMNS} FROM {RUN_FROM} \
              WHERE $1::bigint IS NULL OR r.id = $1 ORDER BY r.id DESC LIMIT 1"
@@ -255,7 +258,7 @@ impl ReconcileStore {
 
     /// The completed run (no error) of `scope` just before run `before` (the latest when
     /// `None`).
-    pub async fn previous_completed_run(
+    pub(crate) async fn previous_completed_run(
         &self,
         scope: &str,
         before: Option<i64>,
@@ -274,7 +277,10 @@ impl ReconcileStore {
     }
 
     /// The latest state of every scope with a run since `since`, and of every open batch.
-    pub async fn scope_states(&self, since: DateTime<Utc>) -> Result<Vec<ScopeState>, DbError> {
+    pub(crate) async fn scope_states(
+        &self,
+        since: DateTime<Utc>,
+    ) -> Result<Vec<ScopeState>, DbError> {
         let rows = sqlx::query(
             "WITH scopes AS ( \
                SELECT DISTINCT r.scope FROM audit.reconcile_runs r \
@@ -339,7 +345,7 @@ impl ReconcileStore {
 
     /// The completed runs of a batch, newest first (at most `limit`): when each finished,
     /// its outcome and registrations.
-    pub async fn batch_run_states(
+    pub(crate) async fn batch_run_states(
         &self,
         batch_id: i64,
         limit: i64,

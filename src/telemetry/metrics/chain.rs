@@ -8,7 +8,7 @@ use prometheus::{Gauge, IntGauge, IntGaugeVec};
 use super::{float_gauge, gauge, gauge_vec, Registry};
 
 /// The gap kinds of a completeness report (the `kind` label's vocabulary).
-pub const GAP_KINDS: [&str; 4] = ["purged", "deleted", "missing", "pending"];
+pub(crate) const GAP_KINDS: [&str; 4] = ["purged", "deleted", "missing", "pending"];
 
 pub struct ChainMetrics {
     /// Sequence number of the latest chain link.

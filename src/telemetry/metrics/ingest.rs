@@ -200,7 +200,7 @@ impl IngestMetrics {
     }
 
     /// Counts the error codes of one recorded message.
-    pub fn errors(&self, codes: &[ErrorCode]) {
+    pub(crate) fn errors(&self, codes: &[ErrorCode]) {
         for code in codes {
             if let Some((_, c)) = self.errors_by_code.iter().find(|(k, _)| k == code) {
                 c.inc();
@@ -210,7 +210,7 @@ impl IngestMetrics {
 
     /// Counts undeclared field paths new to the log, per event (a catalogue name, else
     /// `other`: the label stays bounded).
-    pub fn new_fields(&self, per_event: &[(String, u64)]) {
+    pub(crate) fn new_fields(&self, per_event: &[(String, u64)]) {
         for (event, n) in per_event {
             let label = catalogue::find_event(event).map_or("other", |e| e.name);
             self.new_fields.with_label_values(&[label]).inc_by(*n);
@@ -218,7 +218,7 @@ impl IngestMetrics {
     }
 
     /// Counts one recorded message.
-    pub fn message(
+    pub(crate) fn message(
         &self,
         idx: Option<u16>,
         status: Status,

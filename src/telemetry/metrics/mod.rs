@@ -61,7 +61,7 @@ impl Metrics {
     /// series, when several share a consumer (join on the target: `* on(instance)
     /// group_left(audit_instance) event_audit_instance_info`). Not `instance`, which is
     /// Prometheus's own target label.
-    pub fn set_instance(&self, name: &str) {
+    pub(crate) fn set_instance(&self, name: &str) {
         gauge_vec(
             &self.registry,
             "event_audit_instance_info",

@@ -9,7 +9,7 @@ use prometheus::{IntCounterVec, IntGaugeVec};
 use super::{counter_vec, gauge_vec, Registry};
 
 /// The `batch` label of a supplier-wide scope.
-pub const WHOLE_SUPPLIER: &str = "*";
+pub(crate) const WHOLE_SUPPLIER: &str = "*";
 
 pub struct ReconcileMetrics {
     /// Accounts per verdict in the latest completed run.

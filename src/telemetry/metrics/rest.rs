@@ -42,7 +42,7 @@ impl RestMetrics {
     /// Every series of the known label values at zero, from start-up (a dashboard's panel shows
     /// 0 rather than "No data" before the first request): each endpoint (with each status class
     /// for the count) and each token source.
-    pub fn at_zero(&self, endpoints: &[&str], sources: &[&str]) {
+    pub(crate) fn at_zero(&self, endpoints: &[&str], sources: &[&str]) {
         for e in endpoints {
             self.seconds.with_label_values(&[e]);
             for class in CLASSES {
@@ -57,4 +57,4 @@ impl RestMetrics {
 
 /// The status classes of `event_audit_rest_requests_total` (`error`: no status, the request
 /// failed).
-pub const CLASSES: [&str; 4] = ["2xx", "4xx", "5xx", "error"];
+pub(crate) const CLASSES: [&str; 4] = ["2xx", "4xx", "5xx", "error"];

@@ -6,7 +6,7 @@ use prometheus::{IntCounter, IntCounterVec, IntGauge};
 use super::{counter, counter_vec, gauge, Registry};
 
 /// Every reason the signer refuses to sign (the `reason` label's vocabulary).
-pub const REFUSAL_REASONS: &[&str] = &[
+pub(crate) const REFUSAL_REASONS: &[&str] = &[
     "smaller",
     "rewritten",
     "forked",
@@ -96,7 +96,7 @@ impl WitnessMetrics {
 }
 
 /// The independent witness's metrics (`witness serve`): cosignatures given, requests refused.
-pub struct WitnessServerMetrics {
+pub(crate) struct WitnessServerMetrics {
     pub cosigned: IntCounterVec,
     /// Refused requests whose checkpoint signature was valid: evidence of a misbehaving log.
     pub refused: IntCounterVec,
@@ -106,7 +106,7 @@ pub struct WitnessServerMetrics {
 }
 
 /// The `reason` vocabulary of refused requests.
-pub const WITNESS_REFUSALS: &[&str] = &["old_size", "conflict", "inconsistent"];
+pub(crate) const WITNESS_REFUSALS: &[&str] = &["old_size", "conflict", "inconsistent"];
 
 impl WitnessServerMetrics {
     pub fn new(r: &Registry, origins: &[String]) -> WitnessServerMetrics {
