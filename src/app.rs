@@ -499,12 +499,7 @@ mod schedule {
 
     /// Derives the reconciliation metrics from the stored runs every `every` until stopped:
     /// the only writer of `event_audit_reconcile_*`.
-    pub(crate) async fn poll(
-        db: Db,
-        metrics: Arc<Metrics>,
-        every: Duration,
-        stop: CancellationToken,
-    ) {
+    pub async fn poll(db: Db, metrics: Arc<Metrics>, every: Duration, stop: CancellationToken) {
         let store = ReconcileStore::new(db);
         let mut poller = Poller::default();
         let mut tick = tokio::time::interval(every);
