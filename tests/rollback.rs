@@ -13,9 +13,7 @@ use std::path::{Path, PathBuf};
 
 use common::app::{run_until_idle, run_until_idle_logging, settings};
 use common::db::admin_url;
-use common::witness::{
-    verify_witness, write_keys, write_policy, write_witness_key, Witness, WitnessProcess,
-};
+use common::witness::{verify_witness, witness_with_policy, write_keys, Witness};
 use common::{TestDb, TestStream};
 use event_audit::audit::cosign::WitnessPolicy;
 use event_audit::audit::note::{self, Checkpoint};
@@ -93,22 +91,8 @@ async fn a_rollback_by_the_administrators_is_refused_and_detected() {
     let _cp_guard = Witness(cps.clone());
     let origin = format!("example.com/logs/{}", db.name);
     let (key, public, log_key) = write_keys(tmp.path(), &origin, 41);
-    let (wkey, wpub, _) = write_witness_key(tmp.path(), "auditor.example/w1", 42);
-    let witness = WitnessProcess::start(
-        &wkey,
-        std::slice::from_ref(&public),
-        &tmp.path().join("witness"),
-    )
-    .await;
-    let vkey = std::fs::read_to_string(&wpub)
-        .expect("vkey")
-        .trim()
-        .to_owned();
-    let policy = write_policy(
-        &tmp.path().join("policy"),
-        &[(vkey, witness.url.clone())],
-        1,
-    );
+    let (witness, policy) =
+        witness_with_policy(tmp.path(), "auditor.example/w1", 42, &public).await;
     let parsed =
         WitnessPolicy::parse(&std::fs::read_to_string(&policy).expect("policy")).expect("policy");
     let signer_state: PathBuf = tmp.path().join("signer.state");

@@ -11,9 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::app::{run_until_idle, settings, spawn_app};
-use common::witness::{
-    verify_witness, write_keys, write_policy, write_witness_key, Witness, WitnessProcess,
-};
+use common::witness::{verify_witness, witness_with_policy, write_keys, Witness};
 use common::{TestDb, TestStream};
 use event_audit::audit::chain::{batch_digest, link_hash_v2};
 use event_audit::audit::cosign::WitnessPolicy;
@@ -143,22 +141,8 @@ async fn two_daemons_on_one_consumer_publish_one_cosigned_sequence() {
     let tmp = tempfile::tempdir().expect("tmp");
     let origin = format!("example.com/logs/{}", db.name);
     let (key, public, _) = write_keys(tmp.path(), &origin, 63);
-    let (wkey, wpub, _) = write_witness_key(tmp.path(), "auditor.example/w2", 64);
-    let witness = WitnessProcess::start(
-        &wkey,
-        std::slice::from_ref(&public),
-        &tmp.path().join("witness"),
-    )
-    .await;
-    let vkey = std::fs::read_to_string(&wpub)
-        .expect("vkey")
-        .trim()
-        .to_owned();
-    let policy = write_policy(
-        &tmp.path().join("policy"),
-        &[(vkey, witness.url.clone())],
-        1,
-    );
+    let (_witness, policy) =
+        witness_with_policy(tmp.path(), "auditor.example/w2", 64, &public).await;
     let daemon = |n: u32| {
         let mut s = settings(&db, &ts);
         s.ingest.batch_size = 25;

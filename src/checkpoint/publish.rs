@@ -10,7 +10,7 @@ use std::time::Duration;
 use async_nats::jetstream::{self, consumer, stream};
 use futures::StreamExt;
 
-use crate::bus::{Bus, BusError};
+use crate::bus::{js_err, Bus, BusError};
 use crate::config::defaults::CHECKPOINT_SUBJECT_PREFIX;
 
 /// One checkpoint read from the witness, with where it was found.
@@ -18,14 +18,6 @@ use crate::config::defaults::CHECKPOINT_SUBJECT_PREFIX;
 pub struct Found {
     pub label: String,
     pub note: String,
-}
-
-fn js(action: &'static str, name: &str, e: impl std::fmt::Display) -> BusError {
-    BusError::JetStream {
-        action,
-        name: name.to_owned(),
-        message: e.to_string(),
-    }
 }
 
 /// The subject checkpoints of `stream` are published on.
@@ -81,11 +73,38 @@ pub(crate) async fn ensure_stream(
     match tokio::time::timeout(limit, bus.js.get_or_create_stream(config)).await {
         Ok(Ok(mut s)) => match tokio::time::timeout(limit, s.info()).await {
             Ok(Ok(info)) => Ok(config_problems(&info.config)),
-            Ok(Err(e)) => Err(js("read the checkpoint stream", name, e)),
-            Err(_) => Err(js("read the checkpoint stream", name, "timed out")),
+            Ok(Err(e)) => Err(js_err("read the checkpoint stream", name, e)),
+            Err(_) => Err(js_err("read the checkpoint stream", name, "timed out")),
         },
-        Ok(Err(e)) => Err(js("create the checkpoint stream", name, e)),
-        Err(_) => Err(js("create the checkpoint stream", name, "timed out")),
+        Ok(Err(e)) => Err(js_err("create the checkpoint stream", name, e)),
+        Err(_) => Err(js_err("create the checkpoint stream", name, "timed out")),
+    }
+}
+
+/// The checkpoint stream and its info (read, never created).
+async fn open(bus: &Bus, name: &str) -> Result<(stream::Stream, stream::Info), BusError> {
+    let mut s = bus
+        .js
+        .get_stream(name)
+        .await
+        .map_err(|e| js_err("open the checkpoint stream", name, e))?;
+    let info = s
+        .info()
+        .await
+        .map_err(|e| js_err("read the checkpoint stream", name, e))?
+        .clone();
+    Ok((s, info))
+}
+
+/// `read` within `limit`; past it, an error naming the stream.
+async fn within<T>(
+    limit: Duration,
+    name: &str,
+    read: impl std::future::Future<Output = Result<T, BusError>>,
+) -> Result<T, BusError> {
+    match tokio::time::timeout(limit, read).await {
+        Ok(r) => r,
+        Err(_) => Err(js_err("read the checkpoint stream", name, "timed out")),
     }
 }
 
@@ -95,22 +114,11 @@ pub(crate) async fn stream_problems(
     name: &str,
     limit: Duration,
 ) -> Result<Vec<String>, BusError> {
-    let get = async {
-        let mut s = bus
-            .js
-            .get_stream(name)
-            .await
-            .map_err(|e| js("open the checkpoint stream", name, e))?;
-        let info = s
-            .info()
-            .await
-            .map_err(|e| js("read the checkpoint stream", name, e))?;
+    within(limit, name, async {
+        let (_, info) = open(bus, name).await?;
         Ok(config_problems(&info.config))
-    };
-    match tokio::time::timeout(limit, get).await {
-        Ok(r) => r,
-        Err(_) => Err(js("read the checkpoint stream", name, "timed out")),
-    }
+    })
+    .await
 }
 
 /// The newest messages of the stream, newest first, at most `most` of them (the signer's
@@ -121,18 +129,9 @@ pub(crate) async fn read_tail(
     most: u64,
     limit: Duration,
 ) -> Result<Vec<Found>, BusError> {
-    let get = async {
-        let mut s = bus
-            .js
-            .get_stream(name)
-            .await
-            .map_err(|e| js("open the checkpoint stream", name, e))?;
-        let state = s
-            .info()
-            .await
-            .map_err(|e| js("read the checkpoint stream", name, e))?
-            .state
-            .clone();
+    within(limit, name, async {
+        let (s, info) = open(bus, name).await?;
+        let state = info.state;
         let mut out = Vec::new();
         let mut seq = state.last_sequence;
         while seq >= state.first_sequence.max(1) && out.len() < most as usize {
@@ -146,11 +145,8 @@ pub(crate) async fn read_tail(
             seq -= 1;
         }
         Ok(out)
-    };
-    match tokio::time::timeout(limit, get).await {
-        Ok(r) => r,
-        Err(_) => Err(js("read the checkpoint stream", name, "timed out")),
-    }
+    })
+    .await
 }
 
 /// Publishes one checkpoint and waits for the stream's ack. The message id (`origin/size`)
@@ -169,13 +165,13 @@ pub(crate) async fn publish(
         bus.js
             .publish_with_headers(subject(stream), headers, note.to_owned().into())
             .await
-            .map_err(|e| js("publish a checkpoint", stream, e))?
+            .map_err(|e| js_err("publish a checkpoint", stream, e))?
             .await
-            .map_err(|e| js("publish a checkpoint", stream, e))
+            .map_err(|e| js_err("publish a checkpoint", stream, e))
     };
     match tokio::time::timeout(limit, sent).await {
         Ok(r) => r.map(|_| ()),
-        Err(_) => Err(js("publish a checkpoint", stream, "no ack in time")),
+        Err(_) => Err(js_err("publish a checkpoint", stream, "no ack in time")),
     }
 }
 
@@ -219,18 +215,9 @@ pub(crate) fn read_dir(dir: &Path) -> std::io::Result<Vec<Found>> {
 
 /// Every checkpoint in the witness stream, in stream order (an ephemeral consumer, no acks).
 pub async fn read_stream(bus: &Bus, name: &str, limit: Duration) -> Result<Vec<Found>, BusError> {
-    let get = async {
-        let mut s = bus
-            .js
-            .get_stream(name)
-            .await
-            .map_err(|e| js("open the checkpoint stream", name, e))?;
-        let last = s
-            .info()
-            .await
-            .map_err(|e| js("read the checkpoint stream", name, e))?
-            .state
-            .last_sequence;
+    within(limit, name, async {
+        let (s, info) = open(bus, name).await?;
+        let last = info.state.last_sequence;
         let mut out = Vec::new();
         if last == 0 {
             return Ok(out);
@@ -243,7 +230,7 @@ pub async fn read_stream(bus: &Bus, name: &str, limit: Duration) -> Result<Vec<F
                 ..Default::default()
             })
             .await
-            .map_err(|e| js("read the checkpoint stream", name, e))?;
+            .map_err(|e| js_err("read the checkpoint stream", name, e))?;
         let mut seen = 0u64;
         while seen < last {
             let mut batch = c
@@ -252,11 +239,11 @@ pub async fn read_stream(bus: &Bus, name: &str, limit: Duration) -> Result<Vec<F
                 .expires(Duration::from_secs(1))
                 .messages()
                 .await
-                .map_err(|e| js("read the checkpoint stream", name, e))?;
+                .map_err(|e| js_err("read the checkpoint stream", name, e))?;
             let mut got = 0;
             while let Some(m) = batch.next().await {
                 let m: jetstream::Message =
-                    m.map_err(|e| js("read the checkpoint stream", name, e))?;
+                    m.map_err(|e| js_err("read the checkpoint stream", name, e))?;
                 got += 1;
                 if let Ok(info) = m.info() {
                     seen = info.stream_sequence;
@@ -271,9 +258,6 @@ pub async fn read_stream(bus: &Bus, name: &str, limit: Duration) -> Result<Vec<F
             }
         }
         Ok(out)
-    };
-    match tokio::time::timeout(limit, get).await {
-        Ok(r) => r,
-        Err(_) => Err(js("read the checkpoint stream", name, "timed out")),
-    }
+    })
+    .await
 }

@@ -109,6 +109,24 @@ pub fn write_policy(path: &Path, witnesses: &[(String, String)], quorum: usize) 
     path.to_owned()
 }
 
+/// A witness process of its own for the log whose public key is `public` (its key `name` from
+/// `seed`, its state under `dir`), and a policy file naming it alone with quorum 1.
+pub async fn witness_with_policy(
+    dir: &Path,
+    name: &str,
+    seed: u8,
+    public: &Path,
+) -> (WitnessProcess, PathBuf) {
+    let (wkey, wpub, _) = write_witness_key(dir, name, seed);
+    let witness = WitnessProcess::start(&wkey, &[public.to_owned()], &dir.join("witness")).await;
+    let vkey = std::fs::read_to_string(&wpub)
+        .expect("vkey")
+        .trim()
+        .to_owned();
+    let policy = write_policy(&dir.join("policy"), &[(vkey, witness.url.clone())], 1);
+    (witness, policy)
+}
+
 /// `event-audit witness serve` as a process of its own (the point: a witness that shares
 /// nothing with the daemon), ended by its PID when dropped.
 pub struct WitnessProcess {
