@@ -319,7 +319,8 @@ async fn probe_postgres(db: Db, health: Arc<Health>, stop: CancellationToken) {
     }
 }
 
-/// The only writer of `connection_up{nats}` and of the consumer's backlog gauges.
+/// The only writer of `connection_up{nats, jetstream}`, of the consumer's backlog gauges and
+/// of the leader changes (polled at once, then every `POLL_EVERY`).
 async fn probe_nats(
     client: async_nats::Client,
     consumer: PullConsumer,
@@ -327,6 +328,8 @@ async fn probe_nats(
     health: Arc<Health>,
     stop: CancellationToken,
 ) {
+    let js = async_nats::jetstream::new(client.clone());
+    let mut leaders = source::Leaders::default();
     let mut tick = tokio::time::interval(PROBE_EVERY);
     let mut n = 0u64;
     loop {
@@ -336,16 +339,11 @@ async fn probe_nats(
         }
         health.set_nats(client.connection_state() == async_nats::connection::State::Connected);
         n += 1;
-        if n % (POLL_EVERY.as_secs() / PROBE_EVERY.as_secs()).max(1) != 0 {
-            continue;
-        }
-        let state = tokio::time::timeout(POLL_EVERY, source::consumer_state(&consumer)).await;
-        if let Ok(Some((pending, ack_pending))) = state {
-            let m = &metrics.ingest;
-            m.consumer_pending
-                .set(i64::try_from(pending).unwrap_or(i64::MAX));
-            m.consumer_ack_pending
-                .set(i64::try_from(ack_pending).unwrap_or(i64::MAX));
+        if (n - 1) % (POLL_EVERY.as_secs() / PROBE_EVERY.as_secs()).max(1) == 0 {
+            let limit = crate::bus::API_TIMEOUT;
+            leaders
+                .observe(&js, &consumer, &metrics, &health, limit)
+                .await;
         }
     }
 }

@@ -81,6 +81,7 @@ pub struct Signer {
     trees: TreeStore,
     bus: Bus,
     stream: String,
+    replicas: usize,
     dir: Option<PathBuf>,
     interval: Duration,
     limit: Duration,
@@ -121,6 +122,7 @@ impl Signer {
             trees: TreeStore::new(db),
             bus,
             stream: s.checkpoint_stream.clone(),
+            replicas: s.checkpoint_replicas,
             dir: s.checkpoint_dir.clone(),
             interval: s.checkpoint_interval.get(),
             limit,
@@ -147,7 +149,8 @@ impl Signer {
     /// Creates the witness stream if missing and checks its configuration (a failure here is
     /// retried by every round).
     pub async fn prepare(&self) -> Result<(), CheckpointError> {
-        let problems = publish::ensure_stream(&self.bus, &self.stream, self.limit).await?;
+        let problems =
+            publish::ensure_stream(&self.bus, &self.stream, self.replicas, self.limit).await?;
         self.metrics.stream_ok.set(i64::from(problems.is_empty()));
         if !problems.is_empty() {
             tracing::error!(stream = %self.stream, problems = %problems.join("; "), "the checkpoint stream does not keep evidence: published checkpoints can be removed through NATS; recreate it (deny delete, deny purge, no limits) and deny stream updates to the daemon's NATS user");

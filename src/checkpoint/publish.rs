@@ -60,12 +60,14 @@ pub(crate) fn config_problems(c: &stream::Config) -> Vec<String> {
 pub(crate) async fn ensure_stream(
     bus: &Bus,
     name: &str,
+    replicas: usize,
     limit: Duration,
 ) -> Result<Vec<String>, BusError> {
     let config = stream::Config {
         name: name.to_owned(),
         subjects: vec![subject(name)],
         storage: stream::StorageType::File,
+        num_replicas: replicas.max(1),
         deny_delete: true,
         deny_purge: true,
         ..Default::default()

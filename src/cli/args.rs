@@ -171,6 +171,14 @@ pub struct StreamArgs {
         value_delimiter = ','
     )]
     pub subjects: Option<Vec<String>>,
+    /// Replicas of the stream when it is created, 1 to 5 (3 in a three-node JetStream
+    /// cluster); an existing stream keeps its own.
+    #[arg(
+        long = "stream-replicas",
+        id = "stream.replicas",
+        env = "EVENT_AUDIT_STREAM_REPLICAS"
+    )]
+    pub replicas: Option<usize>,
 }
 
 /// The stream and the durable consumer the daemon reads.

@@ -190,6 +190,10 @@ pub fn run(args: ReconcileArgs) -> anyhow::Result<ExitCode> {
     };
     super::runtime()?.block_on(async {
         let db = Db::open_existing(&settings.database, 4).await?;
+        if db.is_standby().await? {
+            eprintln!("event-audit: {} is a read-only standby; a reconciliation stores its run, so run it against the primary (`reconcile diff` and the reports read stored runs here)", db.place());
+            return Ok(ExitCode::from(2));
+        }
         let store = ReconcileStore::new(db);
         let mut params = Params::new(
             settings.reconcile.suppliers.clone(),

@@ -50,6 +50,10 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         let workers = settings.database.connections.max(1);
         // One more connection than workers: a payload compared by PostgreSQL itself.
         let db = Db::open_existing(&settings.database, workers + 1).await?;
+        let standby = db.standby_view().await?;
+        if let Some(v) = &standby {
+            eprintln!("{}", v.line());
+        }
         let store = VerifyStore::new(db.clone());
         let trees = TreeStore::new(db.clone());
         // With the witness: the key, policy, state and checkpoints first (exit 2 when they
@@ -90,6 +94,7 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
             report.add_break(why);
         }
         report.duration_ms = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
+        report.standby = standby;
         println!("{}", serde_json::to_string(&report)?);
         let chain = if report.ok {
             eprintln!("chain intact: {} links, {} rows", report.links, report.rows);
@@ -108,7 +113,11 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
             }
             _ => (ExitCode::SUCCESS, None),
         };
-        store.record(&report, witness_ok).await?;
+        if report.standby.is_none() {
+            store.record(&report, witness_ok).await?;
+        } else {
+            eprintln!("this run is not recorded in audit.verify_runs: a standby takes no writes (runs verified on the primary are)");
+        }
         Ok(if report.ok { code } else { chain })
     })
 }

@@ -32,6 +32,14 @@ pub struct SignerArgs {
     /// the key file's path with `.state` appended). Keep it with the key.
     #[arg(long, id = "witness.signer_state", env = "EVENT_AUDIT_SIGNER_STATE")]
     pub signer_state: Option<PathBuf>,
+    /// Replicas of the checkpoint stream when it is created, 1 to 5 (3 in a three-node
+    /// JetStream cluster).
+    #[arg(
+        long,
+        id = "witness.checkpoint_replicas",
+        env = "EVENT_AUDIT_CHECKPOINT_REPLICAS"
+    )]
+    pub checkpoint_replicas: Option<usize>,
     #[command(flatten)]
     #[serde(flatten)]
     pub policy: PolicyArg,

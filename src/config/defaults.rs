@@ -18,6 +18,8 @@ pub(crate) const SUBJECTS: &str = "events.>";
 pub(crate) const CONSUMER: &str = "event-audit";
 pub(crate) const SUBJECT_PREFIX: &str = "events.";
 pub(crate) const ACK_WAIT: Dur = Dur::secs(30);
+/// Replicas of the audit stream when the daemon creates it (3 in a three-node cluster).
+pub(crate) const STREAM_REPLICAS: usize = 1;
 
 // Batching.
 pub(crate) const BATCH_SIZE: usize = 2000;
@@ -90,6 +92,8 @@ pub(crate) const VERIFY_MAX_BREAKS: usize = 1000;
 // The witnessed Merkle log: checkpoints signed by the daemon, published outside the database.
 pub(crate) const CHECKPOINT_INTERVAL: Dur = Dur::secs(10);
 pub(crate) const CHECKPOINT_STREAM: &str = "EVENT_AUDIT_CHECKPOINTS";
+/// Replicas of the checkpoint stream when the daemon creates it.
+pub(crate) const CHECKPOINT_REPLICAS: usize = 1;
 /// The subject prefix of the checkpoint stream (`<prefix>.<stream>`).
 pub(crate) const CHECKPOINT_SUBJECT_PREFIX: &str = "event-audit.checkpoints";
 /// How long one publish of a checkpoint (or a read of the witness) may take.

@@ -171,6 +171,8 @@ pub struct StreamSettings {
     pub subject_prefix: String,
     /// How long JetStream waits for an ack before redelivering.
     pub ack_wait: Dur,
+    /// Replicas of the stream when it is created (an existing stream keeps its own).
+    pub replicas: usize,
 }
 
 impl Default for StreamSettings {
@@ -182,6 +184,7 @@ impl Default for StreamSettings {
             bind_only: false,
             subject_prefix: defaults::SUBJECT_PREFIX.into(),
             ack_wait: defaults::ACK_WAIT,
+            replicas: defaults::STREAM_REPLICAS,
         }
     }
 }

@@ -46,6 +46,8 @@ pub struct WitnessSettings {
     pub checkpoint_interval: Dur,
     /// The JetStream stream that witnesses checkpoints (deny delete, deny purge).
     pub checkpoint_stream: String,
+    /// Replicas of the checkpoint stream when `run` creates it.
+    pub checkpoint_replicas: usize,
     /// A directory each checkpoint is also written to (one file per checkpoint).
     pub checkpoint_dir: Option<PathBuf>,
     /// The log's name in its checkpoints; default: the signing key's name (which `keygen`
@@ -76,6 +78,7 @@ impl Default for WitnessSettings {
             signing_key_file: None,
             checkpoint_interval: defaults::CHECKPOINT_INTERVAL,
             checkpoint_stream: defaults::CHECKPOINT_STREAM.into(),
+            checkpoint_replicas: defaults::CHECKPOINT_REPLICAS,
             checkpoint_dir: None,
             origin: None,
             public_key: None,

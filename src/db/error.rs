@@ -58,6 +58,10 @@ fn at_place(place: &Option<String>) -> String {
 fn describe(e: &sqlx::Error) -> String {
     match e {
         sqlx::Error::Database(db) => match db.code() {
+            Some(code) if code == "25006" => format!(
+                "{} (SQLSTATE {code}); the server is a read-only standby and this command writes: run it against the primary",
+                db.message()
+            ),
             Some(code) => format!("{} (SQLSTATE {code})", db.message()),
             None => db.message().to_owned(),
         },

@@ -1,8 +1,9 @@
 //! The PostgreSQL connection: opening the audit log as its writer (create the database if
 //! missing, migrate, work as the writer role) or as a reader (never create, never migrate), and
-//! the one place where database errors are classified by SQLSTATE.
+//! the one place where database errors are classified by SQLSTATE; whether it is a standby.
 
 mod error;
+mod standby;
 
 use std::time::Duration;
 
@@ -14,6 +15,7 @@ use sqlx::{Connection, Executor, PgConnection, PgPool, Postgres};
 
 use crate::config::{redact_url, DatabaseSettings};
 pub use error::{Class, Ctx, DbError};
+pub use standby::StandbyView;
 
 /// The role the daemon works as (it cannot UPDATE, DELETE or TRUNCATE the log).
 pub(crate) const WRITER_ROLE: &str = "event_audit_writer";

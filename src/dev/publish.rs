@@ -111,6 +111,7 @@ pub(crate) async fn ensure_stream(bus: &Bus, stream: &StreamSettings) -> anyhow:
         bind_only: false,
         ack_wait: stream.ack_wait.get(),
         max_ack_pending: 1,
+        replicas: stream.replicas,
     };
     bus.ensure_stream(&binding).await?;
     Ok(())

@@ -45,7 +45,11 @@ async fn readyz(State(h): State<Arc<Health>>) -> impl IntoResponse {
         "nats {}\npostgres {}\nconsumer {}\ningest {ingest}\n",
         ok(r.nats),
         ok(r.postgres),
-        if r.consumer_bound { "bound" } else { "unbound" }
+        match (r.consumer_bound, r.jetstream) {
+            (false, _) => "unbound",
+            (true, true) => "bound",
+            (true, false) => "bound, not answering (no JetStream leader or quorum)",
+        }
     );
     let code = if r.ready() {
         StatusCode::OK

@@ -29,12 +29,19 @@ pub(crate) struct Readiness {
     pub nats: bool,
     pub postgres: bool,
     pub consumer_bound: bool,
+    /// The durable consumer answered the last poll (in a cluster: it and its stream have a
+    /// leader).
+    pub jetstream: bool,
     pub ingest: Progress,
 }
 
 impl Readiness {
     pub(crate) fn ready(&self) -> bool {
-        self.nats && self.postgres && self.consumer_bound && self.ingest == Progress::Flowing
+        self.nats
+            && self.postgres
+            && self.consumer_bound
+            && self.jetstream
+            && self.ingest == Progress::Flowing
     }
 }
 
@@ -42,6 +49,7 @@ pub struct Health {
     nats: AtomicBool,
     postgres: AtomicBool,
     bound: AtomicBool,
+    jetstream: AtomicBool,
     /// Unix milliseconds of the last committed batch (0: none yet).
     last_commit_ms: AtomicI64,
     /// Batches taken from the bus and neither committed nor given up.
@@ -61,6 +69,7 @@ pub struct Health {
     /// Rows PostgreSQL refused as data, recorded as bus facts and raw bytes.
     pub reduced_rows: IntCounter,
     db_errors: IntCounterVec,
+    leader_changes: IntCounterVec,
 }
 
 fn now_ms() -> i64 {
@@ -75,7 +84,7 @@ impl Health {
             "1 when the connection to the component works",
             &["component"],
         );
-        for c in ["nats", "postgres"] {
+        for c in ["nats", "postgres", "jetstream"] {
             up.with_label_values(&[c]).set(0);
         }
         let db_errors = counter_vec(
@@ -87,10 +96,21 @@ impl Health {
         for c in ["transient", "data", "duplicate", "permanent"] {
             db_errors.with_label_values(&[c]);
         }
+        let leader_changes = counter_vec(
+            r,
+            "event_audit_bus_leader_changes_total",
+            "Leader changes of the audit stream and of the durable consumer in the JetStream cluster, by role (stream, consumer), as the daemon's poll saw them",
+            &["role"],
+        );
+        for role in ["stream", "consumer"] {
+            leader_changes.with_label_values(&[role]);
+        }
         Health {
             nats: AtomicBool::new(false),
             postgres: AtomicBool::new(false),
             bound: AtomicBool::new(false),
+            // Bound means it answered at bind time; the NATS prober polls it from then on.
+            jetstream: AtomicBool::new(true),
             last_commit_ms: AtomicI64::new(0),
             in_hand: AtomicI64::new(0),
             waiting_since_ms: AtomicI64::new(0),
@@ -125,6 +145,7 @@ impl Health {
                 "Rows PostgreSQL refused as data, recorded as bus facts and raw bytes with the reason",
             ),
             db_errors,
+            leader_changes,
         }
     }
 
@@ -146,6 +167,17 @@ impl Health {
     pub(crate) fn set_nats(&self, up: bool) {
         self.nats.store(up, Ordering::SeqCst);
         self.up.with_label_values(&["nats"]).set(i64::from(up));
+    }
+
+    /// Written by the NATS prober only: whether the durable consumer answered its last poll.
+    pub(crate) fn set_jetstream(&self, up: bool) {
+        self.jetstream.store(up, Ordering::SeqCst);
+        self.up.with_label_values(&["jetstream"]).set(i64::from(up));
+    }
+
+    /// Written by the NATS prober only: the stream's or the consumer's leader changed.
+    pub(crate) fn leader_changed(&self, role: &str) {
+        self.leader_changes.with_label_values(&[role]).inc();
     }
 
     /// Written by the ingest pipeline only: whether its message stream is open.
@@ -218,6 +250,7 @@ impl Health {
             nats: self.nats.load(Ordering::SeqCst),
             postgres: self.postgres.load(Ordering::SeqCst),
             consumer_bound: self.bound.load(Ordering::SeqCst),
+            jetstream: self.jetstream.load(Ordering::SeqCst),
             ingest: self.progress(),
         }
     }

@@ -71,6 +71,9 @@ pub struct VerifyReport {
     /// Completeness per stream, when it was checked.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub completeness: Option<gaps::Completeness>,
+    /// On a hot standby: how far its view reaches (the run is not recorded there).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub standby: Option<crate::db::StandbyView>,
 }
 
 /// How to walk.
@@ -272,6 +275,7 @@ impl VerifyStore {
             head_link_seq,
             duration_ms: i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX),
             completeness: None,
+            standby: None,
         })
     }
 }

@@ -77,11 +77,22 @@ impl Daemon {
     /// The daemon binary with exactly `args` (its HTTP listener at `addr`), the env's URLs and
     /// `RUST_LOG=info` in the environment, then `vars`.
     pub fn spawn_args(env: &Env, addr: String, args: Vec<String>, vars: &[(&str, &str)]) -> Daemon {
+        Daemon::spawn_at(&env.db_url(), &env.nats_url(), addr, args, vars)
+    }
+
+    /// The daemon binary with exactly `args` against the given database and NATS URL(s).
+    pub fn spawn_at(
+        db_url: &str,
+        nats_url: &str,
+        addr: String,
+        args: Vec<String>,
+        vars: &[(&str, &str)],
+    ) -> Daemon {
         let log = tempfile::NamedTempFile::new().expect("log file");
         let mut cmd = command();
         cmd.args(args)
-            .env("DATABASE_URL", env.db_url())
-            .env("NATS_URL", env.nats_url())
+            .env("DATABASE_URL", db_url)
+            .env("NATS_URL", nats_url)
             .env("RUST_LOG", "info");
         for (k, v) in vars {
             cmd.env(k, v);

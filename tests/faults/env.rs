@@ -82,31 +82,12 @@ impl Env {
 
     /// Settings for the in-process publisher and simulator: the private server, directly.
     pub fn direct_settings(&self) -> Settings {
-        Settings {
-            nats: NatsSettings {
-                url: self.nats.url(),
-                ..NatsSettings::default()
-            },
-            stream: StreamSettings {
-                name: STREAM.into(),
-                subjects: vec!["events.>".into()],
-                consumer: CONSUMER.into(),
-                ..StreamSettings::default()
-            },
-            ..Settings::default()
-        }
+        settings_for(self.nats.url())
     }
 
     /// Publishes `n` messages of the load mix (seeded) to `events.load`.
     pub async fn publish_load(&self, n: usize, seed: u64) {
-        let mut s = self.direct_settings();
-        s.publish.count = n;
-        s.publish.subject = "events.load".into();
-        s.publish.seed = Some(seed);
-        let (sent, _) = event_audit::dev::publish::run(&s, None)
-            .await
-            .expect("publish the load");
-        assert_eq!(sent, n);
+        publish_load(self.direct_settings(), n, seed).await
     }
 
     /// How many messages the stream holds.
@@ -137,11 +118,86 @@ impl Env {
             .sequence
     }
 
+    /// The audit database, read directly (rows, sequences, `verify`).
+    pub fn db(&self) -> AuditDb {
+        AuditDb::new(self.direct_db_url())
+    }
+
+    pub async fn pool(&self) -> PgPool {
+        self.db().pool().await
+    }
+
+    pub async fn rows(&self) -> i64 {
+        self.db().rows().await
+    }
+
+    pub async fn wait_rows(&self, n: i64, limit: Duration, context: impl Fn() -> String) -> i64 {
+        self.db().wait_rows(n, limit, context).await
+    }
+
+    pub async fn assert_exact(&self, n: i64) {
+        self.db().assert_exact(n).await
+    }
+
+    /// The consumer's `(num_pending, num_ack_pending)`.
+    pub async fn consumer_backlog(&self) -> (u64, usize) {
+        let info = self
+            .js()
+            .await
+            .get_stream(STREAM)
+            .await
+            .expect("stream")
+            .consumer_info(CONSUMER)
+            .await
+            .expect("consumer info");
+        (info.num_pending, info.num_ack_pending)
+    }
+}
+
+/// Publisher settings for the case's stream on the server(s) at `nats_url`.
+pub fn settings_for(nats_url: String) -> Settings {
+    Settings {
+        nats: NatsSettings {
+            url: nats_url,
+            ..NatsSettings::default()
+        },
+        stream: StreamSettings {
+            name: STREAM.into(),
+            subjects: vec!["events.>".into()],
+            consumer: CONSUMER.into(),
+            ..StreamSettings::default()
+        },
+        ..Settings::default()
+    }
+}
+
+/// Publishes `n` messages of the load mix (seeded) to `events.load` with `s`, creating the
+/// stream as `s.stream` says when it is missing.
+pub async fn publish_load(mut s: Settings, n: usize, seed: u64) {
+    s.publish.count = n;
+    s.publish.subject = "events.load".into();
+    s.publish.seed = Some(seed);
+    let (sent, _) = event_audit::dev::publish::run(&s, None)
+        .await
+        .expect("publish the load");
+    assert_eq!(sent, n);
+}
+
+/// The audit log's database as the test reads it: directly, as superuser.
+pub struct AuditDb {
+    url: String,
+}
+
+impl AuditDb {
+    pub fn new(url: String) -> AuditDb {
+        AuditDb { url }
+    }
+
     /// A pool on the audit database, directly, as superuser.
     pub async fn pool(&self) -> PgPool {
         PgPoolOptions::new()
             .max_connections(2)
-            .connect(&self.direct_db_url())
+            .connect(&self.url)
             .await
             .expect("connect to the audit database")
     }
@@ -150,7 +206,7 @@ impl Env {
     pub async fn rows(&self) -> i64 {
         let Ok(pool) = PgPoolOptions::new()
             .max_connections(1)
-            .connect(&self.direct_db_url())
+            .connect(&self.url)
             .await
         else {
             return 0;
@@ -219,7 +275,7 @@ impl Env {
     pub async fn assert_verifies(&self, rows: i64) {
         let out = crate::common::bin()
             .arg("verify")
-            .env("DATABASE_URL", self.direct_db_url())
+            .env("DATABASE_URL", &self.url)
             .env("RUST_LOG", "warn")
             .output()
             .await
@@ -235,20 +291,6 @@ impl Env {
         );
         assert_eq!(report["ok"], true, "{stdout}");
         assert_eq!(report["rows"], rows, "{stdout}");
-    }
-
-    /// The consumer's `(num_pending, num_ack_pending)`.
-    pub async fn consumer_backlog(&self) -> (u64, usize) {
-        let info = self
-            .js()
-            .await
-            .get_stream(STREAM)
-            .await
-            .expect("stream")
-            .consumer_info(CONSUMER)
-            .await
-            .expect("consumer info");
-        (info.num_pending, info.num_ack_pending)
     }
 }
 

@@ -10,6 +10,7 @@ mod raw;
 mod selftest;
 
 mod bus;
+mod cluster;
 mod config;
 mod http;
 mod lifecycle;
@@ -18,3 +19,4 @@ mod poison;
 mod props;
 mod refusal;
 mod secrets;
+mod standby;

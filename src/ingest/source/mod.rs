@@ -3,6 +3,7 @@
 //! readiness and metrics, each message's bus metadata, and messages fetched by their stream
 //! sequence.
 
+mod leaders;
 mod stored;
 
 use std::sync::Arc;
@@ -17,6 +18,7 @@ use crate::audit::record::Meta;
 pub use crate::bus::{is_not_found, Bus, BusError};
 use crate::bus::{js_err, API_TIMEOUT};
 use crate::config::{IngestSettings, StreamSettings};
+pub(crate) use leaders::Leaders;
 pub use stored::Stored;
 
 /// The durable pull consumer type.
@@ -33,6 +35,8 @@ pub struct Binding {
     pub ack_wait: Duration,
     /// Unacked messages the server lets this consumer have at once (bounds memory).
     pub max_ack_pending: i64,
+    /// Replicas of the stream when it is created.
+    pub replicas: usize,
 }
 
 impl Binding {
@@ -45,6 +49,7 @@ impl Binding {
             bind_only: stream.bind_only,
             ack_wait: stream.ack_wait.get(),
             max_ack_pending: ingest.max_ack_pending(),
+            replicas: stream.replicas,
         }
     }
 
@@ -109,6 +114,7 @@ impl Bus {
                         name: b.stream.clone(),
                         subjects: b.subjects.clone(),
                         storage: stream::StorageType::File,
+                        num_replicas: b.replicas.max(1),
                         ..Default::default()
                     })
                     .await

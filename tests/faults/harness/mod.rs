@@ -9,8 +9,10 @@
 //! - [`postgres::PrivatePostgres`]: `initdb` + `postgres` as the `postgres` OS user.
 //! - [`nats::PrivateNats`]: `nats-server` with JetStream and optional auth (user/password, token,
 //!   NKey, JWT `.creds`) and TLS (own CA, optional client certificates).
+//! - [`cluster::NatsCluster`]: three of those forming a JetStream cluster on loopback.
 #![allow(dead_code)]
 
+pub mod cluster;
 pub mod nats;
 pub mod postgres;
 pub mod proxy;

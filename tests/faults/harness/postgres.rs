@@ -5,7 +5,8 @@
 //! PID kept is the postmaster's own. `stop` is a fast shutdown (SIGINT: sessions are ended; a smart
 //! SIGTERM would wait for every pooled connection to close), `kill` is SIGKILL of the postmaster
 //! and of its children (a crash), `restart` starts again on the same port and data directory.
-//! `Drop` does an immediate shutdown (SIGQUIT, then SIGKILL), frees a leftover System V segment
+//! `standby` makes a hot standby of a running server (`pg_basebackup -R`), `promote` ends its
+//! recovery. `Drop` does an immediate shutdown (SIGQUIT, then SIGKILL), frees a leftover System V segment
 //! after a crash, and removes the directory.
 use std::net::SocketAddr;
 use std::os::unix::process::CommandExt;
@@ -75,7 +76,8 @@ impl PrivatePostgres {
             PgAuth::Scram { .. } => "scram-sha-256",
         };
         let hba = format!(
-            "local all all trust\nhost all all 127.0.0.1/32 {host_auth}\nhost all all ::1/128 {host_auth}\n"
+            "local all all trust\nhost all all 127.0.0.1/32 {host_auth}\nhost all all ::1/128 {host_auth}\n\
+             local replication all trust\nhost replication all 127.0.0.1/32 {host_auth}\n"
         );
         std::fs::write(dir.path().join("data/pg_hba.conf"), hba).expect("write pg_hba.conf");
         let mut pg = PrivatePostgres {
@@ -131,8 +133,9 @@ impl PrivatePostgres {
             // Line 1 is the PID, line 8 the status: "ready" once connections are accepted.
             let text = std::fs::read_to_string(&pid_file).unwrap_or_default();
             let lines: Vec<&str> = text.lines().collect();
+            // A hot standby says "ready" once it takes read-only connections.
             if lines.first() == Some(&pid.to_string().as_str())
-                && lines.get(7).map(|s| s.trim()) == Some("ready")
+                && matches!(lines.get(7).map(|s| s.trim()), Some("ready" | "standby"))
             {
                 break;
             }
@@ -245,6 +248,56 @@ impl PrivatePostgres {
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
         }
+    }
+
+    /// A hot standby of this running server: `pg_basebackup -R` (which writes `standby.signal`
+    /// and `primary_conninfo`) into a directory of its own, started on a port of its own,
+    /// streaming from this one.
+    pub async fn standby(&self) -> PrivatePostgres {
+        let began = Instant::now();
+        let dir = tempfile::Builder::new()
+            .prefix("fault-pg-standby-")
+            .tempdir_in(super::scratch_base())
+            .expect("temporary directory");
+        let (uid, gid) = postgres_ids();
+        std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid)).expect("chown to postgres");
+        let out = as_postgres(Command::new(format!("{PG_BIN}/pg_basebackup")))
+            .args([
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &self.port.to_string(),
+                "-U",
+                "postgres",
+            ])
+            .arg("-D")
+            .arg(dir.path().join("data"))
+            .args(["-R", "-X", "stream", "--no-sync", "-c", "fast"])
+            .output()
+            .expect("run pg_basebackup");
+        assert!(
+            out.status.success(),
+            "pg_basebackup failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let mut pg = PrivatePostgres {
+            dir,
+            port: free_port(),
+            options: self.options.clone(),
+            child: None,
+            crashed: false,
+            startup: Duration::ZERO,
+            server_start: Duration::ZERO,
+        };
+        pg.launch().await;
+        pg.startup = began.elapsed();
+        pg
+    }
+
+    /// Promotes a standby to a primary, waiting (60 s at most) for the end of recovery.
+    pub async fn promote(&self) {
+        self.execute("SELECT pg_promote(true, 60)").await;
     }
 
     /// Stops (fast) if running, then starts again on the same port and data directory.

@@ -61,6 +61,8 @@ struct State {
     reset_below: u64,
     stall_below: u64,
     generation: u64,
+    /// Where new connections go, once [`FaultProxy::retarget`] moved them.
+    upstream: Option<SocketAddr>,
 }
 
 impl State {
@@ -134,7 +136,19 @@ impl FaultProxy {
 
     /// The address traffic is forwarded to.
     pub fn upstream(&self) -> SocketAddr {
-        self.upstream
+        self.tx.borrow().upstream.unwrap_or(self.upstream)
+    }
+
+    /// Sends new connections to `upstream` from now on and resets the open ones (a failover
+    /// behind a stable address, as a TCP proxy or a DNS switch does it).
+    pub async fn retarget(&self, upstream: SocketAddr) {
+        let first_new = self.counters.next_id.load(Ordering::SeqCst);
+        self.tx.send_modify(|s| {
+            s.generation += 1;
+            s.upstream = Some(upstream);
+            s.reset_below = first_new;
+        });
+        self.wait_closed_below(first_new).await;
     }
 
     /// The mode in force (`Reset` reads back as `Pass` once applied).
@@ -308,6 +322,7 @@ async fn connection(
     if gate(id, &mut rx).await.is_err() {
         return reset(&client, None, counters);
     }
+    let upstream = rx.borrow().upstream.unwrap_or(upstream);
     let Ok(mut server) = TcpStream::connect(upstream).await else {
         return reset(&client, None, counters);
     };
