@@ -1,15 +1,20 @@
 //! A PostgreSQL hot standby (`pg_basebackup -R` of the case's private primary): auditors run
-//! `verify`, `verify --public-key`, `prove`, `drift` and `event_log`
+//! `verify`, `verify --public-key`, `prove`, `drift`, `reconcile diff` and `event_log`
 //! queries on it as the auditor role; `reconcile`, which stores a run, refuses there; `verify`
 //! says how far the standby's view reaches and does not record its run. Then the standby is
 //! promoted behind the daemon's stable address, and the daemon goes on writing: nothing lost
 //! with a synchronous standby, nothing doubled.
 
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
+
+use event_audit::dev::simulator::Simulator;
+use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::common::witness::{signing_args, write_keys};
 use crate::daemon::{drain, Daemon};
-use crate::env::{AuditDb, Env, DB, STREAM};
+use crate::env::{settings_for, AuditDb, Env, DB, STREAM};
 use crate::harness::nats::NatsConfig;
 use crate::harness::postgres::{PgOptions, PrivatePostgres};
 
@@ -17,6 +22,8 @@ const CHECKPOINTS: &str = "CHECKPOINTS";
 const ORIGIN: &str = "event-audit/faults-standby";
 /// A login role with the auditor's rights (created on the primary, replicated).
 const AUDITOR: &str = "alice";
+/// The simulated platform's REST token.
+const REST_TOKEN: &str = "standby-rest-token";
 
 /// `event-audit ARGS` against `db_url` and the case's NATS, with `HOME` in a temporary
 /// directory: (exit code, stdout, stderr).
@@ -28,8 +35,7 @@ async fn run(env: &Env, db_url: &str, args: &[&str]) -> (Option<i32>, String, St
         .env("NATS_URL", env.nats.url())
         .env("HOME", home.path())
         .env("RUST_LOG", "warn")
-        // Only to get past the REST settings' check: `reconcile` must refuse before any call.
-        .env("EVENT_AUDIT_REST_TOKEN", "unused")
+        .env("EVENT_AUDIT_REST_TOKEN", REST_TOKEN)
         .output()
         .await
         .expect("run event-audit");
@@ -63,17 +69,75 @@ async fn caught_up(primary: &PrivatePostgres, standby: &PrivatePostgres) {
     panic!("the standby did not replay up to {lsn} in 30 s");
 }
 
+const SUPPLIER: &str = "S1";
+
+/// The platform simulator on the case's bus: a batch of `SUPPLIER` accounts played onto the
+/// stream, and its REST service (the token in the environment of [`run`]) until dropped.
+struct Platform {
+    url: String,
+    served: Arc<event_audit::dev::simulator::server::Platform>,
+    _stop: DropGuard,
+}
+
+impl Platform {
+    async fn start(env: &Env, dir: &std::path::Path) -> Platform {
+        let token = dir.join("rest-token");
+        std::fs::write(&token, format!("{REST_TOKEN}\n")).expect("token file");
+        let mut s = settings_for(env.nats.url());
+        s.simulator.supplier = SUPPLIER.into();
+        s.simulator.accounts = 12;
+        s.simulator.seed = Some(74);
+        s.simulator.subject = "events.platform".into();
+        s.simulator.listen = "127.0.0.1:0".parse().expect("address");
+        s.simulator.token_file = Some(token);
+        let sim = Simulator::start(&s).await.expect("start the simulator");
+        let url = format!("http://{}", sim.addr());
+        let served = sim.platform();
+        let stop = CancellationToken::new();
+        tokio::spawn(sim.serve(stop.clone()));
+        Platform {
+            url,
+            served,
+            _stop: stop.drop_guard(),
+        }
+    }
+
+    /// Requests the REST service answered so far, whatever the answer.
+    fn requests(&self) -> u64 {
+        self.served.served.load(Ordering::SeqCst) + self.served.failed.load(Ordering::SeqCst)
+    }
+}
+
+/// The log on the primary for the standby cases: a platform batch and the load mix, drained by
+/// a daemon signing checkpoints, then two reconciliations (for `reconcile diff`). Returns the
+/// rows and the two runs' ids.
+async fn primary_log(env: &Env, rest: &Platform, key: &std::path::Path) -> (i64, [String; 2]) {
+    env.publish_load(3000, 71).await;
+    let n = env.stream_messages().await;
+    let signing = signing_args(key, CHECKPOINTS);
+    let signing: Vec<&str> = signing.iter().map(String::as_str).collect();
+    drain(env, &signing).await;
+    let primary = env.direct_db_url();
+    let mut runs = Vec::new();
+    for _ in 0..2 {
+        let args = ["reconcile", "--rest-url", &rest.url, "--supplier", SUPPLIER];
+        let (code, out, err) =
+            run(env, &primary, &[&args[..], &["--format", "json"]].concat()).await;
+        assert!(matches!(code, Some(0 | 1)), "{out}\n{err}");
+        let report: serde_json::Value = serde_json::from_str(&out).expect("a JSON report");
+        runs.push(report["run_id"].as_i64().expect("run id").to_string());
+    }
+    (n, [runs[0].clone(), runs[1].clone()])
+}
+
 #[tokio::test]
 async fn auditors_read_a_hot_standby_and_writing_commands_refuse_there() {
     let env = Env::start().await;
     let keys = tempfile::tempdir().expect("keys");
     let (key, public, _) = write_keys(keys.path(), ORIGIN, 9);
     let pub_key = public.to_str().expect("utf-8");
-    let n = 3000;
-    env.publish_load(n, 71).await;
-    let signing = signing_args(&key, CHECKPOINTS);
-    let signing: Vec<&str> = signing.iter().map(String::as_str).collect();
-    drain(&env, &signing).await;
+    let rest = Platform::start(&env, keys.path()).await;
+    let (n, runs) = primary_log(&env, &rest, &key).await;
     // The role is made after the standby: a transaction it replays (for the lag it reports).
     let standby = env.pg.standby().await;
     env.pg
@@ -84,7 +148,8 @@ async fn auditors_read_a_hot_standby_and_writing_commands_refuse_there() {
         .await;
     caught_up(&env.pg, &standby).await;
     let url = format!("postgres://{AUDITOR}@{}/{DB}", standby.addr());
-    let runs_before: i64 = sqlx::query_scalar("SELECT count(*) FROM audit.verify_runs")
+    let verify_runs = "SELECT count(*) FROM audit.verify_runs";
+    let runs_before: i64 = sqlx::query_scalar(verify_runs)
         .fetch_one(&env.pool().await)
         .await
         .expect("runs");
@@ -93,56 +158,37 @@ async fn auditors_read_a_hot_standby_and_writing_commands_refuse_there() {
     let (code, out, err) = run(&env, &url, &["verify"]).await;
     assert_eq!(code, Some(0), "{out}\n{err}");
     let report: serde_json::Value = serde_json::from_str(out.trim()).expect("one JSON report");
-    assert_eq!(report["ok"], true, "{out}");
-    assert_eq!(report["rows"], n as i64, "{out}");
     assert_eq!(
-        report["standby"]["last_link"], report["head_link_seq"],
+        (&report["ok"], &report["rows"]),
+        (&true.into(), &n.into()),
         "{out}"
     );
-    assert!(report["standby"]["replay_lag_seconds"].is_number(), "{out}");
-    assert_eq!(report["standby"]["last_checkpoint_size"], n as i64, "{out}");
+    let view = &report["standby"];
+    assert_eq!(view["last_link"], report["head_link_seq"], "{out}");
+    assert!(view["replay_lag_seconds"].is_number(), "{out}");
+    assert_eq!(view["last_checkpoint_size"], n, "{out}");
     assert!(err.contains("read-only standby"), "{err}");
     assert!(err.contains("not recorded"), "{err}");
 
     // verify against the witnessed checkpoints: the checkpoint size it checked is named.
+    let witnessed = ["--public-key", pub_key, "--checkpoint-stream", CHECKPOINTS];
     let (code, out, err) = run(
         &env,
         &url,
-        &[
-            "verify",
-            "--public-key",
-            pub_key,
-            "--checkpoint-stream",
-            CHECKPOINTS,
-            "--no-state",
-        ],
+        &[&["verify", "--no-state"], &witnessed[..]].concat(),
     )
     .await;
     assert_eq!(code, Some(0), "{out}\n{err}");
     assert!(err.contains(&format!("up to size {n}")), "{err}");
 
     // prove one event from the standby.
-    let (code, out, err) = run(
-        &env,
-        &url,
-        &[
-            "prove",
-            "--stream",
-            STREAM,
-            "--seq",
-            "17",
-            "--public-key",
-            pub_key,
-            "--checkpoint-stream",
-            CHECKPOINTS,
-        ],
-    )
-    .await;
+    let one = ["prove", "--stream", STREAM, "--seq", "17"];
+    let (code, out, err) = run(&env, &url, &[&one[..], &witnessed[..]].concat()).await;
     assert_eq!(code, Some(0), "{err}");
     let compact: String = out.split_whitespace().collect();
     assert!(compact.contains("\"stream_seq\":17"), "{out}");
 
-    // drift and the event log view, as the auditor.
+    // drift, the event log view, and reconcile diff (stored runs), as the auditor.
     let (code, out, err) = run(&env, &url, &["drift", "--format", "json"]).await;
     assert_eq!(code, Some(0), "{out}\n{err}");
     let auditor = sqlx::postgres::PgPoolOptions::new()
@@ -154,26 +200,27 @@ async fn auditors_read_a_hot_standby_and_writing_commands_refuse_there() {
         .fetch_one(&auditor)
         .await
         .expect("event_log on the standby");
-    assert_eq!(seen, n as i64);
+    assert_eq!(seen, n);
+    let diff = ["reconcile", "diff", &runs[0], &runs[1], "--format", "json"];
+    let (code, out, err) = run(&env, &url, &diff).await;
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    let diff: serde_json::Value = serde_json::from_str(&out).expect("a JSON diff");
+    assert_eq!(diff["to_run"].to_string(), runs[1], "{out}");
 
     // reconcile stores its run: refused in one line, exit 2, before any REST call.
-    let (code, _, err) = run(
-        &env,
-        &url,
-        &[
-            "reconcile",
-            "--rest-url",
-            "http://127.0.0.1:9",
-            "--supplier",
-            "s1",
-        ],
-    )
-    .await;
+    let calls = rest.requests();
+    let again = ["reconcile", "--rest-url", &rest.url, "--supplier", SUPPLIER];
+    let (code, _, err) = run(&env, &url, &again).await;
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("read-only standby"), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert_eq!(
+        rest.requests(),
+        calls,
+        "a refused reconcile called the REST service"
+    );
 
-    let runs_after: i64 = sqlx::query_scalar("SELECT count(*) FROM audit.verify_runs")
+    let runs_after: i64 = sqlx::query_scalar(verify_runs)
         .fetch_one(&env.pool().await)
         .await
         .expect("runs");
