@@ -133,10 +133,6 @@ where
     Fut: Future<Output = Result<Vec<Hash>, String>>,
 {
     let name = w.key.name.clone();
-    let unavailable = |why: String| Failure::Unavailable {
-        witness: name.clone(),
-        why,
-    };
     let mut old = known.unwrap_or(0).min(size);
     let mut learnt = known;
     for _ in 0..2 {
@@ -150,102 +146,126 @@ where
                 }),
             );
         }
-        let hashes = if old == 0 || old == size {
-            Vec::new()
-        } else {
-            match proof(old).await {
-                Ok(p) => p,
-                Err(why) => {
-                    return (
-                        learnt,
-                        Err(unavailable(format!(
-                            "no consistency proof from size {old}: {why}"
-                        ))),
-                    )
-                }
-            }
+        let (status, text) = match add_checkpoint(client, w, note, old, size, proof).await {
+            Ok(answer) => answer,
+            Err(why) => return (learnt, Err(unavailable(&name, why))),
         };
-        let mut body = format!("old {old}\n");
-        for h in &hashes {
-            body.push_str(&B64.encode(h));
-            body.push('\n');
-        }
-        body.push('\n');
-        body.push_str(note);
-        let sent = client
-            .post(format!("{}/add-checkpoint", w.url))
-            .body(body)
-            .send()
-            .await;
-        let resp = match sent {
-            Ok(r) => r,
-            Err(e) => return (learnt, Err(unavailable(format!("request failed: {e}")))),
+        let k = match read_answer(w, note, status, &text, old) {
+            Answer::Cosigned(line) => return (Some(size), Ok(line)),
+            Answer::Failed(f) => return (learnt, Err(f)),
+            Answer::Knows(k) => k,
         };
-        let status = resp.status().as_u16();
-        let text = resp.text().await.unwrap_or_default();
-        match status {
-            200 => {
-                return match verified_line(w, note, &text) {
-                    Some(line) => (Some(size), Ok(line)),
-                    None => (
-                        learnt,
-                        Err(unavailable(
-                            "answered 200 without a cosignature that verifies with its key".into(),
-                        )),
-                    ),
-                };
-            }
-            409 => {
-                let Some(k) = text.strip_suffix('\n').and_then(parse_decimal) else {
-                    return (
-                        learnt,
-                        Err(unavailable(format!(
-                            "409 without a tree size: {}",
-                            text.trim()
-                        ))),
-                    );
-                };
-                learnt = Some(k);
-                if k > size {
-                    return (
-                        learnt,
-                        Err(Failure::Ahead {
-                            witness: name,
-                            size: k,
-                        }),
-                    );
-                }
-                if k == old {
-                    // The same size it knows, yet a conflict: another root at that size.
-                    return (
-                        learnt,
-                        Err(Failure::Fork {
-                            witness: name,
-                            size: k,
-                        }),
-                    );
-                }
-                old = k;
-            }
-            422 => {
-                return (
-                    learnt,
-                    Err(Failure::Inconsistent {
-                        witness: name,
-                        from: old,
-                    }),
-                )
-            }
-            _ => {
-                let t: String = text.trim().chars().take(200).collect();
-                return (learnt, Err(unavailable(format!("answered {status}: {t}"))));
-            }
+        learnt = Some(k);
+        if k > size {
+            return (
+                learnt,
+                Err(Failure::Ahead {
+                    witness: name,
+                    size: k,
+                }),
+            );
         }
+        if k == old {
+            // The same size it knows, yet a conflict: another root at that size.
+            return (
+                learnt,
+                Err(Failure::Fork {
+                    witness: name,
+                    size: k,
+                }),
+            );
+        }
+        old = k;
     }
     (
         learnt,
-        Err(unavailable("the size it knows kept changing".into())),
+        Err(unavailable(&name, "the size it knows kept changing".into())),
     )
+}
+
+fn unavailable(witness: &str, why: String) -> Failure {
+    Failure::Unavailable {
+        witness: witness.to_owned(),
+        why,
+    }
+}
+
+/// One `add-checkpoint` request: `old <old>`, the consistency proof from `old` to `size`, an
+/// empty line, the signed note. Returns the answer's status and text; `Err`: why there was
+/// none.
+async fn add_checkpoint<F, Fut>(
+    client: &reqwest::Client,
+    w: &PolicyWitness,
+    note: &str,
+    old: u64,
+    size: u64,
+    proof: &F,
+) -> Result<(u16, String), String>
+where
+    F: Fn(u64) -> Fut,
+    Fut: Future<Output = Result<Vec<Hash>, String>>,
+{
+    let hashes = if old == 0 || old == size {
+        Vec::new()
+    } else {
+        proof(old)
+            .await
+            .map_err(|why| format!("no consistency proof from size {old}: {why}"))?
+    };
+    let mut body = format!("old {old}\n");
+    for h in &hashes {
+        body.push_str(&B64.encode(h));
+        body.push('\n');
+    }
+    body.push('\n');
+    body.push_str(note);
+    let resp = client
+        .post(format!("{}/add-checkpoint", w.url))
+        .body(body)
+        .send()
+        .await
+        .map_err(|e| format!("request failed: {e}"))?;
+    let status = resp.status().as_u16();
+    let text = resp.text().await.unwrap_or_default();
+    Ok((status, text))
+}
+
+/// What a witness's answer says.
+enum Answer {
+    /// Its verified cosignature line.
+    Cosigned(String),
+    /// A 409: the size it knows.
+    Knows(u64),
+    Failed(Failure),
+}
+
+/// Reads the answer to a submission whose proof started at `old`.
+fn read_answer(w: &PolicyWitness, note: &str, status: u16, text: &str, old: u64) -> Answer {
+    let name = &w.key.name;
+    match status {
+        200 => match verified_line(w, note, text) {
+            Some(line) => Answer::Cosigned(line),
+            None => Answer::Failed(unavailable(
+                name,
+                "answered 200 without a cosignature that verifies with its key".into(),
+            )),
+        },
+        409 => match text.strip_suffix('\n').and_then(parse_decimal) {
+            Some(k) => Answer::Knows(k),
+            None => Answer::Failed(unavailable(
+                name,
+                format!("409 without a tree size: {}", text.trim()),
+            )),
+        },
+        422 => Answer::Failed(Failure::Inconsistent {
+            witness: name.clone(),
+            from: old,
+        }),
+        _ => {
+            let t: String = text.trim().chars().take(200).collect();
+            Answer::Failed(unavailable(name, format!("answered {status}: {t}")))
+        }
+    }
 }
 
 /// The first line of `body` that is a valid cosignature by `w` on the note's text.

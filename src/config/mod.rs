@@ -9,6 +9,7 @@ pub mod duration;
 pub mod layer;
 pub mod secrets;
 mod tools;
+pub mod urls;
 pub mod validate;
 mod witness;
 
@@ -19,7 +20,8 @@ use serde::{Deserialize, Serialize};
 
 pub use duration::{parse_duration, Dur};
 pub use tools::{DemoSettings, PublishSettings, SimNaming, SimRates, SimulatorSettings};
-pub use validate::{redact_nats_url, redact_url, ConfigError};
+pub use urls::{redact_nats_url, redact_url};
+pub use validate::ConfigError;
 pub use witness::{WitnessServerSettings, WitnessSettings};
 
 /// All settings. Each command reads the groups it needs.

@@ -1,9 +1,10 @@
 //! Start-up validation: values that cannot work are refused (never clamped), each error naming
-//! the key, the value (credentials redacted) and what is allowed. Also the URL redaction every
-//! message and report uses.
+//! the key, the value (credentials redacted, see [`super::urls`]) and what is allowed. The
+//! settings are checked group by group, in a fixed order (the order of the errors).
 
 use std::fmt;
 
+use super::urls::{database_url_problem, nats_url_problem, redact_nats_url, redact_url};
 use super::{Dur, Settings};
 
 /// One refused setting.
@@ -62,48 +63,29 @@ impl Check {
     }
 }
 
-/// Why a PostgreSQL URL is unusable, if it is.
-pub(crate) fn database_url_problem(url: &str) -> Option<&'static str> {
-    let Ok(u) = url::Url::parse(url) else {
-        return Some("not a URL (expected postgres://USER@HOST:PORT/DATABASE)");
-    };
-    if !matches!(u.scheme(), "postgres" | "postgresql") {
-        return Some("the scheme must be postgres:// or postgresql://");
-    }
-    if u.host_str().is_none_or(str::is_empty) {
-        return Some("the URL names no host (expected postgres://USER@HOST:PORT/DATABASE)");
-    }
-    if u.path().trim_start_matches('/').is_empty() {
-        return Some("the URL names no database (expected postgres://USER@HOST:PORT/DATABASE)");
-    }
-    None
-}
-
-fn nats_url_problem(url: &str) -> Option<&'static str> {
-    for part in url.split(',') {
-        let part = part.trim();
-        let with_scheme = if part.contains("://") {
-            part.to_owned()
-        } else {
-            format!("nats://{part}")
-        };
-        let Ok(u) = url::Url::parse(&with_scheme) else {
-            return Some("not a NATS URL (expected nats://HOST:PORT)");
-        };
-        if !matches!(u.scheme(), "nats" | "tls" | "ws" | "wss") {
-            return Some("the scheme must be nats://, tls://, ws:// or wss://");
-        }
-        if u.host_str().is_none_or(str::is_empty) {
-            return Some("the URL names no host");
-        }
-    }
-    None
-}
-
 impl Settings {
     /// Refuses values that cannot work, naming each key.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let mut c = Check(Vec::new());
+        self.check_database(&mut c);
+        self.check_nats(&mut c);
+        self.check_stream(&mut c);
+        self.check_ingest(&mut c);
+        self.check_http(&mut c);
+        self.check_rest(&mut c);
+        self.check_reconcile(&mut c);
+        self.check_dev_tools(&mut c);
+        if c.0.is_empty() {
+            Ok(())
+        } else {
+            Err(ConfigError(c.0))
+        }
+    }
+}
+
+impl Settings {
+    /// The audit log's database (and the demo's): its URL, connections and timeouts.
+    fn check_database(&self, c: &mut Check) {
         if let Some(why) = database_url_problem(&self.database.url) {
             c.fail("database.url", redact_url(&self.database.url), why);
         }
@@ -133,6 +115,10 @@ impl Settings {
             Dur::millis(100),
             Dur::secs(86_400),
         );
+    }
+
+    /// NATS: the URL, the connect timeout and the way of authenticating.
+    fn check_nats(&self, c: &mut Check) {
         if let Some(why) = nats_url_problem(&self.nats.url) {
             c.fail("nats.url", redact_nats_url(&self.nats.url), why);
         }
@@ -142,7 +128,11 @@ impl Settings {
             Dur::millis(100),
             Dur::secs(600),
         );
-        self.validate_nats_auth(&mut c);
+        self.validate_nats_auth(c);
+    }
+
+    /// The stream and its durable consumer: names, subjects, ack wait.
+    fn check_stream(&self, c: &mut Check) {
         if self.stream.name.is_empty()
             || !self
                 .stream
@@ -176,6 +166,10 @@ impl Settings {
             Dur::secs(1),
             Dur::secs(3600),
         );
+    }
+
+    /// Ingest: batch size, writers, linger and the stall and shutdown timeouts.
+    fn check_ingest(&self, c: &mut Check) {
         c.range("ingest.batch_size", self.ingest.batch_size, 1, 100_000);
         c.range("ingest.writers", self.ingest.writers, 1, 16);
         c.dur(
@@ -196,6 +190,10 @@ impl Settings {
             Dur::millis(100),
             Dur::secs(3600),
         );
+    }
+
+    /// The HTTP listener's limits.
+    fn check_http(&self, c: &mut Check) {
         c.dur(
             "http.header_timeout",
             self.http.header_timeout,
@@ -215,6 +213,10 @@ impl Settings {
             1024,
             1 << 20,
         );
+    }
+
+    /// The platform's REST API: URL, timeouts, concurrency, rate and retries.
+    fn check_rest(&self, c: &mut Check) {
         if let Some(url) = &self.rest.url {
             match url::Url::parse(url) {
                 Ok(u) if matches!(u.scheme(), "http" | "https") => {}
@@ -242,6 +244,12 @@ impl Settings {
             );
         }
         c.range("rest.retries", self.rest.retries, 0, 20);
+    }
+
+    /// Reconciliation and what its reports and token renewal use: the interval and suppliers, the
+    /// public and GraphQL URLs, the link lifetime, the token mutation, when a batch closes, the
+    /// registration grace and the metrics' poll.
+    fn check_reconcile(&self, c: &mut Check) {
         c.dur(
             "reconcile.interval",
             self.reconcile.interval,
@@ -297,6 +305,10 @@ impl Settings {
             Dur::secs(1),
             Dur::secs(3600),
         );
+    }
+
+    /// The development tools: the publisher's and the simulator's windows and rates.
+    fn check_dev_tools(&self, c: &mut Check) {
         c.range("publish.window", self.publish.window, 1, 65_536);
         c.range("simulator.window", self.simulator.window, 1, 65_536);
         let r = &self.simulator.rates;
@@ -342,15 +354,8 @@ impl Settings {
         ] {
             c.fraction(key, v);
         }
-        if c.0.is_empty() {
-            Ok(())
-        } else {
-            Err(ConfigError(c.0))
-        }
     }
-}
 
-impl Settings {
     /// One way of authenticating to NATS at a time; a client certificate comes with its key.
     fn validate_nats_auth(&self, c: &mut Check) {
         let n = &self.nats;
@@ -394,46 +399,6 @@ impl Settings {
             );
         }
     }
-}
-
-/// A database URL without its password and query string (`?password=` is valid for libpq).
-pub fn redact_url(url: &str) -> String {
-    match url::Url::parse(url) {
-        Ok(mut u) => {
-            if u.password().is_some() {
-                let _ = u.set_password(Some("***"));
-            }
-            if u.query().is_some() {
-                u.set_query(Some("..."));
-            }
-            u.to_string()
-        }
-        Err(_) => "<unparsable URL>".into(),
-    }
-}
-
-/// A NATS URL (or comma-separated list) with any credentials replaced.
-pub fn redact_nats_url(url: &str) -> String {
-    url.split(',')
-        .map(|part| {
-            let part = part.trim();
-            let with_scheme = if part.contains("://") {
-                part.to_owned()
-            } else {
-                format!("nats://{part}")
-            };
-            match url::Url::parse(&with_scheme) {
-                Ok(mut u) if !u.username().is_empty() || u.password().is_some() => {
-                    let _ = u.set_username("***");
-                    let _ = u.set_password(None);
-                    u.to_string()
-                }
-                Ok(u) => u.to_string(),
-                Err(_) => "<unparsable NATS URL>".to_owned(),
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(",")
 }
 
 #[cfg(test)]
@@ -487,14 +452,5 @@ mod tests {
         ] {
             assert!(err.contains(key), "{key}: {err}");
         }
-    }
-
-    #[test]
-    fn credentials_never_survive_redaction() {
-        let r = redact_nats_url("nats://user:secret@h1:4222, nats://h2:4222");
-        assert!(!r.contains("secret") && !r.contains("user"), "{r}");
-        assert!(r.contains("h2"), "{r}");
-        let d = redact_url("postgres://u:pw@h/db?password=hunter2");
-        assert!(!d.contains("pw") && !d.contains("hunter2"), "{d}");
     }
 }

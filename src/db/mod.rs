@@ -44,7 +44,7 @@ fn place_of(opts: &PgConnectOptions) -> String {
 }
 
 fn options(s: &DatabaseSettings) -> Result<PgConnectOptions, DbError> {
-    if let Some(why) = crate::config::validate::database_url_problem(&s.url) {
+    if let Some(why) = crate::config::urls::database_url_problem(&s.url) {
         return Err(DbError::Url {
             url: redact_url(&s.url),
             reason: why.to_owned(),

@@ -128,80 +128,27 @@ pub fn open<'a>(
     bytes: &'a [u8],
     fallback_name: Option<&'a str>,
 ) -> Result<Envelope<'a>, Malformed<'a>> {
-    let text = match std::str::from_utf8(bytes) {
-        Ok(t) => t,
-        Err(e) => {
-            return Err(fail(
-                None,
-                "",
-                ErrorCode::NotJson,
-                format!("message is not UTF-8 text ({e})"),
-            ))
-        }
-    };
-    let keys: Keys<'a> = match serde_json::from_str(text) {
-        Ok(k) => k,
-        Err(e) => return Err(classify(text, e)),
-    };
-    let (kind, name_key, name_raw, payload_key, payload_raw) = if keys.detail_type.is_some() {
-        (
-            EnvelopeKind::EventBridge,
-            "detail-type",
-            keys.detail_type,
-            "detail",
-            keys.detail,
+    let text = std::str::from_utf8(bytes).map_err(|e| {
+        fail(
+            None,
+            "",
+            ErrorCode::NotJson,
+            format!("message is not UTF-8 text ({e})"),
         )
-    } else if keys.specversion.is_some() {
-        (
-            EnvelopeKind::CloudEvents,
-            "type",
-            keys.ce_type,
-            "data",
-            keys.data,
-        )
-    } else if keys.event.is_some() && keys.payload.is_some() {
-        (
-            EnvelopeKind::Native,
-            "event",
-            keys.event,
-            "payload",
-            keys.payload,
-        )
-    } else {
-        // No envelope: the message itself is the payload, named from outside.
-        let Some(name) = fallback_name.filter(|n| !n.is_empty()) else {
-            let mut m = fail(
-                None,
-                "",
-                ErrorCode::NoEventName,
-                "no event name: no CloudEvents (`specversion`, `type`), EventBridge (`detail-type`) \
-                 or native (`event`, `payload`) envelope, and no Event-Type header or subject name"
-                    .into(),
-            );
-            m.payload = Some(text.trim());
-            return Err(m);
-        };
-        return Ok(Envelope {
-            kind: EnvelopeKind::Bare,
-            name: Cow::Borrowed(name),
-            id: None,
-            time: None,
-            payload: text.trim(),
-        });
+    })?;
+    let keys: Keys<'a> = serde_json::from_str(text).map_err(|e| classify(text, e))?;
+    let Some(shape) = Shape::of(&keys) else {
+        return bare(text, fallback_name);
     };
-    let id = keys.id.and_then(raw_str);
-    let time = keys.time.and_then(raw_str);
-    let partial = |path: &str, code, msg: String, name: Option<Cow<'a, str>>| {
-        let mut m = fail(Some(kind), path, code, msg);
-        m.id = id.clone();
-        m.time = time.clone();
-        m.name = name;
-        m
+    let found = Found {
+        kind: shape.kind,
+        id: keys.id.and_then(raw_str),
+        time: keys.time.and_then(raw_str),
     };
-    if kind == EnvelopeKind::CloudEvents {
+    if shape.kind == EnvelopeKind::CloudEvents {
         let version = keys.specversion.and_then(raw_str);
         if version.as_deref() != Some("1.0") {
-            return Err(partial(
+            return Err(found.fail(
                 "specversion",
                 ErrorCode::InvalidEnvelope,
                 "specversion: expected \"1.0\" (CloudEvents 1.0)".into(),
@@ -209,50 +156,158 @@ pub fn open<'a>(
             ));
         }
     }
-    let name = match name_raw.map(|r| (r, raw_str(r))) {
-        Some((_, Some(n))) if !n.is_empty() => n,
-        Some((r, _)) => {
-            let found = kind_of(r);
-            return Err(partial(
-                name_key,
-                ErrorCode::NoEventName,
-                format!("{name_key}: expected a non-empty string event name, found {found}"),
-                None,
-            ));
-        }
-        None => {
-            return Err(partial(
-                name_key,
-                ErrorCode::NoEventName,
-                format!("{name_key}: missing event name"),
-                None,
-            ))
-        }
-    };
-    match payload_raw {
-        Some(p) if p.get().starts_with('{') => Ok(Envelope {
-            kind,
-            name,
-            id,
-            time,
-            payload: p.get(),
-        }),
-        Some(p) => {
-            let found = kind_of(p);
-            Err(partial(
-                payload_key,
-                ErrorCode::NoPayload,
-                format!("{payload_key}: expected the payload object, found {found}"),
-                Some(name),
-            ))
-        }
-        None => Err(partial(
-            payload_key,
-            ErrorCode::NoPayload,
-            format!("{payload_key}: missing payload object"),
-            Some(name),
-        )),
+    let name = shape.name(&found)?;
+    shape.payload(found, name)
+}
+
+/// Where an envelope keeps the event's name and its payload.
+struct Shape<'a> {
+    kind: EnvelopeKind,
+    name_key: &'static str,
+    name: Option<&'a RawValue>,
+    payload_key: &'static str,
+    payload: Option<&'a RawValue>,
+}
+
+/// What is known of a message once its envelope is recognised, kept when it turns out broken.
+struct Found<'a> {
+    kind: EnvelopeKind,
+    id: Option<Cow<'a, str>>,
+    time: Option<Cow<'a, str>>,
+}
+
+impl<'a> Found<'a> {
+    fn fail(
+        &self,
+        path: &str,
+        code: ErrorCode,
+        msg: String,
+        name: Option<Cow<'a, str>>,
+    ) -> Malformed<'a> {
+        let mut m = fail(Some(self.kind), path, code, msg);
+        m.id = self.id.clone();
+        m.time = self.time.clone();
+        m.name = name;
+        m
     }
+}
+
+impl<'a> Shape<'a> {
+    /// The envelope the keys show: EventBridge, CloudEvents or native; `None` for none.
+    fn of(keys: &Keys<'a>) -> Option<Shape<'a>> {
+        let (kind, name_key, name, payload_key, payload) = if keys.detail_type.is_some() {
+            (
+                EnvelopeKind::EventBridge,
+                "detail-type",
+                keys.detail_type,
+                "detail",
+                keys.detail,
+            )
+        } else if keys.specversion.is_some() {
+            (
+                EnvelopeKind::CloudEvents,
+                "type",
+                keys.ce_type,
+                "data",
+                keys.data,
+            )
+        } else if keys.event.is_some() && keys.payload.is_some() {
+            (
+                EnvelopeKind::Native,
+                "event",
+                keys.event,
+                "payload",
+                keys.payload,
+            )
+        } else {
+            return None;
+        };
+        Some(Shape {
+            kind,
+            name_key,
+            name,
+            payload_key,
+            payload,
+        })
+    }
+
+    /// The event's name: a non-empty string.
+    #[allow(clippy::result_large_err)]
+    fn name(&self, found: &Found<'a>) -> Result<Cow<'a, str>, Malformed<'a>> {
+        let key = self.name_key;
+        match self.name.map(|r| (r, raw_str(r))) {
+            Some((_, Some(n))) if !n.is_empty() => Ok(n),
+            Some((r, _)) => {
+                let kind = kind_of(r);
+                Err(found.fail(
+                    key,
+                    ErrorCode::NoEventName,
+                    format!("{key}: expected a non-empty string event name, found {kind}"),
+                    None,
+                ))
+            }
+            None => Err(found.fail(
+                key,
+                ErrorCode::NoEventName,
+                format!("{key}: missing event name"),
+                None,
+            )),
+        }
+    }
+
+    /// The envelope, once its payload is an object.
+    #[allow(clippy::result_large_err)]
+    fn payload(&self, found: Found<'a>, name: Cow<'a, str>) -> Result<Envelope<'a>, Malformed<'a>> {
+        let key = self.payload_key;
+        match self.payload {
+            Some(p) if p.get().starts_with('{') => Ok(Envelope {
+                kind: found.kind,
+                name,
+                id: found.id,
+                time: found.time,
+                payload: p.get(),
+            }),
+            Some(p) => {
+                let kind = kind_of(p);
+                Err(found.fail(
+                    key,
+                    ErrorCode::NoPayload,
+                    format!("{key}: expected the payload object, found {kind}"),
+                    Some(name),
+                ))
+            }
+            None => Err(found.fail(
+                key,
+                ErrorCode::NoPayload,
+                format!("{key}: missing payload object"),
+                Some(name),
+            )),
+        }
+    }
+}
+
+/// No envelope: the message itself is the payload, named from outside.
+#[allow(clippy::result_large_err)]
+fn bare<'a>(text: &'a str, fallback_name: Option<&'a str>) -> Result<Envelope<'a>, Malformed<'a>> {
+    let Some(name) = fallback_name.filter(|n| !n.is_empty()) else {
+        let mut m = fail(
+            None,
+            "",
+            ErrorCode::NoEventName,
+            "no event name: no CloudEvents (`specversion`, `type`), EventBridge (`detail-type`) \
+             or native (`event`, `payload`) envelope, and no Event-Type header or subject name"
+                .into(),
+        );
+        m.payload = Some(text.trim());
+        return Err(m);
+    };
+    Ok(Envelope {
+        kind: EnvelopeKind::Bare,
+        name: Cow::Borrowed(name),
+        id: None,
+        time: None,
+        payload: text.trim(),
+    })
 }
 
 /// Tells "not JSON" from "not an object" from "a broken envelope" after a failed parse.

@@ -12,14 +12,17 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Context;
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::app::App;
 use crate::config::{defaults, redact_url, Dur, Settings, SimRates};
 use crate::db::Db;
+use crate::dev::simulator::server::Platform;
 use crate::dev::simulator::Simulator;
 use crate::reconcile::batch::Registered;
 use crate::reconcile::diff::Diff;
+use crate::reconcile::manifest::Manifest;
 use crate::reconcile::model::RunReport;
 use crate::reconcile::store::ReconcileStore;
 
@@ -100,28 +103,13 @@ pub async fn run(base: Settings, stop: CancellationToken) -> anyhow::Result<()> 
     let s = plan(&base, &token, seed);
     let batch_name = format!("demo-{seed}");
 
-    // A fresh batch each time: the demo's stream and (default) database start empty.
-    let bus = crate::dev::publish::connect(&s.nats).await?;
-    let _ = bus.js.delete_stream(STREAM).await;
-    if s.database.url.rsplit('/').next() == Some(DEFAULT_DB) {
-        let _ = crate::db::drop_database(&s.database.url).await;
-    }
-
+    let bus = start_fresh(&s).await?;
     let simulator = Simulator::start(&s)
         .await
         .context("starting the simulator")?;
     let manifest = simulator.manifest.clone();
     let platform = simulator.platform();
-    let fixable: Vec<String> = simulator.expected["results"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|r| {
-            let a = r["anomaly"].as_str();
-            a == Some("left_pending") || a == Some("left_in_progress")
-        })
-        .filter_map(|r| r["external_account_number"].as_str().map(str::to_owned))
-        .collect();
+    let fixable = left_unfinished(&simulator.expected);
     let sim = tokio::spawn(simulator.serve(stop.clone()));
     // The stream holds the played batch alone until the load starts.
     let played = bus
@@ -136,8 +124,59 @@ pub async fn run(base: Settings, stop: CancellationToken) -> anyhow::Result<()> 
     let base_url = format!("http://{}", app.address());
     let daemon_stop = app.stop_token();
     let daemon = tokio::spawn(app.run_until_stopped());
-    // The batch is registered once the daemon has recorded it, so that the first scheduled
-    // run (one interval later) sees every event the platform published.
+    wait_until_recorded(&bus, &s, played, &daemon, &stop).await;
+    register(&s, &batch_name, &manifest, &token).await?;
+    let load = {
+        let (s, stop) = (s.clone(), stop.clone());
+        tokio::spawn(async move { crate::dev::publish::run(&s, Some(stop)).await })
+    };
+
+    print_where(&s, &base_url, &token, &batch_name);
+    follow_runs(&s, &base_url, &daemon, &stop, &platform, &fixable, seed).await?;
+    daemon_stop.cancel();
+    let daemon = daemon.await.context("daemon task")?;
+    let _ = load.await;
+    let sim = sim.await.context("simulator task")?;
+    daemon?;
+    sim
+}
+
+/// A fresh batch each time: the demo's stream and (default) database start empty. Returns the
+/// connection to the bus.
+async fn start_fresh(s: &Settings) -> anyhow::Result<crate::bus::Bus> {
+    let bus = crate::dev::publish::connect(&s.nats).await?;
+    let _ = bus.js.delete_stream(STREAM).await;
+    if s.database.url.rsplit('/').next() == Some(DEFAULT_DB) {
+        let _ = crate::db::drop_database(&s.database.url).await;
+    }
+    Ok(bus)
+}
+
+/// The accounts the platform left pending or in progress (it finishes them after the second
+/// run), from the simulator's ground truth.
+fn left_unfinished(expected: &serde_json::Value) -> Vec<String> {
+    expected["results"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|r| {
+            let a = r["anomaly"].as_str();
+            a == Some("left_pending") || a == Some("left_in_progress")
+        })
+        .filter_map(|r| r["external_account_number"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// Waits until the daemon has recorded the `played` events (or has ended, or two minutes
+/// passed, or the demo is stopped), so that the first scheduled run (one interval after the
+/// batch is registered) sees every event the platform published.
+async fn wait_until_recorded<T>(
+    bus: &crate::bus::Bus,
+    s: &Settings,
+    played: u64,
+    daemon: &JoinHandle<T>,
+    stop: &CancellationToken,
+) {
     let recorded = async {
         loop {
             let floor = match bus.js.get_stream(STREAM).await {
@@ -160,10 +199,18 @@ pub async fn run(base: Settings, stop: CancellationToken) -> anyhow::Result<()> 
             println!("the daemon has not recorded the batch's {played} events after 2 minutes; registering it anyway");
         }
     }
-    // The batch the simulator played, registered from its manifest: the daemon reconciles
-    // exactly these accounts; the background load's accounts belong to no batch.
+}
+
+/// The batch the simulator played, registered from its manifest: the daemon reconciles
+/// exactly these accounts; the background load's accounts belong to no batch.
+async fn register(
+    s: &Settings,
+    batch_name: &str,
+    manifest: &Manifest,
+    token: &Path,
+) -> anyhow::Result<()> {
     let registered = ReconcileStore::new(Db::open_existing(&s.database, 1).await?)
-        .register_batch(SUPPLIER, &batch_name, &manifest, &[])
+        .register_batch(SUPPLIER, batch_name, manifest, &[])
         .await?;
     if let Registered::Conflict(b) = registered {
         anyhow::bail!("batch {} exists with another list", b.label());
@@ -174,14 +221,21 @@ pub async fn run(base: Settings, stop: CancellationToken) -> anyhow::Result<()> 
         manifest.orders.len(),
         token.with_file_name("manifest.txt").display()
     );
-    let load = {
-        let (s, stop) = (s.clone(), stop.clone());
-        tokio::spawn(async move { crate::dev::publish::run(&s, Some(stop)).await })
-    };
+    Ok(())
+}
 
-    print_where(&s, &base_url, &token, &batch_name);
-    // Each new reconciliation run: a line, with the counts when they changed (and the link to
-    // the accounts that changed).
+/// Each new reconciliation run, until the demo is stopped or the daemon ends: a line, with the
+/// counts when they changed (and the link to the accounts that changed). After the second run
+/// the platform finishes the `unfinished` accounts.
+async fn follow_runs<T>(
+    s: &Settings,
+    base_url: &str,
+    daemon: &JoinHandle<T>,
+    stop: &CancellationToken,
+    platform: &Platform,
+    unfinished: &[String],
+    seed: u64,
+) -> anyhow::Result<()> {
     let mut store = None;
     let mut last = None;
     let mut runs = 0;
@@ -212,24 +266,19 @@ pub async fn run(base: Settings, stop: CancellationToken) -> anyhow::Result<()> 
             .await
             .ok()
             .flatten();
-        print_run(&base_url, &r, changes.as_ref());
+        print_run(base_url, &r, changes.as_ref());
         if runs == 2 {
-            fix(&s, &platform, &fixable, seed).await?;
+            fix(s, platform, unfinished, seed).await?;
         }
     }
-    daemon_stop.cancel();
-    let daemon = daemon.await.context("daemon task")?;
-    let _ = load.await;
-    let sim = sim.await.context("simulator task")?;
-    daemon?;
-    sim
+    Ok(())
 }
 
 /// The platform finishes the accounts it had left pending or in progress; their events go to
 /// the bus.
 async fn fix(
     s: &Settings,
-    platform: &crate::dev::simulator::server::Platform,
+    platform: &Platform,
     accounts: &[String],
     seed: u64,
 ) -> anyhow::Result<()> {

@@ -25,7 +25,7 @@ use super::outcome::{IngestError, Totals};
 use super::sink::Sink;
 use super::source::{self, Binding, Bus, BusError, ConsumerCheck, PullConsumer};
 use super::unparsed;
-use super::writer::{write_and_ack, Batch, Control};
+use super::writer::{self, Batch, Control};
 use crate::audit::record::{record, Naming};
 use crate::config::IngestSettings;
 use crate::telemetry::health::Health;
@@ -186,11 +186,10 @@ impl Ingest {
         mut consumer: PullConsumer,
         stop: CancellationToken,
     ) -> Result<Totals, IngestError> {
-        let size = self.settings.batch_size;
         let floor = Arc::new(AtomicU64::new(
             consumer.cached_info().ack_floor.stream_sequence,
         ));
-        let mut messages = self.open(&consumer).await?;
+        let messages = self.open(&consumer).await?;
         self.health.set_bound(true);
         let ctl = Arc::new(Control {
             halt: CancellationToken::new(),
@@ -200,143 +199,101 @@ impl Ingest {
             progress_every: (binding.ack_wait / 2).max(Duration::from_millis(500)),
         });
         let shutdown_timeout = self.settings.shutdown_timeout.get();
-        let deadline = tokio::spawn({
-            let (ctl, stop) = (ctl.clone(), stop.clone());
-            async move {
-                stop.cancelled().await;
-                tokio::time::sleep(shutdown_timeout).await;
-                ctl.give_up.cancel();
-            }
-        });
+        let deadline = tokio::spawn(give_up_after(ctl.clone(), stop.clone(), shutdown_timeout));
         let watch_stop = CancellationToken::new();
         let watcher = tokio::spawn(unparsed::watch(
-            unparsed::Watch {
-                bus: bus.clone(),
-                binding: binding.clone(),
-                sink: self.sink.clone(),
-                naming: self.naming.clone(),
-                health: self.health.clone(),
-                metrics: self.metrics.clone(),
-                floor: floor.clone(),
-            },
+            self.unparsed_watch(bus, binding, &floor),
             consumer.clone(),
             watch_stop.clone(),
         ));
-        let writers = self.settings.writers.max(1);
-        let (tx, rx) = mpsc::channel::<Batch>(writers);
-        let rx = Arc::new(tokio::sync::Mutex::new(rx));
-        let handles: Vec<_> = (0..writers)
-            .map(|_| {
-                let sink = self.sink.clone();
-                let metrics = self.metrics.clone();
-                let health = self.health.clone();
-                let rx = rx.clone();
-                let ctl = ctl.clone();
-                tokio::spawn(async move {
-                    let mut totals = Totals::default();
-                    loop {
-                        let next = rx.lock().await.recv().await;
-                        let Some(batch) = next else { break };
-                        write_and_ack(&sink, &metrics.ingest, &health, &ctl, batch, &mut totals)
-                            .await;
-                    }
-                    totals
-                })
-            })
-            .collect();
-        // Messages pulled beyond a full batch wait here for the next one (a batch never
-        // exceeds the batch size).
-        let mut carry: VecDeque<Message> = VecDeque::new();
-        let mut trouble: Option<Trouble> = None;
-        let mut idle_checks = 0u32;
+        let (tx, writers) = writer::spawn(
+            self.settings.writers.max(1),
+            &self.sink,
+            &self.metrics,
+            &self.health,
+            &ctl,
+        );
+        let mut pull = Pull {
+            messages,
+            carry: VecDeque::new(),
+            trouble: None,
+            idle_checks: 0,
+        };
+        let on = Running {
+            bus,
+            binding,
+            floor: &floor,
+            ctl: &ctl,
+            stop: &stop,
+        };
+        self.read(&on, &mut consumer, &mut pull, &tx).await;
+        // Stop fetching (messages pulled but not batched are redelivered); the writers commit
+        // and ack what they hold within the shutdown timeout, then end.
+        self.health.set_bound(false);
+        drop(pull);
+        drop(tx);
+        let mut totals = Totals::default();
+        for h in writers {
+            if let Ok(t) = h.await {
+                totals.add(t);
+            }
+        }
+        watch_stop.cancel();
+        let _ = watcher.await;
+        deadline.abort();
+        outcome(&ctl, totals, shutdown_timeout)
+    }
+
+    /// What the watcher of messages the bus client cannot parse needs.
+    fn unparsed_watch(
+        &self,
+        bus: &Bus,
+        binding: &Binding,
+        floor: &Arc<AtomicU64>,
+    ) -> unparsed::Watch {
+        unparsed::Watch {
+            bus: bus.clone(),
+            binding: binding.clone(),
+            sink: self.sink.clone(),
+            naming: self.naming.clone(),
+            health: self.health.clone(),
+            metrics: self.metrics.clone(),
+            floor: floor.clone(),
+        }
+    }
+
+    /// The fetch loop: settles trouble with the consumer, pulls, fills batches and hands them
+    /// to the writers, until stopped, halted, out of writers or (with `exit_when_idle`) idle.
+    async fn read(
+        &self,
+        on: &Running<'_>,
+        consumer: &mut PullConsumer,
+        pull: &mut Pull,
+        tx: &mpsc::Sender<Batch>,
+    ) {
         loop {
-            if let Some(t) = trouble.take() {
-                match self.recover(bus, binding, &mut consumer, &floor, t).await {
-                    Ok(false) => {}
-                    Ok(true) => match self.open(&consumer).await {
-                        Ok(m) => {
-                            messages = m;
-                            self.health.set_bound(true);
-                        }
-                        Err(e) => {
-                            tracing::warn!(error = %e, "cannot reopen the message stream yet");
-                            self.health.set_bound(false);
-                            trouble = Some(Trouble::Ended);
-                        }
-                    },
-                    Err(Some(e)) => {
-                        ctl.fail(e, &self.health);
-                        break;
-                    }
-                    // No answer about the consumer: a stream that ended must be reopened, so
-                    // ask again; after missed heartbeats, go on reading and ask at the next.
-                    Err(None) if t == Trouble::Ended => {
-                        self.health.set_bound(false);
-                        trouble = Some(t);
-                    }
-                    Err(None) => {}
+            if let Some(t) = pull.trouble.take() {
+                if !self.settle(on, consumer, pull, t).await {
+                    break;
                 }
-                if trouble.is_some() {
+                if pull.trouble.is_some() {
                     tokio::select! {
-                        _ = stop.cancelled() => break,
-                        _ = ctl.halt.cancelled() => break,
+                        _ = on.stop.cancelled() => break,
+                        _ = on.ctl.halt.cancelled() => break,
                         _ = tokio::time::sleep(Duration::from_secs(1)) => {}
                     }
                     continue;
                 }
             }
-            if carry.is_empty() {
-                let next = tokio::select! {
-                    biased;
-                    _ = stop.cancelled() => break,
-                    _ = ctl.halt.cancelled() => break,
-                    n = tokio::time::timeout(Duration::from_secs(1), messages.next()) => n,
-                };
-                match next {
-                    Ok(Some(chunk)) => Self::sort_in(chunk, &mut carry, &mut trouble),
-                    Ok(None) => trouble = Some(Trouble::Ended),
-                    Err(_elapsed) => {
-                        if self.settings.exit_when_idle {
-                            idle_checks += 1;
-                            if idle_checks >= 2
-                                && matches!(source::consumer_state(&consumer).await, Some((0, 0)))
-                            {
-                                break;
-                            }
-                        }
-                    }
-                }
-                if carry.is_empty() {
-                    continue;
+            if pull.carry.is_empty() {
+                match self.wait_for_messages(on, consumer, pull).await {
+                    Wait::Stop => break,
+                    Wait::Nothing => continue,
+                    Wait::Messages => {}
                 }
             }
-            idle_checks = 0;
-            let started = Instant::now();
-            let received_at = Utc::now();
-            let mut batch = Batch {
-                records: Vec::with_capacity(size),
-                ackers: Vec::with_capacity(size),
-                fetched: started,
-            };
-            let take = carry.len().min(size);
-            let mut decoding = self.add(&mut batch, carry.drain(..take), received_at);
-            // Fill the batch up to its size, waiting at most `linger` for more messages.
-            let deadline = tokio::time::Instant::now() + self.settings.linger.get();
-            while batch.records.len() < size && carry.is_empty() && trouble.is_none() {
-                match tokio::time::timeout_at(deadline, messages.next()).await {
-                    Ok(Some(chunk)) => {
-                        Self::sort_in(chunk, &mut carry, &mut trouble);
-                        let take = carry.len().min(size - batch.records.len());
-                        decoding += self.add(&mut batch, carry.drain(..take), received_at);
-                    }
-                    Ok(None) => trouble = Some(Trouble::Ended),
-                    Err(_) => break,
-                }
-            }
-            self.metrics
-                .ingest
-                .decode_seconds
-                .observe(decoding.as_secs_f64());
+            pull.idle_checks = 0;
+            let batch = self.fill(pull).await;
             if batch.records.is_empty() {
                 continue;
             }
@@ -346,42 +303,180 @@ impl Ingest {
             let handed = tokio::select! {
                 biased;
                 r = tx.send(batch) => r.is_ok(),
-                _ = stop.cancelled() => false,
-                _ = ctl.halt.cancelled() => false,
+                _ = on.stop.cancelled() => false,
+                _ = on.ctl.halt.cancelled() => false,
             };
             if !handed {
                 self.health.batch_dropped();
                 break;
             }
         }
-        // Stop fetching (messages pulled but not batched are redelivered); the writers commit
-        // and ack what they hold within the shutdown timeout, then end.
-        self.health.set_bound(false);
-        drop(messages);
-        drop(carry);
-        drop(tx);
-        let mut totals = Totals::default();
-        for h in handles {
-            if let Ok(t) = h.await {
-                totals.add(t);
+    }
+
+    /// Settles trouble `t` with the consumer, reopening the message stream when asked to;
+    /// leaves it in `pull.trouble` when it must be asked about again. False: stop (the error
+    /// is recorded in `ctl`).
+    async fn settle(
+        &self,
+        on: &Running<'_>,
+        consumer: &mut PullConsumer,
+        pull: &mut Pull,
+        t: Trouble,
+    ) -> bool {
+        match self
+            .recover(on.bus, on.binding, consumer, on.floor, t)
+            .await
+        {
+            Ok(false) => {}
+            Ok(true) => match self.open(consumer).await {
+                Ok(m) => {
+                    pull.messages = m;
+                    self.health.set_bound(true);
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot reopen the message stream yet");
+                    self.health.set_bound(false);
+                    pull.trouble = Some(Trouble::Ended);
+                }
+            },
+            Err(Some(e)) => {
+                on.ctl.fail(e, &self.health);
+                return false;
+            }
+            // No answer about the consumer: a stream that ended must be reopened, so
+            // ask again; after missed heartbeats, go on reading and ask at the next.
+            Err(None) if t == Trouble::Ended => {
+                self.health.set_bound(false);
+                pull.trouble = Some(t);
+            }
+            Err(None) => {}
+        }
+        true
+    }
+
+    /// Waits up to a second for messages when none are carried over; with `exit_when_idle`,
+    /// stops on the second idle wait that finds the consumer with nothing pending.
+    async fn wait_for_messages(
+        &self,
+        on: &Running<'_>,
+        consumer: &PullConsumer,
+        pull: &mut Pull,
+    ) -> Wait {
+        let next = tokio::select! {
+            biased;
+            _ = on.stop.cancelled() => return Wait::Stop,
+            _ = on.ctl.halt.cancelled() => return Wait::Stop,
+            n = tokio::time::timeout(Duration::from_secs(1), pull.messages.next()) => n,
+        };
+        match next {
+            Ok(Some(chunk)) => Self::sort_in(chunk, &mut pull.carry, &mut pull.trouble),
+            Ok(None) => pull.trouble = Some(Trouble::Ended),
+            Err(_elapsed) => {
+                if self.settings.exit_when_idle {
+                    pull.idle_checks += 1;
+                    if pull.idle_checks >= 2
+                        && matches!(source::consumer_state(consumer).await, Some((0, 0)))
+                    {
+                        return Wait::Stop;
+                    }
+                }
             }
         }
-        watch_stop.cancel();
-        let _ = watcher.await;
-        deadline.abort();
-        if let Some(e) = ctl.fatal.lock().unwrap_or_else(|p| p.into_inner()).take() {
-            return Err(e);
+        if pull.carry.is_empty() {
+            Wait::Nothing
+        } else {
+            Wait::Messages
         }
-        let abandoned =
-            std::mem::take(&mut *ctl.abandoned.lock().unwrap_or_else(|p| p.into_inner()));
-        if !abandoned.is_empty() {
-            return Err(IngestError::ShutdownIncomplete {
-                after: shutdown_timeout,
-                batches: abandoned.len(),
-                messages: abandoned.iter().map(|a| a.0).sum(),
-                first: abandoned.iter().map(|a| a.1).min().unwrap_or(0),
-            });
-        }
-        Ok(totals)
     }
+
+    /// A batch of the messages carried over, filled up to the batch size with what arrives
+    /// within `linger`; the decoding time observed.
+    async fn fill(&self, pull: &mut Pull) -> Batch {
+        let size = self.settings.batch_size;
+        let started = Instant::now();
+        let received_at = Utc::now();
+        let mut batch = Batch {
+            records: Vec::with_capacity(size),
+            ackers: Vec::with_capacity(size),
+            fetched: started,
+        };
+        let take = pull.carry.len().min(size);
+        let mut decoding = self.add(&mut batch, pull.carry.drain(..take), received_at);
+        // Fill the batch up to its size, waiting at most `linger` for more messages.
+        let deadline = tokio::time::Instant::now() + self.settings.linger.get();
+        while batch.records.len() < size && pull.carry.is_empty() && pull.trouble.is_none() {
+            match tokio::time::timeout_at(deadline, pull.messages.next()).await {
+                Ok(Some(chunk)) => {
+                    Self::sort_in(chunk, &mut pull.carry, &mut pull.trouble);
+                    let take = pull.carry.len().min(size - batch.records.len());
+                    decoding += self.add(&mut batch, pull.carry.drain(..take), received_at);
+                }
+                Ok(None) => pull.trouble = Some(Trouble::Ended),
+                Err(_) => break,
+            }
+        }
+        self.metrics
+            .ingest
+            .decode_seconds
+            .observe(decoding.as_secs_f64());
+        batch
+    }
+}
+
+/// What the fetch loop works with besides the consumer.
+struct Running<'a> {
+    bus: &'a Bus,
+    binding: &'a Binding,
+    floor: &'a AtomicU64,
+    ctl: &'a Control,
+    stop: &'a CancellationToken,
+}
+
+/// The fetch loop's state between batches.
+struct Pull {
+    messages: Chunks,
+    /// Messages pulled beyond a full batch wait here for the next one (a batch never exceeds
+    /// the batch size).
+    carry: VecDeque<Message>,
+    trouble: Option<Trouble>,
+    idle_checks: u32,
+}
+
+/// What waiting for messages gave.
+enum Wait {
+    /// Stopped, halted, or idle with `exit_when_idle`.
+    Stop,
+    /// Nothing to batch yet.
+    Nothing,
+    /// Messages to batch.
+    Messages,
+}
+
+/// Once `stop` is cancelled, the shutdown timeout; then what is not committed is given up.
+async fn give_up_after(ctl: Arc<Control>, stop: CancellationToken, shutdown_timeout: Duration) {
+    stop.cancelled().await;
+    tokio::time::sleep(shutdown_timeout).await;
+    ctl.give_up.cancel();
+}
+
+/// The run's result once the writers have ended: the first permanent failure, else the
+/// batches given up at shutdown, else the totals.
+fn outcome(
+    ctl: &Control,
+    totals: Totals,
+    shutdown_timeout: Duration,
+) -> Result<Totals, IngestError> {
+    if let Some(e) = ctl.fatal.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        return Err(e);
+    }
+    let abandoned = std::mem::take(&mut *ctl.abandoned.lock().unwrap_or_else(|p| p.into_inner()));
+    if !abandoned.is_empty() {
+        return Err(IngestError::ShutdownIncomplete {
+            after: shutdown_timeout,
+            batches: abandoned.len(),
+            messages: abandoned.iter().map(|a| a.0).sum(),
+            first: abandoned.iter().map(|a| a.1).min().unwrap_or(0),
+        });
+    }
+    Ok(totals)
 }

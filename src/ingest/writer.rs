@@ -3,19 +3,22 @@
 //! the commit acks its messages. A batch is given up, unacked, when the shutdown timeout passes
 //! or a write fails for good (which stops the pipeline).
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_nats::jetstream::message::{AckKind, Acker};
-use chrono::Utc;
+use chrono::{DateTime, Utc};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::outcome::{IngestError, Totals};
-use super::sink::Sink;
+use super::sink::{BatchOutcome, Sink};
 use crate::audit::record::Record;
 use crate::db::{Class, DbError};
 use crate::telemetry::health::Health;
 use crate::telemetry::metrics::ingest::IngestMetrics;
+use crate::telemetry::metrics::Metrics;
 
 pub(super) struct Batch {
     pub(super) records: Vec<Record>,
@@ -58,6 +61,38 @@ impl Control {
     }
 }
 
+/// Starts `writers` writers, each taking the next batch from the returned sender until it is
+/// dropped, then ending with its totals.
+pub(super) fn spawn(
+    writers: usize,
+    sink: &Sink,
+    metrics: &Arc<Metrics>,
+    health: &Arc<Health>,
+    ctl: &Arc<Control>,
+) -> (mpsc::Sender<Batch>, Vec<JoinHandle<Totals>>) {
+    let (tx, rx) = mpsc::channel::<Batch>(writers);
+    let rx = Arc::new(tokio::sync::Mutex::new(rx));
+    let handles = (0..writers)
+        .map(|_| {
+            let sink = sink.clone();
+            let metrics = metrics.clone();
+            let health = health.clone();
+            let rx = rx.clone();
+            let ctl = ctl.clone();
+            tokio::spawn(async move {
+                let mut totals = Totals::default();
+                loop {
+                    let next = rx.lock().await.recv().await;
+                    let Some(batch) = next else { break };
+                    write_and_ack(&sink, &metrics.ingest, &health, &ctl, batch, &mut totals).await;
+                }
+                totals
+            })
+        })
+        .collect();
+    (tx, handles)
+}
+
 /// Sends `kind` for every message, unless `give_up` comes first; whether all were sent.
 async fn ack_all(ackers: &[Acker], kind: AckKind, give_up: &CancellationToken) -> bool {
     let send = async {
@@ -93,70 +128,10 @@ pub(super) async fn write_and_ack(
     totals: &mut Totals,
 ) {
     totals.first.get_or_insert(batch.fetched);
-    // The sink writes in (stream, sequence) order; keep each acker beside its record. (A pull
-    // consumer delivers in order, so this is usually a check, moving nothing.)
-    if !batch
-        .records
-        .is_sorted_by(|a, b| a.log_key() <= b.log_key())
-    {
-        let mut pairs: Vec<(Record, Acker)> = batch
-            .records
-            .drain(..)
-            .zip(batch.ackers.drain(..))
-            .collect();
-        pairs.sort_by(|(a, _), (b, _)| a.log_key().cmp(&b.log_key()));
-        (batch.records, batch.ackers) = pairs.into_iter().unzip();
-    }
-    let mut delay = Duration::from_millis(100);
+    in_log_order(&mut batch);
     let started = Instant::now();
-    let outcome = loop {
-        // A write slower than the ack wait tells JetStream the messages are still in
-        // progress, so that they are not redelivered meanwhile.
-        let attempt = {
-            let write = sink.write_batch(&mut batch.records);
-            tokio::pin!(write);
-            let mut progress = tokio::time::interval_at(
-                tokio::time::Instant::now() + ctl.progress_every,
-                ctl.progress_every,
-            );
-            loop {
-                tokio::select! {
-                    biased;
-                    _ = ctl.give_up.cancelled() => break None,
-                    r = &mut write => break Some(r),
-                    _ = progress.tick() => {
-                        for a in &batch.ackers {
-                            let _ = a.ack_with(AckKind::Progress).await;
-                        }
-                    }
-                }
-            }
-        };
-        let e = match attempt {
-            None => return ctl.abandon(&batch, health),
-            Some(Ok(o)) => break o,
-            Some(Err(e)) => e,
-        };
-        let class = e.class();
-        health.db_error(class_name(class));
-        if matches!(class, Class::Data | Class::Permanent) {
-            // A data error left after every fallback, or a permanent error: the same write
-            // cannot succeed. (A duplicate left after the checks is a race with another
-            // writer: retried, the redelivery check then skips what it committed.)
-            ctl.abandon(&batch, health);
-            return ctl.fail(IngestError::Permanent(e), health);
-        }
-        metrics.write_retries.inc();
-        log_write_error(&e, batch.records.len(), delay);
-        if !ack_all(&batch.ackers, AckKind::Progress, &ctl.give_up).await {
-            return ctl.abandon(&batch, health);
-        }
-        tokio::select! {
-            biased;
-            _ = ctl.give_up.cancelled() => return ctl.abandon(&batch, health),
-            _ = tokio::time::sleep(delay + jitter(delay)) => {}
-        }
-        delay = (delay * 2).min(Duration::from_secs(10));
+    let Some(outcome) = write(sink, metrics, health, ctl, &mut batch).await else {
+        return;
     };
     let committed = Utc::now();
     health.batch_committed(committed);
@@ -172,6 +147,118 @@ pub(super) async fn write_and_ack(
             "shutdown timeout while acking a committed batch; its messages will be redelivered and skipped"
         );
     }
+    count_committed(metrics, &batch, &outcome, committed);
+    totals.messages += batch.records.len() as u64;
+    totals.inserted += outcome.inserted as u64;
+    totals.batches += 1;
+    totals.last = Some(Instant::now());
+    tracing::debug!(
+        messages = batch.records.len(),
+        inserted = outcome.inserted,
+        link = outcome.link_seq,
+        "batch committed and acked"
+    );
+}
+
+/// The sink writes in (stream, sequence) order; keep each acker beside its record. (A pull
+/// consumer delivers in order, so this is usually a check, moving nothing.)
+fn in_log_order(batch: &mut Batch) {
+    if !batch
+        .records
+        .is_sorted_by(|a, b| a.log_key() <= b.log_key())
+    {
+        let mut pairs: Vec<(Record, Acker)> = batch
+            .records
+            .drain(..)
+            .zip(batch.ackers.drain(..))
+            .collect();
+        pairs.sort_by(|(a, _), (b, _)| a.log_key().cmp(&b.log_key()));
+        (batch.records, batch.ackers) = pairs.into_iter().unzip();
+    }
+}
+
+/// Writes the batch until it commits, retrying transient errors with backoff. `None`: given up
+/// (the shutdown timeout, or a permanent failure, which stops the pipeline).
+async fn write(
+    sink: &Sink,
+    metrics: &IngestMetrics,
+    health: &Health,
+    ctl: &Control,
+    batch: &mut Batch,
+) -> Option<BatchOutcome> {
+    let mut delay = Duration::from_millis(100);
+    loop {
+        let e = match attempt(sink, ctl, batch).await {
+            None => {
+                ctl.abandon(batch, health);
+                return None;
+            }
+            Some(Ok(o)) => return Some(o),
+            Some(Err(e)) => e,
+        };
+        let class = e.class();
+        health.db_error(class_name(class));
+        if matches!(class, Class::Data | Class::Permanent) {
+            // A data error left after every fallback, or a permanent error: the same write
+            // cannot succeed. (A duplicate left after the checks is a race with another
+            // writer: retried, the redelivery check then skips what it committed.)
+            ctl.abandon(batch, health);
+            ctl.fail(IngestError::Permanent(e), health);
+            return None;
+        }
+        metrics.write_retries.inc();
+        log_write_error(&e, batch.records.len(), delay);
+        if !ack_all(&batch.ackers, AckKind::Progress, &ctl.give_up).await {
+            ctl.abandon(batch, health);
+            return None;
+        }
+        tokio::select! {
+            biased;
+            _ = ctl.give_up.cancelled() => {
+                ctl.abandon(batch, health);
+                return None;
+            }
+            _ = tokio::time::sleep(delay + jitter(delay)) => {}
+        }
+        delay = (delay * 2).min(Duration::from_secs(10));
+    }
+}
+
+/// One write of the batch. A write slower than the ack wait tells JetStream the messages are
+/// still in progress, so that they are not redelivered meanwhile. `None`: given up.
+async fn attempt(
+    sink: &Sink,
+    ctl: &Control,
+    batch: &mut Batch,
+) -> Option<Result<BatchOutcome, DbError>> {
+    let write = sink.write_batch(&mut batch.records);
+    tokio::pin!(write);
+    let mut progress = tokio::time::interval_at(
+        tokio::time::Instant::now() + ctl.progress_every,
+        ctl.progress_every,
+    );
+    loop {
+        tokio::select! {
+            biased;
+            _ = ctl.give_up.cancelled() => return None,
+            r = &mut write => return Some(r),
+            _ = progress.tick() => {
+                for a in &batch.ackers {
+                    let _ = a.ack_with(AckKind::Progress).await;
+                }
+            }
+        }
+    }
+}
+
+/// The metrics of a committed batch: counts, sizes, findings, and each message's event,
+/// status, errors, bytes and lag to `committed`.
+fn count_committed(
+    metrics: &IngestMetrics,
+    batch: &Batch,
+    outcome: &BatchOutcome,
+    committed: DateTime<Utc>,
+) {
     metrics.batches.inc();
     metrics.batch_size.observe(batch.records.len() as f64);
     metrics.redeliveries.inc_by(outcome.redelivered as u64);
@@ -201,17 +288,6 @@ pub(super) async fn write_and_ack(
             );
         }
     }
-
-    totals.messages += batch.records.len() as u64;
-    totals.inserted += outcome.inserted as u64;
-    totals.batches += 1;
-    totals.last = Some(Instant::now());
-    tracing::debug!(
-        messages = batch.records.len(),
-        inserted = outcome.inserted,
-        link = outcome.link_seq,
-        "batch committed and acked"
-    );
 }
 
 fn jitter(d: Duration) -> Duration {

@@ -1,12 +1,13 @@
 //! Reconciliation: proves a migration batch against the platform's import status.
 //!
-//! One run: read the event side from the audit log (latest import-process outcome per external
-//! account number, order-process counts) while reading the supplier lists over REST; ask the
-//! per-account endpoint only for what the lists do not settle (see [`platform`]); look up
-//! `account.created` events for the platform account numbers; decide one [`verdict::Verdict`] per
-//! account; follow each imported account's registration up ([`registration`]); store the run
-//! with its results. `reconcile` (the CLI) and the daemon's schedule both go through
-//! [`execute`]; a run of a registered [`batch`] takes its manifest and tolerances from it.
+//! One run (its phases in `run`): read the event side from the audit log (latest
+//! import-process outcome per external account number, order-process counts) while reading the
+//! supplier lists over REST; ask the per-account endpoint only for what the lists do not settle
+//! (see [`platform`]); look up `account.created` events for the platform account numbers;
+//! decide one [`verdict::Verdict`] per account; follow each imported account's registration up
+//! ([`registration`]); store the run with its results. `reconcile` (the CLI) and the daemon's
+//! schedule both go through [`execute`]; a run of a registered [`batch`] takes its manifest and
+//! tolerances from it.
 //!
 //! The accounts of a run: the manifest's (a batch's, or `--accounts`), when given; otherwise
 //! every account with an outcome
@@ -28,14 +29,13 @@ pub mod poll;
 pub mod registration;
 pub mod report;
 pub mod rest;
+mod run;
 pub mod store;
 pub mod verdict;
 
-use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::Ordering;
 
 use chrono::{DateTime, Duration, Utc};
-use futures::StreamExt;
 use serde_json::json;
 
 use crate::config::ReconcileSettings;
@@ -43,8 +43,7 @@ use crate::db::DbError;
 pub use manifest::Manifest;
 use model::{BatchRef, Outcome, RestSummary, RunReport, Tolerance};
 use rest::client::{RestClient, RestError};
-use store::{OutcomeRow, ReconcileStore};
-use verdict::Platform;
+use store::ReconcileStore;
 
 /// What to reconcile.
 #[derive(Debug, Clone)]
@@ -177,138 +176,6 @@ fn rest_summary(client: &RestClient) -> RestSummary {
     }
 }
 
-/// Runs one reconciliation (nothing stored).
-pub(crate) async fn reconcile(
-    store: &ReconcileStore,
-    client: &RestClient,
-    p: &Params,
-    progress: &dyn Progress,
-) -> Result<RunReport, ReconcileError> {
-    let started_at = Utc::now();
-    let mut clock = Clock::start();
-    client.begin_run().await?;
-    let manifest = p.manifest.as_ref().map(|m| m.accounts.as_slice());
-    let orders_listed = p.manifest.as_ref().map(|m| m.orders.as_slice());
-    let (events, orders, lists) = tokio::try_join!(
-        async { Ok::<_, ReconcileError>(store.import_outcomes(p.since, p.until, manifest).await?) },
-        async {
-            Ok(match orders_listed {
-                None => store.order_outcome_counts(p.since, p.until).await?,
-                Some([]) => Default::default(),
-                Some(o) => store.order_outcome_counts_for(p.since, p.until, o).await?,
-            })
-        },
-        async { Ok(platform::read_lists(client, &p.suppliers).await?) },
-    )?;
-    clock.lap("events_and_lists");
-    let events: HashMap<String, OutcomeRow> = events
-        .into_iter()
-        .map(|r| (r.external.clone(), r))
-        .collect();
-    let windowed = p.since.is_some() || p.until.is_some();
-    let accounts: Vec<String> = match manifest {
-        Some(m) => m.to_vec(),
-        None => events
-            .keys()
-            .chain(
-                lists
-                    .accounts()
-                    .filter(|ext| !windowed || in_window(lists.find(ext), p.since, p.until)),
-            )
-            .collect::<BTreeSet<_>>()
-            .into_iter()
-            .cloned()
-            .collect(),
-    };
-
-    let mut resolved: Vec<Option<platform::Resolved>> = Vec::with_capacity(accounts.len());
-    let mut asks = Vec::new();
-    for (i, ext) in accounts.iter().enumerate() {
-        let r = platform::settled(lists.find(ext), events.contains_key(ext), p.check_pending);
-        if r.is_none() {
-            asks.push(i);
-        }
-        resolved.push(r);
-    }
-    progress.start(asks.len() as u64);
-    let width = client.config().concurrency.max(1) * 2;
-    let mut answers = futures::stream::iter(asks)
-        .map(|i| {
-            let (lists, accounts) = (&lists, &accounts);
-            async move {
-                let ext = &accounts[i];
-                (
-                    i,
-                    platform::ask(client, &p.suppliers, ext, lists.find(ext)).await,
-                )
-            }
-        })
-        .buffer_unordered(width);
-    while let Some((i, answer)) = answers.next().await {
-        resolved[i] = Some(answer?);
-        progress.advance();
-    }
-    drop(answers);
-    clock.lap("account_requests");
-
-    let lookup: Vec<String> = accounts
-        .iter()
-        .zip(&resolved)
-        .filter_map(|(ext, r)| {
-            let r = r.as_ref()?;
-            r.platform.account_number().map(str::to_owned).or_else(|| {
-                events
-                    .get(ext)
-                    .and_then(|e| e.identifier.clone())
-                    .filter(|_| !matches!(r.platform, Platform::Imported { .. }))
-            })
-        })
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .collect();
-    let created = store.imported_account_created(&lookup).await?;
-    clock.lap("account_created_lookup");
-
-    let now = Utc::now();
-    let mut results = Vec::with_capacity(accounts.len());
-    for (ext, r) in accounts.into_iter().zip(resolved) {
-        let r = r.unwrap_or(platform::Resolved {
-            supplier: 0,
-            platform: Platform::Absent,
-            detail: None,
-        });
-        let ev = events.get(&ext);
-        results.push(assemble::result(
-            ext,
-            r,
-            ev,
-            &p.suppliers,
-            p.grace,
-            now,
-            &created,
-        ));
-    }
-    clock.lap("verdicts");
-    if p.meter_points {
-        let rest = assemble::read_meter_points(client, &mut results).await?;
-        clock.lap("meter_points");
-        let numbers: Vec<String> = rest
-            .iter()
-            .filter_map(|(i, _)| results[*i].platform_account_number.clone())
-            .collect::<BTreeSet<_>>()
-            .into_iter()
-            .collect();
-        let joins = store.join_supplier_events(&numbers).await?;
-        clock.lap("join_supplier_events");
-        assemble::add_registrations(&mut results, rest, &joins, now, p.registration_grace);
-        clock.lap("registrations");
-    }
-    let mut report = run_report(p, client, started_at, results, None);
-    report.order_processes = orders;
-    report.timings_ms = clock.laps;
-    Ok(report)
-}
-
 /// A run's report: counts, outcome and exit code derived from its results, or `incomplete`
 /// with its error.
 fn run_report(
@@ -346,48 +213,6 @@ fn run_report(
     }
 }
 
-/// Phase timings.
-struct Clock {
-    last: std::time::Instant,
-    laps: std::collections::BTreeMap<String, u64>,
-}
-
-impl Clock {
-    fn start() -> Clock {
-        Clock {
-            last: std::time::Instant::now(),
-            laps: Default::default(),
-        }
-    }
-
-    fn lap(&mut self, name: &str) {
-        let now = std::time::Instant::now();
-        let ms = (now - self.last).as_millis();
-        self.laps
-            .insert(name.to_owned(), u64::try_from(ms).unwrap_or(u64::MAX));
-        self.last = now;
-    }
-}
-
-/// Whether a listed account belongs to a run windowed on `[since, until)`: imported within it
-/// (or at a time the platform does not give), or not imported (pending, being processed).
-fn in_window(
-    listed: Option<(usize, &platform::Listed)>,
-    since: Option<DateTime<Utc>>,
-    until: Option<DateTime<Utc>>,
-) -> bool {
-    match listed {
-        Some((
-            _,
-            platform::Listed::Imported {
-                created_at: Some(t),
-                ..
-            },
-        )) => since.is_none_or(|s| *t >= s) && until.is_none_or(|u| *t < u),
-        _ => true,
-    }
-}
-
 /// Runs and stores; never fails: a run that could not complete is reported (and stored when
 /// the database allows) as `incomplete` with its error. The metrics are derived from the
 /// stored runs ([`poll`]), whichever process made them.
@@ -398,7 +223,7 @@ pub(crate) async fn execute(
     progress: &dyn Progress,
 ) -> RunReport {
     let started_at = Utc::now();
-    let mut report = match reconcile(store, client, p, progress).await {
+    let mut report = match run::reconcile(store, client, p, progress).await {
         Ok(r) => r,
         Err(e) => run_report(p, client, started_at, Vec::new(), Some(e.to_string())),
     };
@@ -452,29 +277,6 @@ pub(crate) async fn close_if_settled(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use platform::Listed;
-
-    #[test]
-    fn a_window_keeps_imports_within_it_and_everything_not_imported() {
-        let t = |h: i64| DateTime::from_timestamp(1_800_000_000 + h * 3600, 0);
-        let imported = |at: Option<DateTime<Utc>>| Listed::Imported {
-            number: Some("A-1".into()),
-            created_at: at,
-            note: None,
-        };
-        let (since, until) = (t(0), t(10));
-        let inside = imported(t(5));
-        let before = imported(t(-1));
-        let after = imported(t(10));
-        let unknown = imported(None);
-        assert!(in_window(Some((0, &inside)), since, until));
-        assert!(!in_window(Some((0, &before)), since, until));
-        assert!(!in_window(Some((0, &after)), since, until));
-        assert!(in_window(Some((0, &unknown)), since, until));
-        assert!(in_window(Some((0, &Listed::Pending)), since, until));
-        assert!(in_window(Some((0, &Listed::AllOnly)), since, until));
-        assert!(in_window(Some((0, &before)), None, until));
-    }
 
     #[test]
     fn scopes_follow_the_batch_the_manifest_or_the_suppliers() {

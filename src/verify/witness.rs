@@ -21,6 +21,7 @@ pub use super::tree_sink::TreeSink;
 use crate::audit::cosign::WitnessPolicy;
 use crate::audit::note::{self, Checkpoint, NoteError, PublicKey, REVERDICTS_SUFFIX};
 use crate::audit::tlog::{self, Frontier, MemTree};
+use crate::checkpoint::publish::Found;
 use crate::checkpoint::CheckpointError;
 use crate::db::DbError;
 use crate::tree::TreeStore;
@@ -158,108 +159,25 @@ pub async fn prepare(
         );
         report.stream_problems = problems;
     }
-    let mut events = Vec::new();
-    let mut reverdicts = Vec::new();
     let rv_origin = reverdicts_origin(&origin);
-    for f in found {
-        let claimed = note::claimed(&f.note).ok();
-        let name = match &claimed {
-            Some(c) if c.origin.ends_with(REVERDICTS_SUFFIX) => {
-                format!("re-verdict checkpoint size {} ({})", c.size, f.label)
-            }
-            Some(c) => format!("checkpoint size {} ({})", c.size, f.label),
-            None => format!("checkpoint ({})", f.label),
-        };
-        let verdict = trust(&f.note, &key, policy.as_ref());
-        match verdict {
-            Ok(cp) if cp.origin == origin => events.push(Trusted {
-                cp,
-                note: f.note,
-                label: name,
-            }),
-            Ok(cp) if cp.origin == rv_origin => reverdicts.push(Trusted {
-                cp,
-                note: f.note,
-                label: name,
-            }),
-            Ok(cp) => report.rejected.push(Rejected {
-                checkpoint: name,
-                why: format!("another log's origin `{}`", cp.origin),
-            }),
-            Err(why) => report.rejected.push(Rejected {
-                checkpoint: name,
-                why,
-            }),
-        }
-    }
+    let logs = [origin.as_str(), rv_origin.as_str()];
+    let [mut events, mut reverdicts] = sort_out(found, &key, policy.as_ref(), logs, &mut report);
     report.trusted = events.len() + reverdicts.len();
     if events.is_empty() && saved.logs.is_empty() {
-        let first = report.rejected.first().cloned();
-        let (c, why) = first.map_or((String::new(), String::new()), |r| (r.checkpoint, r.why));
-        report.fail(
-            Some(c.clone()),
-            format!(
-                "{c}: {why}; no checkpoint is signed by key {}+{}{} (wrong public key?)",
-                key.name,
-                note::hex4(&key.id),
-                if policy.is_some() {
-                    " and cosigned by the policy's quorum"
-                } else {
-                    ""
-                }
-            ),
-        );
+        none_trusted(&mut report, &key, policy.is_some());
     }
     for (log, list) in [(&origin, &mut events), (&rv_origin, &mut reverdicts)] {
         list.sort_by_key(|t| t.cp.size);
-        for pair in list.windows(2) {
-            if pair[0].cp.size == pair[1].cp.size && pair[0].cp.root != pair[1].cp.root {
-                report.evidence = vec![pair[0].note.clone(), pair[1].note.clone()];
-                report.fail(
-                    Some(pair[1].label.clone()),
-                    format!(
-                        "{}: two signed checkpoints of size {} with different roots (a split view)",
-                        pair[1].label, pair[0].cp.size
-                    ),
-                );
-            }
-        }
+        split_views(&mut report, list);
         list.dedup_by(|a, b| a.cp == b.cp);
         against_state(&mut report, log, list, saved.logs.get(log.as_str()));
     }
     report.witnessed_size = events.last().map_or(0, |t| t.cp.size);
     report.reverdicts_size = reverdicts.last().map_or(0, |t| t.cp.size);
-    // The rows' state: consistent with the newest, so its proof from the stored tree follows.
-    let mut start = Frontier::new();
-    let mut from_link = None;
-    if let (true, Some(s)) = (report.ok, saved.logs.get(&origin)) {
-        if let Some(newest) = events.last().filter(|n| n.cp.size > s.cp.size) {
-            let proof = trees.consistency(s.cp.size, newest.cp.size).await?;
-            if let Err(e) = tlog::verify_consistency(
-                s.cp.size,
-                newest.cp.size,
-                &s.cp.root,
-                &newest.cp.root,
-                &proof,
-            ) {
-                report.evidence = vec![s.note.clone(), newest.note.clone()];
-                report.fail(Some(newest.label.clone()), format!("{} does not extend the checkpoint of size {} checked last time ({e}): a fork (both signed notes below)", newest.label, s.cp.size));
-            }
-        }
-        let (_, head) = trees.head().await?;
-        if report.ok && u64::try_from(head).unwrap_or(0) < s.cp.size {
-            report.fail(Some(format!("checkpoint size {} (checked last time)", s.cp.size)), format!("the database's tree has {head} rows, fewer than the checkpoint of size {} checked last time (rows removed or the database replaced)", s.cp.size));
-        } else if report.ok && !settings.witness.full && trees.root(s.cp.size).await? != s.cp.root {
-            report.fail(Some(format!("checkpoint size {} (checked last time)", s.cp.size)), format!("the database's tree at size {} no longer has the root checked last time (history rewritten; --full names the first divergent checkpoint)", s.cp.size));
-        } else if report.ok && !settings.witness.full {
-            start = s.tree.clone();
-            report.incremental = true;
-            let after = trees
-                .links_after(i64::try_from(s.cp.size).unwrap_or(i64::MAX))
-                .await?;
-            from_link = Some(after.first().map_or(i64::MAX, |l| l.link_seq));
-        }
-    }
+    let (start, from_link) = match (report.ok, saved.logs.get(&origin)) {
+        (true, Some(s)) => resume(&mut report, trees, s, events.last(), w.full).await?,
+        _ => (Frontier::new(), None),
+    };
     report.from_size = start.size();
     Ok(Prepared {
         key,
@@ -272,6 +190,125 @@ pub async fn prepare(
         from_link,
         start,
     })
+}
+
+/// The checkpoints found, by log: those that open with the key and meet the policy, of the
+/// rows' log and of the re-verdict runs' log (`logs`: their origins); the others rejected.
+fn sort_out(
+    found: Vec<Found>,
+    key: &PublicKey,
+    policy: Option<&WitnessPolicy>,
+    logs: [&str; 2],
+    report: &mut WitnessReport,
+) -> [Vec<Trusted>; 2] {
+    let mut trusted = [Vec::new(), Vec::new()];
+    for f in found {
+        let claimed = note::claimed(&f.note).ok();
+        let name = match &claimed {
+            Some(c) if c.origin.ends_with(REVERDICTS_SUFFIX) => {
+                format!("re-verdict checkpoint size {} ({})", c.size, f.label)
+            }
+            Some(c) => format!("checkpoint size {} ({})", c.size, f.label),
+            None => format!("checkpoint ({})", f.label),
+        };
+        match trust(&f.note, key, policy) {
+            Ok(cp) => match logs.iter().position(|l| cp.origin == *l) {
+                Some(i) => trusted[i].push(Trusted {
+                    cp,
+                    note: f.note,
+                    label: name,
+                }),
+                None => report.rejected.push(Rejected {
+                    checkpoint: name,
+                    why: format!("another log's origin `{}`", cp.origin),
+                }),
+            },
+            Err(why) => report.rejected.push(Rejected {
+                checkpoint: name,
+                why,
+            }),
+        }
+    }
+    trusted
+}
+
+/// No checkpoint of the rows' log is trusted, and no state says one was: most likely the
+/// wrong public key.
+fn none_trusted(report: &mut WitnessReport, key: &PublicKey, with_policy: bool) {
+    let first = report.rejected.first().cloned();
+    let (c, why) = first.map_or((String::new(), String::new()), |r| (r.checkpoint, r.why));
+    report.fail(
+        Some(c.clone()),
+        format!(
+            "{c}: {why}; no checkpoint is signed by key {}+{}{} (wrong public key?)",
+            key.name,
+            note::hex4(&key.id),
+            if with_policy {
+                " and cosigned by the policy's quorum"
+            } else {
+                ""
+            }
+        ),
+    );
+}
+
+/// Two trusted checkpoints of one size with different roots (`list` sorted by size): a split
+/// view, both signed notes kept as evidence.
+fn split_views(report: &mut WitnessReport, list: &[Trusted]) {
+    for pair in list.windows(2) {
+        if pair[0].cp.size == pair[1].cp.size && pair[0].cp.root != pair[1].cp.root {
+            report.evidence = vec![pair[0].note.clone(), pair[1].note.clone()];
+            report.fail(
+                Some(pair[1].label.clone()),
+                format!(
+                    "{}: two signed checkpoints of size {} with different roots (a split view)",
+                    pair[1].label, pair[0].cp.size
+                ),
+            );
+        }
+    }
+}
+
+/// Where the walk starts from the state's checkpoint `s` of the rows' log: the newest trusted
+/// checkpoint must extend it, the stored tree must still hold it; then, unless `full`, the walk
+/// resumes at it. Returns the tree to start from and the first link to rehash.
+async fn resume(
+    report: &mut WitnessReport,
+    trees: &TreeStore,
+    s: &Checked,
+    newest: Option<&Trusted>,
+    full: bool,
+) -> Result<(Frontier, Option<i64>), WitnessError> {
+    // The rows' state: consistent with the newest, so its proof from the stored tree follows.
+    if let Some(newest) = newest.filter(|n| n.cp.size > s.cp.size) {
+        let proof = trees.consistency(s.cp.size, newest.cp.size).await?;
+        if let Err(e) = tlog::verify_consistency(
+            s.cp.size,
+            newest.cp.size,
+            &s.cp.root,
+            &newest.cp.root,
+            &proof,
+        ) {
+            report.evidence = vec![s.note.clone(), newest.note.clone()];
+            report.fail(Some(newest.label.clone()), format!("{} does not extend the checkpoint of size {} checked last time ({e}): a fork (both signed notes below)", newest.label, s.cp.size));
+        }
+    }
+    let (_, head) = trees.head().await?;
+    if report.ok && u64::try_from(head).unwrap_or(0) < s.cp.size {
+        report.fail(Some(format!("checkpoint size {} (checked last time)", s.cp.size)), format!("the database's tree has {head} rows, fewer than the checkpoint of size {} checked last time (rows removed or the database replaced)", s.cp.size));
+    } else if report.ok && !full && trees.root(s.cp.size).await? != s.cp.root {
+        report.fail(Some(format!("checkpoint size {} (checked last time)", s.cp.size)), format!("the database's tree at size {} no longer has the root checked last time (history rewritten; --full names the first divergent checkpoint)", s.cp.size));
+    } else if report.ok && !full {
+        report.incremental = true;
+        let after = trees
+            .links_after(i64::try_from(s.cp.size).unwrap_or(i64::MAX))
+            .await?;
+        return Ok((
+            s.tree.clone(),
+            Some(after.first().map_or(i64::MAX, |l| l.link_seq)),
+        ));
+    }
+    Ok((Frontier::new(), None))
 }
 
 /// A note's checkpoint, once it opens with the key and meets the policy.

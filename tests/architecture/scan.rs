@@ -320,12 +320,11 @@ pub fn function_lengths(root: &Path) -> Vec<(String, usize)> {
     out
 }
 
-/// Functions of `root` over the limit that are not known, or that grew.
-pub fn long_functions(root: &Path, known: &[(&str, usize)]) -> Vec<String> {
+/// Functions of `root` over the limit.
+pub fn long_functions(root: &Path) -> Vec<String> {
     function_lengths(root)
         .into_iter()
         .filter(|(_, n)| *n > MAX_FN_LINES)
-        .filter(|(f, n)| !known.iter().any(|(k, cap)| k == f && n <= cap))
         .map(|(f, n)| format!("{f} has {n} lines (functions stay under {MAX_FN_LINES})"))
         .collect()
 }

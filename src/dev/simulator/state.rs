@@ -21,7 +21,10 @@
 //! - missing-in-platform: a complete event, no account (status 404) → `missing_in_platform`
 //!
 //! Every imported account also gets its registration events ([`super::registration`]); the
-//! registration anomalies (import verdict `matched`) change only those.
+//! registration anomalies (import verdict `matched`) change only those. The events themselves
+//! are made in `events`.
+
+mod events;
 
 use std::collections::BTreeMap;
 
@@ -32,10 +35,10 @@ use rand::{Rng, SeedableRng};
 use serde::Serialize;
 use serde_json::json;
 
-use crate::dev::sample;
 use crate::reconcile::manifest::Manifest;
 use crate::reconcile::registration::Registration;
 use crate::reconcile::verdict::Verdict;
+use events::{envelope, import_events, imported_events, order_events};
 
 /// The anomalies, each a flag with a rate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -236,8 +239,58 @@ pub(crate) fn plan(cfg: &PlanConfig) -> Result<Plan, String> {
     let n = cfg.accounts;
     let mut rng = StdRng::seed_from_u64(cfg.seed);
     let prefix: u32 = rng.gen_range(0x10000..0xFFFFF);
-    let (mul, xor) = (rng.gen::<u32>() | 1, rng.gen::<u32>());
-    let number = |i: usize| format!("A-{:08X}", (i as u32).wrapping_mul(mul) ^ xor);
+    let numbers = Numbers {
+        mul: rng.gen::<u32>() | 1,
+        xor: rng.gen::<u32>(),
+    };
+    let anomalies = assign_anomalies(cfg, &mut rng)?;
+    let mut accounts = Vec::with_capacity(n);
+    let mut events = Vec::with_capacity(n * 2 + cfg.orders);
+    let mut late = Vec::new();
+    for (i, anomaly) in anomalies.into_iter().enumerate() {
+        let acc = account(cfg, i, anomaly, prefix, &numbers);
+        let mut emit = |name: &str, t: DateTime<Utc>, payload: serde_json::Value| {
+            envelope(&mut rng, i, name, t, payload)
+        };
+        let wrong = numbers.of(n + i);
+        import_events(&acc, i, &wrong, &mut emit, &mut events, &mut late);
+        if acc.state == State::Imported {
+            imported_events(cfg, &acc, i, prefix, &mut emit, &mut events);
+        }
+        accounts.push(acc);
+    }
+    events.append(&mut late);
+    let (orders, order_ids) = order_events(cfg, prefix, &mut rng, &mut events);
+    Ok(Plan {
+        supplier: cfg.supplier.clone(),
+        accounts,
+        events,
+        orders,
+        order_ids,
+    })
+}
+
+/// The platform's account numbers: the i-th account's, scrambled per seed.
+struct Numbers {
+    mul: u32,
+    xor: u32,
+}
+
+impl Numbers {
+    fn of(&self, i: usize) -> String {
+        format!("A-{:08X}", (i as u32).wrapping_mul(self.mul) ^ self.xor)
+    }
+}
+
+/// The time of the i-th account's (or order's) processing: 10 ms apart from the start.
+fn step(start: DateTime<Utc>, i: usize) -> DateTime<Utc> {
+    start + Duration::milliseconds(10) * i32::try_from(i).unwrap_or(i32::MAX)
+}
+
+/// Each account's anomaly, at most one: each anomaly's count from its rate, spread over the
+/// accounts in a shuffled order. Errors on a rate outside [0, 1] or counts over the batch.
+fn assign_anomalies(cfg: &PlanConfig, rng: &mut StdRng) -> Result<Vec<Option<Anomaly>>, String> {
+    let n = cfg.accounts;
     let mut counts = Vec::new();
     let mut total = 0usize;
     for (&a, &rate) in &cfg.rates {
@@ -254,7 +307,7 @@ pub(crate) fn plan(cfg: &PlanConfig) -> Result<Plan, String> {
         ));
     }
     let mut order: Vec<usize> = (0..n).collect();
-    order.shuffle(&mut rng);
+    order.shuffle(rng);
     let mut anomaly = vec![None; n];
     let mut next = order.into_iter();
     for (a, c) in counts {
@@ -262,169 +315,41 @@ pub(crate) fn plan(cfg: &PlanConfig) -> Result<Plan, String> {
             anomaly[i] = Some(a);
         }
     }
-    let step = Duration::milliseconds(10);
-    let mut accounts = Vec::with_capacity(n);
-    let mut events = Vec::with_capacity(n * 2 + cfg.orders);
-    let mut late = Vec::new();
-    for (i, anomaly) in anomaly.into_iter().enumerate() {
-        let external = format!("X{prefix:05X}{i:07}");
-        let at = cfg.start + step * i32::try_from(i).unwrap_or(i32::MAX);
-        let state = match anomaly {
-            Some(Anomaly::Cancelled | Anomaly::MissingInPlatform) => State::Gone,
-            Some(Anomaly::DryRun | Anomaly::LeftPending | Anomaly::Failed) => State::Pending,
-            Some(Anomaly::LeftInProgress) => State::InProgress,
-            _ => State::Imported,
-        };
-        let acc = Account {
-            number: number(i),
-            down: unit(hash(cfg.seed, &[b"down", external.as_bytes()])) < cfg.rest_down,
-            meter_points: (0..1 + i % 2)
-                .map(|k| {
-                    format!(
-                        "{:013}",
-                        mix(cfg.seed ^ (i as u64) << 1 ^ k as u64) % 10_000_000_000_000
-                    )
-                })
-                .collect(),
-            external,
-            anomaly,
-            state,
-            at,
-        };
-        let mut emit = |name: &str, t: DateTime<Utc>, payload: serde_json::Value| {
-            let id = sample::uuid(&mut rng);
-            if i % 2 == 0 {
-                sample::cloudevents(name, &id, &time(t), &payload)
-            } else {
-                sample::eventbridge(name, &id, &time(t), &payload)
-            }
-        };
-        let ext = acc.external.as_str();
-        let complete = |id: &str| json!({"resource_type": "account", "external_identifier": ext, "identifier": id});
-        let error = json!({"resource_type": "account", "external_identifier": ext,
-            "error_code": "ACCOUNT_FAILED_VALIDATION", "error_detail": "customers.0.landline: invalid_phone_number"});
-        let cancelled = json!({"resource_type": "account", "external_identifier": ext,
-            "expiry_window_end": time(at + Duration::days(7))});
-        match anomaly {
-            None
-            | Some(
-                Anomaly::RegistrationInFlight
-                | Anomaly::RegistrationNeverRequested
-                | Anomaly::RegistrationStalled
-                | Anomaly::RegistrationCancelled
-                | Anomaly::RegistrationReversed,
-            ) => events.push(emit(
-                "data_import.import_process.complete-v1",
-                at,
-                complete(&acc.number),
-            )),
-            Some(Anomaly::DropCompletion | Anomaly::LeftInProgress | Anomaly::LeftPending) => {}
-            Some(Anomaly::WrongIdentifier) => events.push(emit(
-                "data_import.import_process.complete-v1",
-                at,
-                complete(&number(n + i)),
-            )),
-            Some(Anomaly::ErrorButCreated | Anomaly::Failed) => {
-                events.push(emit("data_import.import_process.error-v1", at, error))
-            }
-            Some(Anomaly::Cancelled | Anomaly::CancelledButImported) => events.push(emit(
-                "data_import.import_process.cancelled-v1",
-                at,
-                cancelled,
-            )),
-            Some(Anomaly::DryRun) if i % 2 == 0 => events.push(emit(
-                "data_import.import_process.dry_run_complete-v1",
-                at,
-                json!({"resource_type": "account", "external_identifier": ext}),
-            )),
-            Some(Anomaly::DryRun) => events.push(emit(
-                "data_import.import_process.dry_run_error-v1",
-                at,
-                error,
-            )),
-            Some(Anomaly::DuplicateEvents) => {
-                let e = emit(
-                    "data_import.import_process.complete-v1",
-                    at,
-                    complete(&acc.number),
-                );
-                late.push(e.clone());
-                events.push(e);
-            }
-            Some(Anomaly::LateEvents) => {
-                late.push(emit(
-                    "data_import.import_process.error-v1",
-                    at - Duration::seconds(2),
-                    error,
-                ));
-                events.push(emit(
-                    "data_import.import_process.complete-v1",
-                    at,
-                    complete(&acc.number),
-                ));
-            }
-            Some(Anomaly::MissingInPlatform) => events.push(emit(
-                "data_import.import_process.complete-v1",
-                at,
-                complete(&acc.number),
-            )),
-        }
-        if state == State::Imported {
-            let created = json!({"account_number": acc.number,
-                "account_user_emails": [format!("customer{i}@example.com")], "is_imported": true});
-            events.push(emit(
-                "account.created-v1",
-                at + Duration::milliseconds(1),
-                created,
-            ));
-            let process = format!("JS-{prefix:05X}{i:07}");
-            for (name, t, payload) in super::registration::events(
-                &acc.number,
-                &process,
-                &acc.meter_points,
-                acc.expected_registration()
-                    .unwrap_or(Registration::Registered),
-                at,
-                cfg.now,
-            ) {
-                events.push(emit(name, t, payload));
-            }
-        }
-        accounts.push(acc);
+    Ok(anomaly)
+}
+
+/// The i-th account: its numbers, the platform's state its anomaly leaves it in, whether its
+/// endpoints are down, its meter points.
+fn account(
+    cfg: &PlanConfig,
+    i: usize,
+    anomaly: Option<Anomaly>,
+    prefix: u32,
+    numbers: &Numbers,
+) -> Account {
+    let external = format!("X{prefix:05X}{i:07}");
+    let state = match anomaly {
+        Some(Anomaly::Cancelled | Anomaly::MissingInPlatform) => State::Gone,
+        Some(Anomaly::DryRun | Anomaly::LeftPending | Anomaly::Failed) => State::Pending,
+        Some(Anomaly::LeftInProgress) => State::InProgress,
+        _ => State::Imported,
+    };
+    Account {
+        number: numbers.of(i),
+        down: unit(hash(cfg.seed, &[b"down", external.as_bytes()])) < cfg.rest_down,
+        meter_points: (0..1 + i % 2)
+            .map(|k| {
+                format!(
+                    "{:013}",
+                    mix(cfg.seed ^ (i as u64) << 1 ^ k as u64) % 10_000_000_000_000
+                )
+            })
+            .collect(),
+        external,
+        anomaly,
+        state,
+        at: step(cfg.start, i),
     }
-    events.append(&mut late);
-    let mut orders: BTreeMap<String, u64> = BTreeMap::new();
-    let mut order_ids = Vec::with_capacity(cfg.orders);
-    for k in 0..cfg.orders {
-        let outcome = ["complete", "error", "cancelled"][rng.gen_range(0..3)];
-        let order_id = format!("O{prefix:05X}{k:07}");
-        let payload = match outcome {
-            "complete" => json!({"external_order_id": order_id, "process_id": format!("P-{k}")}),
-            "error" => {
-                json!({"external_order_id": order_id, "error_code": "E", "error_detail": "order failed"})
-            }
-            _ => {
-                json!({"external_order_id": order_id, "expiry_window_end": time(cfg.start + Duration::days(7))})
-            }
-        };
-        let id = sample::uuid(&mut rng);
-        let t = cfg.start + step * i32::try_from(k).unwrap_or(i32::MAX);
-        events.push(sample::cloudevents(
-            &format!("data_import.order_process.{outcome}-v1"),
-            &id,
-            &time(t),
-            &payload,
-        ));
-        *orders.entry(outcome.to_owned()).or_default() += 1;
-        order_ids.push((order_id, outcome));
-    }
-    Ok(Plan {
-        supplier: cfg.supplier.clone(),
-        accounts,
-        events,
-        orders,
-        order_ids,
-    })
 }
 
 impl Plan {

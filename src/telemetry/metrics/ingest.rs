@@ -60,72 +60,16 @@ const CODES: [ErrorCode; 11] = [
 
 impl IngestMetrics {
     pub fn new(r: &Registry) -> IngestMetrics {
-        let messages = counter_vec(
-            r,
-            "event_audit_ingest_messages_total",
-            "Messages recorded, by event and status",
-            &["event", "status"],
-        );
-        let known = EVENTS
-            .iter()
-            .map(|e| {
-                [
-                    messages.with_label_values(&[e.name, Status::Decoded.as_str()]),
-                    messages.with_label_values(&[e.name, Status::Invalid.as_str()]),
-                ]
-            })
-            .collect();
-        let errors = counter_vec(
-            r,
-            "event_audit_ingest_errors_total",
-            "Field and envelope errors found in recorded messages, by code",
-            &["code"],
-        );
-        let errors_by_code = CODES
-            .iter()
-            .map(|c| (*c, errors.with_label_values(&[c.as_str()])))
-            .collect();
-        gauge(
-            r,
-            "event_audit_catalogue_event_versions",
-            "Event versions the catalogue knows",
-        )
-        .set(EVENTS.len() as i64);
-        let catalogue_unseen = gauge(
-            r,
-            "event_audit_catalogue_unseen_event_versions",
-            "Catalogue event versions this process has not seen yet",
-        );
-        catalogue_unseen.set(EVENTS.len() as i64);
-        let latency = prometheus::exponential_buckets(0.0005, 2.0, 16).unwrap_or_default();
-        let lag = prometheus::exponential_buckets(0.005, 2.0, 20).unwrap_or_default();
-        let sizes = prometheus::exponential_buckets(1.0, 2.0, 14).unwrap_or_default();
-        let new_fields = counter_vec(
-            r,
-            "event_audit_drift_new_fields_total",
-            "Undeclared field paths seen for the first time in the log, by event",
-            &["event"],
-        );
-        // Every catalogue event from 0: the first new field is an increase a rule can see.
-        let unknown_fields = counter_vec(
-            r,
-            "event_audit_unknown_fields_total",
-            "Fields not in the catalogue, by event",
-            &["event"],
-        );
-        for e in EVENTS.iter() {
-            new_fields.with_label_values(&[e.name]);
-            unknown_fields.with_label_values(&[e.name]);
-        }
+        let (messages, known) = messages_by_event(r);
+        let (catalogue_seen, catalogue_unseen) = catalogue_coverage(r);
+        let (new_fields, unknown_fields) = field_drift(r);
+        let [batch_size, decode_seconds, write_seconds, lag_seconds] = batch_histograms(r);
+        let [duplicates, conflicts, redeliveries] = repeats(r);
         IngestMetrics {
             new_fields,
-            errors_by_code,
+            errors_by_code: errors_by_code(r),
             seen: EVENTS.iter().map(|_| AtomicBool::new(false)).collect(),
-            catalogue_seen: gauge(
-                r,
-                "event_audit_catalogue_seen_event_versions",
-                "Catalogue event versions this process has seen at least once",
-            ),
+            catalogue_seen,
             catalogue_unseen,
             known,
             other: Mutex::new(HashMap::new()),
@@ -135,45 +79,13 @@ impl IngestMetrics {
                 "Message bytes recorded",
             ),
             batches: counter(r, "event_audit_ingest_batches_total", "Batches committed"),
-            batch_size: histogram(
-                r,
-                "event_audit_ingest_batch_messages",
-                "Messages per committed batch",
-                sizes,
-            ),
-            decode_seconds: histogram(
-                r,
-                "event_audit_decode_duration_seconds",
-                "Time to decode one batch",
-                latency.clone(),
-            ),
-            write_seconds: histogram(
-                r,
-                "event_audit_db_write_duration_seconds",
-                "Time to write and commit one batch",
-                latency,
-            ),
-            lag_seconds: histogram(
-                r,
-                "event_audit_ingest_lag_seconds",
-                "Envelope time (or bus time) to commit",
-                lag,
-            ),
-            duplicates: counter(
-                r,
-                "event_audit_ingest_duplicates_total",
-                "Messages whose envelope id was seen with the same payload",
-            ),
-            conflicts: counter(
-                r,
-                "event_audit_ingest_conflicts_total",
-                "Messages whose envelope id was seen with a different payload",
-            ),
-            redeliveries: counter(
-                r,
-                "event_audit_ingest_redeliveries_total",
-                "Redelivered messages already in the log (acked, nothing added)",
-            ),
+            batch_size,
+            decode_seconds,
+            write_seconds,
+            lag_seconds,
+            duplicates,
+            conflicts,
+            redeliveries,
             write_retries: counter(
                 r,
                 "event_audit_db_write_retries_total",
@@ -259,4 +171,140 @@ impl IngestMetrics {
             }
         }
     }
+}
+
+/// `messages{event, status}`, with the cached counters of every catalogue event: [decoded,
+/// invalid].
+fn messages_by_event(r: &Registry) -> (IntCounterVec, Vec<[IntCounter; 2]>) {
+    let messages = counter_vec(
+        r,
+        "event_audit_ingest_messages_total",
+        "Messages recorded, by event and status",
+        &["event", "status"],
+    );
+    let known = EVENTS
+        .iter()
+        .map(|e| {
+            [
+                messages.with_label_values(&[e.name, Status::Decoded.as_str()]),
+                messages.with_label_values(&[e.name, Status::Invalid.as_str()]),
+            ]
+        })
+        .collect();
+    (messages, known)
+}
+
+/// `errors{code}`, one cached counter per error code.
+fn errors_by_code(r: &Registry) -> Vec<(ErrorCode, IntCounter)> {
+    let errors = counter_vec(
+        r,
+        "event_audit_ingest_errors_total",
+        "Field and envelope errors found in recorded messages, by code",
+        &["code"],
+    );
+    CODES
+        .iter()
+        .map(|c| (*c, errors.with_label_values(&[c.as_str()])))
+        .collect()
+}
+
+/// Catalogue coverage: the event versions the catalogue knows (set once), and the gauges of
+/// those seen and not yet seen (seen, unseen).
+fn catalogue_coverage(r: &Registry) -> (IntGauge, IntGauge) {
+    gauge(
+        r,
+        "event_audit_catalogue_event_versions",
+        "Event versions the catalogue knows",
+    )
+    .set(EVENTS.len() as i64);
+    let catalogue_unseen = gauge(
+        r,
+        "event_audit_catalogue_unseen_event_versions",
+        "Catalogue event versions this process has not seen yet",
+    );
+    catalogue_unseen.set(EVENTS.len() as i64);
+    let catalogue_seen = gauge(
+        r,
+        "event_audit_catalogue_seen_event_versions",
+        "Catalogue event versions this process has seen at least once",
+    );
+    (catalogue_seen, catalogue_unseen)
+}
+
+/// Fields outside the catalogue, by event: those new to the log, and every unknown one (new,
+/// unknown). Every catalogue event starts at 0, so that the first is an increase a rule can
+/// see.
+fn field_drift(r: &Registry) -> (IntCounterVec, IntCounterVec) {
+    let new_fields = counter_vec(
+        r,
+        "event_audit_drift_new_fields_total",
+        "Undeclared field paths seen for the first time in the log, by event",
+        &["event"],
+    );
+    let unknown_fields = counter_vec(
+        r,
+        "event_audit_unknown_fields_total",
+        "Fields not in the catalogue, by event",
+        &["event"],
+    );
+    for e in EVENTS.iter() {
+        new_fields.with_label_values(&[e.name]);
+        unknown_fields.with_label_values(&[e.name]);
+    }
+    (new_fields, unknown_fields)
+}
+
+/// The batches' histograms: [messages per batch, decode time, write time, lag to commit].
+fn batch_histograms(r: &Registry) -> [Histogram; 4] {
+    let latency = prometheus::exponential_buckets(0.0005, 2.0, 16).unwrap_or_default();
+    let lag = prometheus::exponential_buckets(0.005, 2.0, 20).unwrap_or_default();
+    let sizes = prometheus::exponential_buckets(1.0, 2.0, 14).unwrap_or_default();
+    [
+        histogram(
+            r,
+            "event_audit_ingest_batch_messages",
+            "Messages per committed batch",
+            sizes,
+        ),
+        histogram(
+            r,
+            "event_audit_decode_duration_seconds",
+            "Time to decode one batch",
+            latency.clone(),
+        ),
+        histogram(
+            r,
+            "event_audit_db_write_duration_seconds",
+            "Time to write and commit one batch",
+            latency,
+        ),
+        histogram(
+            r,
+            "event_audit_ingest_lag_seconds",
+            "Envelope time (or bus time) to commit",
+            lag,
+        ),
+    ]
+}
+
+/// Messages the log had seen before: [same envelope id and payload (duplicates), same id with
+/// another payload (conflicts), redelivered (already in the log)].
+fn repeats(r: &Registry) -> [IntCounter; 3] {
+    [
+        counter(
+            r,
+            "event_audit_ingest_duplicates_total",
+            "Messages whose envelope id was seen with the same payload",
+        ),
+        counter(
+            r,
+            "event_audit_ingest_conflicts_total",
+            "Messages whose envelope id was seen with a different payload",
+        ),
+        counter(
+            r,
+            "event_audit_ingest_redeliveries_total",
+            "Redelivered messages already in the log (acked, nothing added)",
+        ),
+    ]
 }
