@@ -75,7 +75,9 @@ async fn probe_nats(
         n += 1;
         if (n - 1) % (POLL_EVERY.as_secs() / PROBE_EVERY.as_secs()).max(1) == 0 {
             let limit = crate::bus::API_TIMEOUT;
-            leaders.observe(&js, &consumer, &metrics, &health, limit).await;
+            leaders
+                .observe(&js, &consumer, &metrics, &health, limit)
+                .await;
         }
     }
 }

@@ -166,6 +166,14 @@ impl Settings {
             Dur::secs(1),
             Dur::secs(3600),
         );
+        // JetStream allows 1 to 5 replicas.
+        c.range("stream.replicas", self.stream.replicas, 1, 5);
+        c.range(
+            "witness.checkpoint_replicas",
+            self.witness.checkpoint_replicas,
+            1,
+            5,
+        );
     }
 
     /// Ingest: batch size, writers, linger and the stall and shutdown timeouts.
@@ -416,6 +424,7 @@ mod tests {
         s.ingest.batch_size = 0;
         s.ingest.writers = 0;
         s.stream.ack_wait = Dur::secs(0);
+        s.stream.replicas = 0;
         s.database.url = "postgresql:/127.0.0.1/x".into();
         let err = s.validate().expect_err("invalid").to_string();
         assert!(
@@ -423,6 +432,7 @@ mod tests {
             "{err}"
         );
         assert!(err.contains("`ingest.writers` = 0"), "{err}");
+        assert!(err.contains("`stream.replicas` = 0"), "{err}");
         assert!(err.contains("`stream.ack_wait` = 0s"), "{err}");
         assert!(err.contains("`database.url`"), "{err}");
         s = Settings::default();
