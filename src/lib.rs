@@ -25,14 +25,14 @@ pub mod db;
 pub mod decode;
 #[cfg(feature = "dev")]
 pub mod dev;
-pub mod drift;
-pub mod files;
+mod drift;
+mod files;
 pub mod ingest;
 pub mod prove;
 pub mod reconcile;
 pub mod reprocess;
-pub mod server;
+mod server;
 pub mod telemetry;
 pub mod tree;
 pub mod verify;
-pub mod witness;
+mod witness;

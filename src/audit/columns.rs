@@ -16,7 +16,7 @@ pub enum Ty {
 #[derive(Debug, Clone, Copy)]
 pub struct Column {
     pub name: &'static str,
-    pub ty: Ty,
+    pub(crate) ty: Ty,
 }
 
 const fn col(name: &'static str, ty: Ty) -> Column {

@@ -16,6 +16,6 @@ pub mod jsonb;
 pub mod note;
 pub mod pgcopy;
 pub mod record;
-pub mod reverdict;
+pub(crate) mod reverdict;
 pub mod row;
 pub mod tlog;

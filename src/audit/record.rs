@@ -31,7 +31,7 @@ pub struct Meta {
 #[derive(Debug, Clone, Default)]
 pub struct Naming {
     /// Subject prefix to strip (`events.` makes `events.account.created-v1` name the event).
-    pub subject_prefix: Option<String>,
+    pub(crate) subject_prefix: Option<String>,
 }
 
 /// The header that names a message without an envelope.
@@ -51,45 +51,45 @@ const MAX_HEADER_VALUE: usize = 1024;
 /// where it becomes the row.
 #[derive(Debug, Clone)]
 pub struct Record {
-    pub stream: Arc<str>,
-    pub stream_seq: i64,
-    pub published_at: DateTime<Utc>,
-    pub received_at: DateTime<Utc>,
-    pub subject: String,
-    pub delivery_count: i32,
+    pub(crate) stream: Arc<str>,
+    pub(crate) stream_seq: i64,
+    pub(crate) published_at: DateTime<Utc>,
+    pub(crate) received_at: DateTime<Utc>,
+    pub(crate) subject: String,
+    pub(crate) delivery_count: i32,
     /// Canonical JSON: `{"name": ["value", ...]}`, keys sorted.
-    pub headers: Option<String>,
-    pub envelope: Option<&'static str>,
-    pub event_id: Option<String>,
-    pub event_type: Option<String>,
-    pub event_version: Option<String>,
-    pub status: Status,
+    pub(crate) headers: Option<String>,
+    pub(crate) envelope: Option<&'static str>,
+    pub(crate) event_id: Option<String>,
+    pub(crate) event_type: Option<String>,
+    pub(crate) event_version: Option<String>,
+    pub(crate) status: Status,
     /// Canonical JSON of `[FieldError]`, `None` when there are none.
-    pub errors: Option<String>,
+    pub(crate) errors: Option<String>,
     /// Canonical JSON of `[path]`, `None` when there are none.
-    pub unknown_fields: Option<String>,
+    pub(crate) unknown_fields: Option<String>,
     /// The payload object's byte range in `raw`, when it is stored as jsonb.
-    pub payload: Option<std::ops::Range<usize>>,
+    pub(crate) payload: Option<std::ops::Range<usize>>,
     /// Why a payload is not stored as jsonb (`code: reason`), never quoting it.
-    pub payload_error: Option<String>,
+    pub(crate) payload_error: Option<String>,
     /// The fingerprint of the catalogue that gave the verdict.
-    pub catalogue: &'static str,
-    pub account_number: Option<String>,
-    pub occurred_at: Option<DateTime<Utc>>,
-    pub raw: Bytes,
+    pub(crate) catalogue: &'static str,
+    pub(crate) account_number: Option<String>,
+    pub(crate) occurred_at: Option<DateTime<Utc>>,
+    pub(crate) raw: Bytes,
     /// SHA-256 of the event name and payload text: tells a duplicate id from a conflict.
-    pub id_digest: Option<[u8; 32]>,
-    pub row_hash: [u8; 32],
+    pub(crate) id_digest: Option<[u8; 32]>,
+    pub(crate) row_hash: [u8; 32],
     /// For metrics: index of the known event version.
-    pub catalogue_index: Option<u16>,
+    pub(crate) catalogue_index: Option<u16>,
     /// For metrics: the codes of `errors` (empty, without allocating, for most messages).
-    pub error_codes: Vec<ErrorCode>,
-    pub unknown_field_count: usize,
+    pub(crate) error_codes: Vec<ErrorCode>,
+    pub(crate) unknown_field_count: usize,
     /// For drift: the JSON kind of each unknown field (same order as `unknown_fields`). Not
     /// stored in the row: aggregated per batch into `audit.field_observations`.
-    pub unknown_kinds: Vec<JsonKind>,
+    pub(crate) unknown_kinds: Vec<JsonKind>,
     /// For drift: which declared top-level fields the payload has (bit = catalogue order).
-    pub declared_seen: u64,
+    pub(crate) declared_seen: u64,
 }
 
 impl Record {

@@ -13,17 +13,17 @@ use sha2::{Digest, Sha256};
 /// One re-verdict row of `audit.reverdicts`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reverdict {
-    pub run_id: i64,
-    pub stream: String,
-    pub stream_seq: i64,
-    pub published_at: DateTime<Utc>,
-    pub catalogue: String,
-    pub old_status: String,
-    pub status: String,
+    pub(crate) run_id: i64,
+    pub(crate) stream: String,
+    pub(crate) stream_seq: i64,
+    pub(crate) published_at: DateTime<Utc>,
+    pub(crate) catalogue: String,
+    pub(crate) old_status: String,
+    pub(crate) status: String,
     /// Canonical JSON of `[FieldError]`, `None` when there are none.
-    pub errors: Option<String>,
+    pub(crate) errors: Option<String>,
     /// Canonical JSON of `[path]`, `None` when there are none.
-    pub unknown_fields: Option<String>,
+    pub(crate) unknown_fields: Option<String>,
 }
 
 fn field(h: &mut Sha256, v: Option<&[u8]>) {

@@ -48,8 +48,8 @@ pub enum BusError {
 
 #[derive(Clone)]
 pub struct Bus {
-    pub client: async_nats::Client,
-    pub js: jetstream::Context,
+    pub(crate) client: async_nats::Client,
+    pub(crate) js: jetstream::Context,
 }
 
 impl Bus {

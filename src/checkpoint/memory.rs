@@ -22,10 +22,10 @@ const FORMAT: &str = "event-audit-signer-state/1";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Remembered {
     /// The tree at the last checkpoint (its size is the checkpoint's).
-    pub tree: Frontier,
-    pub root: Hash,
+    pub(crate) tree: Frontier,
+    pub(crate) root: Hash,
     /// The signed note (with any cosignatures gathered for it).
-    pub note: String,
+    pub(crate) note: String,
 }
 
 impl Remembered {
@@ -68,7 +68,7 @@ struct Entry {
 /// The memory of every log of one key.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Memory {
-    pub logs: BTreeMap<String, Remembered>,
+    pub(crate) logs: BTreeMap<String, Remembered>,
 }
 
 impl Memory {

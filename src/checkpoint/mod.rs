@@ -10,13 +10,13 @@
 //! 0; ingest goes on. The witness being down never stops ingest: what is not published stays
 //! queued, is counted (`backlog`) and retried at the next round.
 
-pub mod memory;
+mod memory;
 pub mod publish;
 mod queue;
-pub mod read;
-pub mod sign;
-pub mod store;
-pub mod submit;
+mod read;
+mod sign;
+mod store;
+mod submit;
 
 use std::path::PathBuf;
 use std::sync::Arc;

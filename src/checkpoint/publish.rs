@@ -16,7 +16,7 @@ use crate::config::defaults::CHECKPOINT_SUBJECT_PREFIX;
 /// One checkpoint read from the witness, with where it was found.
 #[derive(Debug, Clone)]
 pub struct Found {
-    pub label: String,
+    pub(crate) label: String,
     pub note: String,
 }
 

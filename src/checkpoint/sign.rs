@@ -15,7 +15,7 @@ use super::memory::Remembered;
 /// A checkpoint signed by this signer's key (its note opened with it), found anywhere.
 #[derive(Debug, Clone)]
 pub struct Found {
-    pub cp: Checkpoint,
+    pub(crate) cp: Checkpoint,
     pub note: String,
 }
 
@@ -57,9 +57,9 @@ impl Refusal {
 #[derive(Debug, Clone, Default)]
 pub struct Outcome {
     /// The newest checkpoint signed by this key, with its tree (what to remember).
-    pub remembered: Option<Remembered>,
+    pub(crate) remembered: Option<Remembered>,
     /// The tree to sign now, when the log grew past it.
-    pub to_sign: Option<Frontier>,
+    pub(crate) to_sign: Option<Frontier>,
 }
 
 /// The signed checkpoints newer than `tree`, in size order; two of one size must agree.

@@ -23,11 +23,8 @@ pub(crate) struct CheckpointStore {
 /// A stored checkpoint.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct Stored {
-    pub log: String,
-    pub tree_size: i64,
-    pub note: String,
-    pub published: bool,
-    pub cosignatures: Option<String>,
+    pub(crate) tree_size: i64,
+    pub(crate) note: String,
 }
 
 impl CheckpointStore {
@@ -75,7 +72,7 @@ impl CheckpointStore {
         size: i64,
     ) -> Result<Vec<Stored>, DbError> {
         sqlx::query_as(
-            "SELECT log, tree_size, note, published, cosignatures FROM audit.checkpoints \
+            "SELECT tree_size, note FROM audit.checkpoints \
              WHERE log = $1 AND (tree_size > $2 OR NOT published) ORDER BY tree_size",
         )
         .bind(log)

@@ -50,7 +50,7 @@ impl std::fmt::Display for Failure {
 
 /// The witnesses of a policy, with the size each knows per origin.
 pub(crate) struct Witnesses {
-    pub policy: WitnessPolicy,
+    pub(crate) policy: WitnessPolicy,
     client: reqwest::Client,
     known: HashMap<(String, String), u64>,
 }
@@ -59,10 +59,10 @@ pub(crate) struct Witnesses {
 #[derive(Debug, Default)]
 pub(crate) struct Cosigned {
     /// The valid cosignature lines (each with its newline).
-    pub lines: String,
+    pub(crate) lines: String,
     /// How many witnesses cosigned.
-    pub count: usize,
-    pub failures: Vec<Failure>,
+    pub(crate) count: usize,
+    pub(crate) failures: Vec<Failure>,
 }
 
 impl Witnesses {

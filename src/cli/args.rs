@@ -21,7 +21,7 @@ pub(crate) fn is_false(b: &bool) -> bool {
 pub struct ConfigArg {
     /// TOML file with settings (`[database]`, `[ingest]`, ...); environment and flags win.
     #[arg(long, env = "EVENT_AUDIT_CONFIG")]
-    pub config: Option<PathBuf>,
+    pub(crate) config: Option<PathBuf>,
 }
 
 impl ConfigArg {
@@ -39,10 +39,10 @@ impl ConfigArg {
 pub struct DatabaseArgs {
     #[command(flatten)]
     #[serde(flatten)]
-    pub url: DatabaseUrlArg,
+    pub(crate) url: DatabaseUrlArg,
     /// How long to wait for PostgreSQL to accept a connection.
     #[arg(long = "db-connect-timeout", id = "database.connect_timeout")]
-    pub connect_timeout: Option<Dur>,
+    pub(crate) connect_timeout: Option<Dur>,
 }
 
 /// The database's URL alone (`keygen` reads only its name).
@@ -56,7 +56,7 @@ pub struct DatabaseUrlArg {
         env = "DATABASE_URL",
         hide_env_values = true
     )]
-    pub url: Option<String>,
+    pub(crate) url: Option<String>,
 }
 
 /// The database with a pool sized by `--db-connections` (`verify`).
@@ -65,14 +65,14 @@ pub struct DatabaseUrlArg {
 pub struct PooledDatabaseArgs {
     #[command(flatten)]
     #[serde(flatten)]
-    pub database: DatabaseArgs,
+    pub(crate) database: DatabaseArgs,
     /// Connections in the pool.
     #[arg(
         long = "db-connections",
         id = "database.connections",
         env = "EVENT_AUDIT_DB_CONNECTIONS"
     )]
-    pub connections: Option<u32>,
+    pub(crate) connections: Option<u32>,
 }
 
 /// The database as a writer opens it: its statements bounded on the server (`reprocess`).
@@ -81,14 +81,14 @@ pub struct PooledDatabaseArgs {
 pub struct StatementDatabaseArgs {
     #[command(flatten)]
     #[serde(flatten)]
-    pub pool: PooledDatabaseArgs,
+    pub(crate) pool: PooledDatabaseArgs,
     /// Server-side bound of each statement, and of idle time inside a transaction.
     #[arg(
         long = "db-statement-timeout",
         id = "database.statement_timeout",
         env = "EVENT_AUDIT_DB_STATEMENT_TIMEOUT"
     )]
-    pub statement_timeout: Option<Dur>,
+    pub(crate) statement_timeout: Option<Dur>,
 }
 
 /// The daemon's database: also each batch write bounded on the client (`run`).
@@ -97,7 +97,7 @@ pub struct StatementDatabaseArgs {
 pub struct WriterDatabaseArgs {
     #[command(flatten)]
     #[serde(flatten)]
-    pub statements: StatementDatabaseArgs,
+    pub(crate) statements: StatementDatabaseArgs,
     /// Client-side bound of one batch write; past it the connection is dropped and the batch
     /// retried.
     #[arg(
@@ -105,7 +105,7 @@ pub struct WriterDatabaseArgs {
         id = "database.write_timeout",
         env = "EVENT_AUDIT_DB_WRITE_TIMEOUT"
     )]
-    pub write_timeout: Option<Dur>,
+    pub(crate) write_timeout: Option<Dur>,
 }
 
 #[skip_serializing_none]
@@ -118,42 +118,42 @@ pub struct NatsArgs {
         env = "NATS_URL",
         hide_env_values = true
     )]
-    pub url: Option<String>,
+    pub(crate) url: Option<String>,
     /// How long to wait for NATS to accept the connection.
     #[arg(long = "nats-connect-timeout", id = "nats.connect_timeout")]
-    pub connect_timeout: Option<Dur>,
+    pub(crate) connect_timeout: Option<Dur>,
     /// NATS user (its password in --nats-password-file or NATS_PASSWORD, never argv).
     #[arg(long = "nats-user", id = "nats.user", env = "NATS_USER")]
-    pub user: Option<String>,
+    pub(crate) user: Option<String>,
     /// File holding the NATS password (else the environment variable NATS_PASSWORD).
     #[arg(
         long = "nats-password-file",
         id = "nats.password_file",
         env = "NATS_PASSWORD_FILE"
     )]
-    pub password_file: Option<PathBuf>,
+    pub(crate) password_file: Option<PathBuf>,
     /// File holding a NATS token (else the environment variable NATS_TOKEN).
     #[arg(
         long = "nats-token-file",
         id = "nats.token_file",
         env = "NATS_TOKEN_FILE"
     )]
-    pub token_file: Option<PathBuf>,
+    pub(crate) token_file: Option<PathBuf>,
     /// File holding a NATS user NKey seed.
     #[arg(long = "nats-nkey-file", id = "nats.nkey_file", env = "NATS_NKEY")]
-    pub nkey_file: Option<PathBuf>,
+    pub(crate) nkey_file: Option<PathBuf>,
     /// NATS `.creds` file (user JWT and seed).
     #[arg(long = "nats-creds", id = "nats.creds_file", env = "NATS_CREDS")]
-    pub creds_file: Option<PathBuf>,
+    pub(crate) creds_file: Option<PathBuf>,
     /// CA certificate (PEM) that signed the NATS server's certificate; requires TLS.
     #[arg(long = "nats-tls-ca", id = "nats.tls_ca_file", env = "NATS_CA")]
-    pub tls_ca_file: Option<PathBuf>,
+    pub(crate) tls_ca_file: Option<PathBuf>,
     /// Client certificate (PEM) for NATS servers that require one (with --nats-tls-key).
     #[arg(long = "nats-tls-cert", id = "nats.tls_cert_file", env = "NATS_CERT")]
-    pub tls_cert_file: Option<PathBuf>,
+    pub(crate) tls_cert_file: Option<PathBuf>,
     /// The client certificate's private key (PEM).
     #[arg(long = "nats-tls-key", id = "nats.tls_key_file", env = "NATS_KEY")]
-    pub tls_key_file: Option<PathBuf>,
+    pub(crate) tls_key_file: Option<PathBuf>,
 }
 
 /// The stream a publisher writes to (created when missing).
@@ -162,7 +162,7 @@ pub struct NatsArgs {
 pub struct StreamArgs {
     /// JetStream stream.
     #[arg(long = "stream", id = "stream.name", env = "EVENT_AUDIT_STREAM")]
-    pub name: Option<String>,
+    pub(crate) name: Option<String>,
     /// Subjects of the stream when it is created, comma-separated.
     #[arg(
         long,
@@ -170,7 +170,7 @@ pub struct StreamArgs {
         env = "EVENT_AUDIT_SUBJECTS",
         value_delimiter = ','
     )]
-    pub subjects: Option<Vec<String>>,
+    pub(crate) subjects: Option<Vec<String>>,
     /// Replicas of the stream when it is created, 1 to 5 (3 in a three-node JetStream
     /// cluster); an existing stream keeps its own.
     #[arg(
@@ -178,7 +178,7 @@ pub struct StreamArgs {
         id = "stream.replicas",
         env = "EVENT_AUDIT_STREAM_REPLICAS"
     )]
-    pub replicas: Option<usize>,
+    pub(crate) replicas: Option<usize>,
 }
 
 /// The stream and the durable consumer the daemon reads.
@@ -187,21 +187,21 @@ pub struct StreamArgs {
 pub struct ConsumerArgs {
     #[command(flatten)]
     #[serde(flatten)]
-    pub stream: StreamArgs,
+    pub(crate) stream: StreamArgs,
     /// Durable pull consumer (created if missing).
     #[arg(long, id = "stream.consumer", env = "EVENT_AUDIT_CONSUMER")]
-    pub consumer: Option<String>,
+    pub(crate) consumer: Option<String>,
     /// Only bind to an existing stream; never create it.
     #[arg(long, id = "stream.bind_only", env = "EVENT_AUDIT_BIND_ONLY")]
     #[serde(skip_serializing_if = "is_false")]
-    pub bind_only: bool,
+    pub(crate) bind_only: bool,
     /// A message without envelope is named by its `Event-Type` header, else by its subject
     /// after this prefix (`events.account.created-v1`).
     #[arg(long, id = "stream.subject_prefix", env = "EVENT_AUDIT_SUBJECT_PREFIX")]
-    pub subject_prefix: Option<String>,
+    pub(crate) subject_prefix: Option<String>,
     /// How long JetStream waits for an ack before redelivering.
     #[arg(long, id = "stream.ack_wait", env = "EVENT_AUDIT_ACK_WAIT")]
-    pub ack_wait: Option<Dur>,
+    pub(crate) ack_wait: Option<Dur>,
 }
 
 #[skip_serializing_none]
@@ -209,23 +209,23 @@ pub struct ConsumerArgs {
 pub struct IngestArgs {
     /// Messages per fetch and per database transaction (bounds memory), 1 to 100000.
     #[arg(long, id = "ingest.batch_size", env = "EVENT_AUDIT_BATCH_SIZE")]
-    pub batch_size: Option<usize>,
+    pub(crate) batch_size: Option<usize>,
     /// How long a batch waits to fill up before it is written anyway.
     #[arg(long, id = "ingest.linger", env = "EVENT_AUDIT_LINGER")]
-    pub linger: Option<Dur>,
+    pub(crate) linger: Option<Dur>,
     /// Batches written concurrently, each in its own transaction, 1 to 16.
     #[arg(long, id = "ingest.writers", env = "EVENT_AUDIT_WRITERS")]
-    pub writers: Option<usize>,
+    pub(crate) writers: Option<usize>,
     /// Exit once the consumer has nothing pending (benchmarks, one-shot backfills).
     #[arg(long, id = "ingest.exit_when_idle")]
     #[serde(skip_serializing_if = "is_false")]
-    pub exit_when_idle: bool,
+    pub(crate) exit_when_idle: bool,
     /// This daemon's name in the chain links it writes (default: the host name).
     #[arg(long, id = "ingest.instance", env = "EVENT_AUDIT_INSTANCE")]
-    pub instance: Option<String>,
+    pub(crate) instance: Option<String>,
     /// /readyz fails when batches are in hand and none has committed for this long.
     #[arg(long, id = "ingest.stall_timeout", env = "EVENT_AUDIT_STALL_TIMEOUT")]
-    pub stall_timeout: Option<Dur>,
+    pub(crate) stall_timeout: Option<Dur>,
     /// After SIGTERM, how long the batches in hand may take to commit; past it nothing more is
     /// acked and the daemon exits non-zero, naming what is left.
     #[arg(
@@ -233,7 +233,7 @@ pub struct IngestArgs {
         id = "ingest.shutdown_timeout",
         env = "EVENT_AUDIT_SHUTDOWN_TIMEOUT"
     )]
-    pub shutdown_timeout: Option<Dur>,
+    pub(crate) shutdown_timeout: Option<Dur>,
 }
 
 #[skip_serializing_none]
@@ -241,7 +241,7 @@ pub struct IngestArgs {
 pub struct HttpArgs {
     /// Listen address for the index, /healthz, /readyz, /metrics and the reports.
     #[arg(long = "http-addr", id = "http.addr", env = "EVENT_AUDIT_HTTP_ADDR")]
-    pub addr: Option<SocketAddr>,
+    pub(crate) addr: Option<SocketAddr>,
     /// File holding the bearer token the report endpoints require (else the environment
     /// variable EVENT_AUDIT_REPORT_TOKEN; with neither, the reports are open).
     #[arg(
@@ -249,35 +249,35 @@ pub struct HttpArgs {
         id = "http.report_token_file",
         env = "EVENT_AUDIT_REPORT_TOKEN_FILE"
     )]
-    pub report_token_file: Option<PathBuf>,
+    pub(crate) report_token_file: Option<PathBuf>,
     /// A connection must send a whole request head within this time.
     #[arg(
         long = "http-header-timeout",
         id = "http.header_timeout",
         env = "EVENT_AUDIT_HTTP_HEADER_TIMEOUT"
     )]
-    pub header_timeout: Option<Dur>,
+    pub(crate) header_timeout: Option<Dur>,
     /// A connection that moves no byte for this long is closed.
     #[arg(
         long = "http-idle-timeout",
         id = "http.idle_timeout",
         env = "EVENT_AUDIT_HTTP_IDLE_TIMEOUT"
     )]
-    pub idle_timeout: Option<Dur>,
+    pub(crate) idle_timeout: Option<Dur>,
     /// HTTP connections served at once (kept well below the descriptor limit).
     #[arg(
         long = "http-max-connections",
         id = "http.max_connections",
         env = "EVENT_AUDIT_HTTP_MAX_CONNECTIONS"
     )]
-    pub max_connections: Option<usize>,
+    pub(crate) max_connections: Option<usize>,
     /// Largest request head accepted, in bytes.
     #[arg(
         long = "http-max-header-bytes",
         id = "http.max_header_bytes",
         env = "EVENT_AUDIT_HTTP_MAX_HEADER_BYTES"
     )]
-    pub max_header_bytes: Option<usize>,
+    pub(crate) max_header_bytes: Option<usize>,
 }
 
 /// The REST service; its token comes from `--rest-token-file` or `EVENT_AUDIT_REST_TOKEN`,
@@ -287,14 +287,14 @@ pub struct HttpArgs {
 pub struct RestArgs {
     /// Base URL of the Data-Import REST service (`/v1/data-import/...` is appended).
     #[arg(long = "rest-url", id = "rest.url", env = "EVENT_AUDIT_REST_URL")]
-    pub url: Option<String>,
+    pub(crate) url: Option<String>,
     /// File holding the REST token (else EVENT_AUDIT_REST_TOKEN).
     #[arg(
         long = "rest-token-file",
         id = "rest.token_file",
         env = "EVENT_AUDIT_REST_TOKEN_FILE"
     )]
-    pub token_file: Option<PathBuf>,
+    pub(crate) token_file: Option<PathBuf>,
     /// `token`: `Authorization: Token <token>`; `bare`: `Authorization: <token>`.
     #[arg(
         long = "rest-auth",
@@ -302,22 +302,22 @@ pub struct RestArgs {
         env = "EVENT_AUDIT_REST_AUTH",
         value_enum
     )]
-    pub auth: Option<AuthScheme>,
+    pub(crate) auth: Option<AuthScheme>,
     /// Timeout of one per-account request.
     #[arg(long = "rest-timeout", id = "rest.timeout")]
-    pub timeout: Option<Dur>,
+    pub(crate) timeout: Option<Dur>,
     /// Timeout of one list request (a list carries the whole batch).
     #[arg(long = "rest-list-timeout", id = "rest.list_timeout")]
-    pub list_timeout: Option<Dur>,
+    pub(crate) list_timeout: Option<Dur>,
     /// Requests in flight at once, 1 to 256.
     #[arg(long = "rest-concurrency", id = "rest.concurrency")]
-    pub concurrency: Option<usize>,
+    pub(crate) concurrency: Option<usize>,
     /// Requests per second, 0 for no limit.
     #[arg(long = "rest-rate", id = "rest.rate")]
-    pub rate: Option<f64>,
+    pub(crate) rate: Option<f64>,
     /// Retries after 5xx, 429, timeouts and connection errors (exponential backoff, jitter).
     #[arg(long = "rest-retries", id = "rest.retries")]
-    pub retries: Option<u32>,
+    pub(crate) retries: Option<u32>,
     /// The platform's GraphQL URL: obtain the REST token with the token mutation (and again
     /// after a 401), authenticated by the organisation API key.
     #[arg(
@@ -325,18 +325,18 @@ pub struct RestArgs {
         id = "rest.graphql_url",
         env = "EVENT_AUDIT_GRAPHQL_URL"
     )]
-    pub graphql_url: Option<String>,
+    pub(crate) graphql_url: Option<String>,
     /// File holding the organisation API key (else EVENT_AUDIT_API_KEY).
     #[arg(
         long = "api-key-file",
         id = "rest.api_key_file",
         env = "EVENT_AUDIT_API_KEY_FILE"
     )]
-    pub api_key_file: Option<PathBuf>,
+    pub(crate) api_key_file: Option<PathBuf>,
     /// The GraphQL mutation document that obtains a token (sent with the variables
     /// `{"input": {"APIKey": KEY}}`; the token is read from `data.<field>.token`).
     #[arg(long = "token-mutation", id = "rest.token_mutation")]
-    pub token_mutation: Option<String>,
+    pub(crate) token_mutation: Option<String>,
 }
 
 /// Where the daemon's reports are for a browser, and how long a signed link lives.
@@ -350,7 +350,7 @@ pub struct LinkArgs {
         id = "http.public_url",
         env = "EVENT_AUDIT_PUBLIC_URL"
     )]
-    pub public_url: Option<String>,
+    pub(crate) public_url: Option<String>,
     /// File holding the report token the links are signed with (else the environment
     /// variable EVENT_AUDIT_REPORT_TOKEN).
     #[arg(
@@ -358,10 +358,10 @@ pub struct LinkArgs {
         id = "http.report_token_file",
         env = "EVENT_AUDIT_REPORT_TOKEN_FILE"
     )]
-    pub report_token_file: Option<PathBuf>,
+    pub(crate) report_token_file: Option<PathBuf>,
     /// How long a signed link (and the browser session it opens) stays valid.
     #[arg(long = "link-ttl", id = "http.link_ttl")]
-    pub link_ttl: Option<Dur>,
+    pub(crate) link_ttl: Option<Dur>,
 }
 
 /// The daemon's scheduled reconciliation.
@@ -376,14 +376,14 @@ pub struct ScheduleArgs {
         env = "EVENT_AUDIT_RECONCILE_SUPPLIERS",
         value_delimiter = ','
     )]
-    pub suppliers: Option<Vec<String>>,
+    pub(crate) suppliers: Option<Vec<String>>,
     /// Time between scheduled reconciliations (`30s`, `5m`, `1h`).
     #[arg(
         long = "reconcile-interval",
         id = "reconcile.interval",
         env = "EVENT_AUDIT_RECONCILE_INTERVAL"
     )]
-    pub interval: Option<Dur>,
+    pub(crate) interval: Option<Dur>,
     /// Scheduled runs look at outcome events (and imports) of this last period only (`7d`);
     /// without it, at the whole history.
     #[arg(
@@ -391,14 +391,14 @@ pub struct ScheduleArgs {
         id = "reconcile.window",
         env = "EVENT_AUDIT_RECONCILE_WINDOW"
     )]
-    pub window: Option<Dur>,
+    pub(crate) window: Option<Dur>,
     /// Grace period of scheduled reconciliations.
     #[arg(
         long = "reconcile-grace",
         id = "reconcile.grace",
         env = "EVENT_AUDIT_RECONCILE_GRACE"
     )]
-    pub grace: Option<Dur>,
+    pub(crate) grace: Option<Dur>,
     /// Also reconcile each supplier as a whole (the daemon reconciles each open batch of the
     /// suppliers; the whole supplier only when asked).
     #[arg(
@@ -407,7 +407,7 @@ pub struct ScheduleArgs {
         env = "EVENT_AUDIT_RECONCILE_WHOLE_SUPPLIER"
     )]
     #[serde(skip_serializing_if = "is_false")]
-    pub whole_supplier: bool,
+    pub(crate) whole_supplier: bool,
     /// A batch closes by itself once every account has been settled (matched or tolerated,
     /// every registration registered) this long.
     #[arg(
@@ -415,18 +415,18 @@ pub struct ScheduleArgs {
         id = "reconcile.close_after",
         env = "EVENT_AUDIT_BATCH_CLOSE_AFTER"
     )]
-    pub close_after: Option<Dur>,
+    pub(crate) close_after: Option<Dur>,
     /// A registration requested longer ago than this without completion is `stalled`.
     #[arg(
         long = "registration-grace",
         id = "reconcile.registration_grace",
         env = "EVENT_AUDIT_REGISTRATION_GRACE"
     )]
-    pub registration_grace: Option<Dur>,
+    pub(crate) registration_grace: Option<Dur>,
     /// How often the reconciliation metrics are derived from the stored runs (CLI runs
     /// included).
     #[arg(long = "reconcile-poll", id = "reconcile.poll")]
-    pub poll: Option<Dur>,
+    pub(crate) poll: Option<Dur>,
 }
 
 #[cfg(test)]

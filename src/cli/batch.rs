@@ -32,27 +32,27 @@ pub enum BatchAction {
 pub struct RegisterArgs {
     #[command(flatten)]
     #[serde(skip)]
-    pub config: ConfigArg,
+    pub(crate) config: ConfigArg,
     #[command(flatten)]
-    pub database: DatabaseArgs,
+    pub(crate) database: DatabaseArgs,
     /// The import supplier code of the batch.
     #[arg(long)]
     #[serde(skip)]
-    pub supplier: String,
+    pub(crate) supplier: String,
     /// The batch's name (unique per supplier).
     #[arg(long)]
     #[serde(skip)]
-    pub name: String,
+    pub(crate) name: String,
     /// The manifest: one external account number a line, `order:ID` lines for the batch's
     /// external order ids (`simulate-platform --manifest` writes one).
     #[arg(long)]
     #[serde(skip)]
-    pub accounts: PathBuf,
+    pub(crate) accounts: PathBuf,
     /// A verdict that counts as OK in every run of the batch: `VERDICT` or `VERDICT=N`.
     /// Repeatable.
     #[arg(long = "tolerate")]
     #[serde(skip)]
-    pub tolerances: Vec<Tolerance>,
+    pub(crate) tolerances: Vec<Tolerance>,
 }
 
 /// Options of `event-audit batch close`.
@@ -60,16 +60,16 @@ pub struct RegisterArgs {
 pub struct CloseArgs {
     #[command(flatten)]
     #[serde(skip)]
-    pub config: ConfigArg,
+    pub(crate) config: ConfigArg,
     #[command(flatten)]
-    pub database: DatabaseArgs,
+    pub(crate) database: DatabaseArgs,
     /// The batch's supplier, when several have a batch of that name.
     #[arg(long)]
     #[serde(skip)]
-    pub supplier: Option<String>,
+    pub(crate) supplier: Option<String>,
     #[arg(long)]
     #[serde(skip)]
-    pub name: String,
+    pub(crate) name: String,
 }
 
 /// Options of `event-audit batch list`.
@@ -77,13 +77,13 @@ pub struct CloseArgs {
 pub struct ListArgs {
     #[command(flatten)]
     #[serde(skip)]
-    pub config: ConfigArg,
+    pub(crate) config: ConfigArg,
     #[command(flatten)]
-    pub database: DatabaseArgs,
+    pub(crate) database: DatabaseArgs,
     /// JSON instead of a table.
     #[arg(long)]
     #[serde(skip)]
-    pub json: bool,
+    pub(crate) json: bool,
 }
 
 pub fn run(action: BatchAction) -> anyhow::Result<ExitCode> {

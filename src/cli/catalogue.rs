@@ -50,15 +50,15 @@ pub enum CatalogueAction {
 pub struct DiffArgs {
     /// The old catalogue directory (shapes.toml, field_sets.toml, events.toml).
     #[arg(required_unless_present = "between")]
-    pub old_dir: Option<PathBuf>,
+    pub(crate) old_dir: Option<PathBuf>,
     /// The new catalogue directory [default: the catalogue built into this binary].
-    pub new_dir: Option<PathBuf>,
+    pub(crate) new_dir: Option<PathBuf>,
     /// Two event versions of one catalogue (the built-in one, or OLD_DIR when given):
     /// TYPE-vA TYPE-vB.
     #[arg(long, num_args = 2, value_names = ["OLD_EVENT", "NEW_EVENT"])]
-    pub between: Option<Vec<String>>,
+    pub(crate) between: Option<Vec<String>>,
     #[arg(long, value_enum, default_value = "table")]
-    pub format: ListFormat,
+    pub(crate) format: ListFormat,
 }
 
 pub fn run(action: CatalogueAction) -> anyhow::Result<ExitCode> {

@@ -20,27 +20,27 @@ use crate::decode::verdict::{self, Status, Verdict};
 #[derive(clap::Args, Debug, Clone)]
 pub struct DecodeArgs {
     /// Input files, one envelope per line; stdin when none.
-    pub files: Vec<PathBuf>,
+    pub(crate) files: Vec<PathBuf>,
 }
 
 /// One output line.
 #[derive(Serialize)]
 pub(crate) struct Line<'a> {
-    pub line: usize,
+    pub(crate) line: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub file: Option<&'a str>,
-    pub id: Option<&'a str>,
-    pub event: Option<&'a str>,
+    pub(crate) file: Option<&'a str>,
+    pub(crate) id: Option<&'a str>,
+    pub(crate) event: Option<&'a str>,
     #[serde(rename = "type")]
-    pub event_type: Option<&'a str>,
-    pub version: Option<&'a str>,
-    pub status: Status,
+    pub(crate) event_type: Option<&'a str>,
+    pub(crate) version: Option<&'a str>,
+    pub(crate) status: Status,
     /// For a name the catalogue does not know: close names, or the type's versions.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub message: Option<&'a str>,
-    pub envelope: Option<EnvelopeKind>,
-    pub errors: &'a [FieldError],
-    pub unknown_fields: &'a [String],
+    pub(crate) message: Option<&'a str>,
+    pub(crate) envelope: Option<EnvelopeKind>,
+    pub(crate) errors: &'a [FieldError],
+    pub(crate) unknown_fields: &'a [String],
 }
 
 impl<'a> Line<'a> {

@@ -17,13 +17,13 @@ use crate::config::{defaults, Dur, SimNaming};
 pub struct DemoArgs {
     #[command(flatten)]
     #[serde(skip)]
-    pub config: ConfigArg,
+    pub(crate) config: ConfigArg,
     #[command(flatten)]
-    pub nats: NatsArgs,
+    pub(crate) nats: NatsArgs,
     #[command(flatten)]
-    pub http: HttpArgs,
+    pub(crate) http: HttpArgs,
     #[command(flatten)]
-    pub demo: DemoGroup,
+    pub(crate) demo: DemoGroup,
 }
 
 #[skip_serializing_none]
@@ -36,20 +36,20 @@ pub struct DemoGroup {
         env = "EVENT_AUDIT_DEMO_DATABASE_URL",
         hide_env_values = true
     )]
-    pub database_url: Option<String>,
+    pub(crate) database_url: Option<String>,
     /// The platform simulator's REST listener.
     #[arg(long = "platform-addr", id = "demo.platform_addr")]
-    pub platform_addr: Option<SocketAddr>,
+    pub(crate) platform_addr: Option<SocketAddr>,
     /// Accounts in the simulated migration batch.
     #[arg(long, id = "demo.accounts")]
-    pub accounts: Option<usize>,
+    pub(crate) accounts: Option<usize>,
     /// Background catalogue events per second (a realistic mix, ~2% bad).
     #[arg(long = "load-rate", id = "demo.load_rate")]
-    pub load_rate: Option<u64>,
+    pub(crate) load_rate: Option<u64>,
     /// Seed of the simulated batch and of the background load (same seed, same accounts);
     /// random unless given.
     #[arg(long, id = "demo.seed")]
-    pub seed: Option<u64>,
+    pub(crate) seed: Option<u64>,
 }
 
 /// Anomaly rates of the simulated batch, each a fraction (0 to 1) of its accounts.
@@ -58,56 +58,56 @@ pub struct DemoGroup {
 pub struct RatesArgs {
     /// Fraction of accounts whose completion event is dropped (→ missing_event).
     #[arg(long, id = "simulator.rates.drop_completion")]
-    pub drop_completion: Option<f64>,
+    pub(crate) drop_completion: Option<f64>,
     /// Fraction whose complete event names another account number (→ identifier_mismatch).
     #[arg(long, id = "simulator.rates.wrong_identifier")]
-    pub wrong_identifier: Option<f64>,
+    pub(crate) wrong_identifier: Option<f64>,
     /// Fraction with an error event although the account was created (→ error_but_imported).
     #[arg(long, id = "simulator.rates.error_but_created")]
-    pub error_but_created: Option<f64>,
+    pub(crate) error_but_created: Option<f64>,
     /// Fraction cancelled, staged data gone (→ cancelled).
     #[arg(long, id = "simulator.rates.cancelled")]
-    pub cancelled: Option<f64>,
+    pub(crate) cancelled: Option<f64>,
     /// Fraction with a cancelled event although created (→ cancelled_but_imported).
     #[arg(long, id = "simulator.rates.cancelled_but_imported")]
-    pub cancelled_but_imported: Option<f64>,
+    pub(crate) cancelled_but_imported: Option<f64>,
     /// Fraction with dry runs only (→ dry_run_only).
     #[arg(long, id = "simulator.rates.dry_run")]
-    pub dry_run: Option<f64>,
+    pub(crate) dry_run: Option<f64>,
     /// Fraction whose complete event is published twice with one envelope id (→ matched).
     #[arg(long, id = "simulator.rates.duplicate_events")]
-    pub duplicate_events: Option<f64>,
+    pub(crate) duplicate_events: Option<f64>,
     /// Fraction with an earlier attempt's error delivered after the completion (→ matched).
     #[arg(long, id = "simulator.rates.late_events")]
-    pub late_events: Option<f64>,
+    pub(crate) late_events: Option<f64>,
     /// Fraction left IN_PROGRESS without event (→ in_progress).
     #[arg(long, id = "simulator.rates.left_in_progress")]
-    pub left_in_progress: Option<f64>,
+    pub(crate) left_in_progress: Option<f64>,
     /// Fraction left staged without event (→ pending).
     #[arg(long, id = "simulator.rates.left_pending")]
-    pub left_pending: Option<f64>,
+    pub(crate) left_pending: Option<f64>,
     /// Fraction with an error event, not created (→ failed).
     #[arg(long, id = "simulator.rates.failed")]
-    pub failed: Option<f64>,
+    pub(crate) failed: Option<f64>,
     /// Fraction with a complete event but no account on the platform (→ missing_in_platform).
     #[arg(long, id = "simulator.rates.missing_in_platform")]
-    pub missing_in_platform: Option<f64>,
+    pub(crate) missing_in_platform: Option<f64>,
     /// Fraction imported whose registration was requested just now (→ registration in_flight).
     #[arg(long, id = "simulator.rates.registration_in_flight")]
-    pub registration_in_flight: Option<f64>,
+    pub(crate) registration_in_flight: Option<f64>,
     /// Fraction imported whose registration was never requested (→ never_requested).
     #[arg(long, id = "simulator.rates.registration_never_requested")]
-    pub registration_never_requested: Option<f64>,
+    pub(crate) registration_never_requested: Option<f64>,
     /// Fraction imported whose registration was requested with the import and never completed
     /// (→ stalled, with a registration grace below --age).
     #[arg(long, id = "simulator.rates.registration_stalled")]
-    pub registration_stalled: Option<f64>,
+    pub(crate) registration_stalled: Option<f64>,
     /// Fraction imported whose registration was requested, then cancelled (→ cancelled).
     #[arg(long, id = "simulator.rates.registration_cancelled")]
-    pub registration_cancelled: Option<f64>,
+    pub(crate) registration_cancelled: Option<f64>,
     /// Fraction imported whose registration completed, then was reversed (→ reversed).
     #[arg(long, id = "simulator.rates.registration_reversed")]
-    pub registration_reversed: Option<f64>,
+    pub(crate) registration_reversed: Option<f64>,
 }
 
 #[skip_serializing_none]
@@ -115,72 +115,72 @@ pub struct RatesArgs {
 pub struct SimGroup {
     /// Listen address of the REST service (port 0: any free port, printed on stderr).
     #[arg(long, id = "simulator.listen")]
-    pub listen: Option<SocketAddr>,
+    pub(crate) listen: Option<SocketAddr>,
     /// The import supplier code the batch belongs to.
     #[arg(long, id = "simulator.supplier")]
-    pub supplier: Option<String>,
+    pub(crate) supplier: Option<String>,
     /// Accounts in the batch.
     #[arg(long, id = "simulator.accounts")]
-    pub accounts: Option<usize>,
+    pub(crate) accounts: Option<usize>,
     /// Seed: the same seed gives the same accounts, numbers, anomalies and events (envelope
     /// ids included); random unless given, so that re-runs never reuse envelope ids.
     #[arg(long, id = "simulator.seed")]
-    pub seed: Option<u64>,
+    pub(crate) seed: Option<u64>,
     /// Subject to publish the events to.
     #[arg(long, id = "simulator.subject")]
-    pub subject: Option<String>,
+    pub(crate) subject: Option<String>,
     /// Simulated time of the batch's first account, RFC 3339 (10 ms between accounts);
     /// now minus --age when not given.
     #[arg(long, id = "simulator.start")]
-    pub start: Option<String>,
+    pub(crate) start: Option<String>,
     /// How long ago the batch ran, when --start is not given.
     #[arg(long, id = "simulator.age")]
-    pub age: Option<Dur>,
+    pub(crate) age: Option<Dur>,
     #[command(flatten)]
-    pub rates: RatesArgs,
+    pub(crate) rates: RatesArgs,
     /// `data_import.order_process.*` events to publish (outcomes drawn from the seed).
     #[arg(long, id = "simulator.orders")]
-    pub orders: Option<usize>,
+    pub(crate) orders: Option<usize>,
     /// Fraction (0 to 1) of REST requests answered 503 (retries overcome it).
     #[arg(long = "rest-5xx", id = "simulator.rest_5xx")]
-    pub rest_5xx: Option<f64>,
+    pub(crate) rest_5xx: Option<f64>,
     /// Fraction (0 to 1) of accounts whose per-account endpoints always answer 503
     /// (→ unverified).
     #[arg(long = "rest-down", id = "simulator.rest_down")]
-    pub rest_down: Option<f64>,
+    pub(crate) rest_down: Option<f64>,
     /// Fraction (0 to 1) of REST requests answered slowly (after --rest-slow-delay).
     #[arg(long = "rest-slow", id = "simulator.rest_slow")]
-    pub rest_slow: Option<f64>,
+    pub(crate) rest_slow: Option<f64>,
     /// How slowly the slow requests are answered.
     #[arg(long = "rest-slow-delay", id = "simulator.rest_slow_delay")]
-    pub rest_slow_delay: Option<Dur>,
+    pub(crate) rest_slow_delay: Option<Dur>,
     /// How list records name the platform account number.
     #[arg(long, id = "simulator.naming", value_enum)]
-    pub naming: Option<SimNaming>,
+    pub(crate) naming: Option<SimNaming>,
     /// Wrap the imported list in `{"count", "next", "results"}`.
     #[arg(long = "wrap-imported", id = "simulator.wrap_imported")]
     #[serde(skip_serializing_if = "is_false")]
-    pub wrap_imported: bool,
+    pub(crate) wrap_imported: bool,
     /// Write the ground truth (expected verdict per account, counts) to this JSON file.
     #[arg(long, id = "simulator.expected")]
-    pub expected: Option<PathBuf>,
+    pub(crate) expected: Option<PathBuf>,
     /// File holding the token the REST service requires (else EVENT_AUDIT_REST_TOKEN).
     #[arg(long = "token-file", id = "simulator.token_file")]
-    pub token_file: Option<PathBuf>,
+    pub(crate) token_file: Option<PathBuf>,
     /// JetStream publishes awaiting their ack at once.
     #[arg(long, id = "simulator.window")]
-    pub window: Option<usize>,
+    pub(crate) window: Option<usize>,
     /// Write the batch's manifest (one external account number a line, `order:ID` lines) to
     /// this file (mode 0600), for `event-audit batch register --accounts`.
     #[arg(long, id = "simulator.manifest")]
-    pub manifest: Option<PathBuf>,
+    pub(crate) manifest: Option<PathBuf>,
     /// A token expires after this many requests (401 `Token has expired.`); 0: never.
     #[arg(long = "token-uses", id = "simulator.token_uses")]
-    pub token_uses: Option<u64>,
+    pub(crate) token_uses: Option<u64>,
     /// File holding the organisation API key: serves the GraphQL token mutation at
     /// `POST /graphql` (issued tokens expire after --token-uses too).
     #[arg(long = "api-key-file", id = "simulator.api_key_file")]
-    pub api_key_file: Option<PathBuf>,
+    pub(crate) api_key_file: Option<PathBuf>,
 }
 
 /// Options of `event-audit simulate-platform`.
@@ -188,13 +188,13 @@ pub struct SimGroup {
 pub struct SimArgs {
     #[command(flatten)]
     #[serde(skip)]
-    pub config: ConfigArg,
+    pub(crate) config: ConfigArg,
     #[command(flatten)]
-    pub nats: NatsArgs,
+    pub(crate) nats: NatsArgs,
     #[command(flatten)]
-    pub stream: StreamArgs,
+    pub(crate) stream: StreamArgs,
     #[command(flatten)]
-    pub simulator: SimGroup,
+    pub(crate) simulator: SimGroup,
 }
 
 #[skip_serializing_none]
@@ -202,20 +202,20 @@ pub struct SimArgs {
 pub struct PublishGroup {
     /// Messages to publish.
     #[arg(long, short = 'n', id = "publish.count")]
-    pub count: Option<usize>,
+    pub(crate) count: Option<usize>,
     /// Subject to publish to (must be captured by the stream).
     #[arg(long, id = "publish.subject")]
-    pub subject: Option<String>,
+    pub(crate) subject: Option<String>,
     /// Messages per second, each message paced; 0 = as fast as the server acknowledges.
     #[arg(long, id = "publish.rate")]
-    pub rate: Option<u64>,
+    pub(crate) rate: Option<u64>,
     /// Seed of the deterministic mix (envelope ids included); random unless given, so that
     /// re-runs never reuse envelope ids.
     #[arg(long, id = "publish.seed")]
-    pub seed: Option<u64>,
+    pub(crate) seed: Option<u64>,
     /// JetStream publishes awaiting their ack at once.
     #[arg(long, id = "publish.window")]
-    pub window: Option<usize>,
+    pub(crate) window: Option<usize>,
 }
 
 /// Options of `event-audit publish`.
@@ -223,13 +223,13 @@ pub struct PublishGroup {
 pub struct PublishArgs {
     #[command(flatten)]
     #[serde(skip)]
-    pub config: ConfigArg,
+    pub(crate) config: ConfigArg,
     #[command(flatten)]
-    pub nats: NatsArgs,
+    pub(crate) nats: NatsArgs,
     #[command(flatten)]
-    pub stream: StreamArgs,
+    pub(crate) stream: StreamArgs,
     #[command(flatten)]
-    pub publish: PublishGroup,
+    pub(crate) publish: PublishGroup,
 }
 
 #[derive(clap::Subcommand, Debug, Clone)]

@@ -20,28 +20,28 @@ use crate::drift::{self, store::DriftStore, Range};
 pub struct DriftArgs {
     #[command(flatten)]
     #[serde(skip)]
-    pub config: ConfigArg,
+    pub(crate) config: ConfigArg,
     #[command(flatten)]
-    pub database: DatabaseArgs,
+    pub(crate) database: DatabaseArgs,
     /// From this bus time (RFC 3339, or a date: 2026-11-01).
     #[arg(long, value_parser = drift::parse_time)]
     #[serde(skip)]
-    pub since: Option<chrono::DateTime<chrono::Utc>>,
+    pub(crate) since: Option<chrono::DateTime<chrono::Utc>>,
     /// Until this bus time, excluded (RFC 3339, or a date).
     #[arg(long, value_parser = drift::parse_time)]
     #[serde(skip)]
-    pub until: Option<chrono::DateTime<chrono::Utc>>,
+    pub(crate) until: Option<chrono::DateTime<chrono::Utc>>,
     #[arg(long, value_enum, default_value = "table")]
     #[serde(skip)]
-    pub format: ListFormat,
+    pub(crate) format: ListFormat,
     /// Print a patch to catalogue/ adding the observed optional fields (never applied).
     #[arg(long)]
     #[serde(skip)]
-    pub suggest: bool,
+    pub(crate) suggest: bool,
     /// The catalogue directory the patch is made against.
     #[arg(long, default_value = "catalogue")]
     #[serde(skip)]
-    pub catalogue_dir: PathBuf,
+    pub(crate) catalogue_dir: PathBuf,
 }
 
 pub fn run(args: DriftArgs) -> anyhow::Result<ExitCode> {

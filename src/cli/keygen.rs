@@ -21,25 +21,25 @@ use crate::files::create_new;
 pub struct KeygenArgs {
     #[command(flatten)]
     #[serde(skip)]
-    pub config: ConfigArg,
+    pub(crate) config: ConfigArg,
     /// Writes PREFIX.key (private, 0600) and PREFIX.pub.
     #[arg(long)]
     #[serde(skip)]
-    pub out: PathBuf,
+    pub(crate) out: PathBuf,
     /// A witness's cosigning key (for `witness serve`) instead of a log's signing key.
     #[arg(long = "witness", requires = "name")]
     #[serde(skip)]
-    pub cosigner: bool,
+    pub(crate) cosigner: bool,
     /// The witness's name (a schema-less URL is recommended, e.g. witness.example.com/w1).
     #[arg(long, requires = "cosigner")]
     #[serde(skip)]
-    pub name: Option<String>,
+    pub(crate) name: Option<String>,
     /// The database whose name goes into the default log origin
     /// (event-audit/<database name>/<random>).
     #[command(flatten)]
-    pub database: DatabaseUrlArg,
+    pub(crate) database: DatabaseUrlArg,
     #[command(flatten)]
-    pub witness: OriginArg,
+    pub(crate) witness: OriginArg,
 }
 
 /// Of the witness options, keygen reads only the log's name.
@@ -49,7 +49,7 @@ pub struct OriginArg {
     /// The key's name, which names the log in its checkpoints (default:
     /// event-audit/<database name>/<random>).
     #[arg(long, id = "witness.origin", env = "EVENT_AUDIT_ORIGIN")]
-    pub origin: Option<String>,
+    pub(crate) origin: Option<String>,
 }
 
 fn with_ext(prefix: &std::path::Path, ext: &str) -> PathBuf {

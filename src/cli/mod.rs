@@ -2,26 +2,26 @@
 //! command turns its arguments into [`crate::config::Settings`] (defaults → file → environment →
 //! flags, once) and calls into the library; output formatting lives here, logic does not.
 
-pub mod args;
-pub mod batch;
-pub mod catalogue;
-pub mod decode;
-pub mod drift;
-pub mod keygen;
-pub mod output;
-pub mod prove;
-pub mod reconcile;
-pub mod reprocess;
-pub mod run;
-pub mod runs;
-pub mod verify;
-pub mod verify_proof;
+mod args;
+mod batch;
+mod catalogue;
+mod decode;
+mod drift;
+mod keygen;
+mod output;
+mod prove;
+mod reconcile;
+mod reprocess;
+mod run;
+mod runs;
+mod verify;
+mod verify_proof;
 mod verify_witness;
-pub mod witness;
-pub mod witness_args;
+mod witness;
+mod witness_args;
 
 #[cfg(feature = "dev")]
-pub mod dev;
+mod dev;
 
 use std::process::ExitCode;
 
@@ -46,7 +46,7 @@ pub struct Cli {
     #[arg(long, global = true, env = "EVENT_AUDIT_LOG_JSON")]
     pub log_json: bool,
     #[command(subcommand)]
-    pub command: Command,
+    pub(crate) command: Command,
 }
 
 /// Parsed once per process: the variants' sizes do not matter.

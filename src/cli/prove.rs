@@ -22,47 +22,47 @@ use crate::tree::TreeStore;
 pub struct ProveArgs {
     #[command(flatten)]
     #[serde(skip)]
-    pub config: ConfigArg,
+    pub(crate) config: ConfigArg,
     /// The stream of the event to prove (with --seq).
     #[arg(long, requires = "seq", conflicts_with = "account")]
     #[serde(skip)]
-    pub stream: Option<String>,
+    pub(crate) stream: Option<String>,
     /// The stream sequence of the event to prove.
     #[arg(long, requires = "stream")]
     #[serde(skip)]
-    pub seq: Option<i64>,
+    pub(crate) seq: Option<i64>,
     /// Prove every event of this account (optionally within --since/--until, by event time).
     #[arg(long, required_unless_present = "stream")]
     #[serde(skip)]
-    pub account: Option<String>,
+    pub(crate) account: Option<String>,
     /// Events at or after this time (RFC 3339).
     #[arg(long, requires = "account")]
     #[serde(skip)]
-    pub since: Option<chrono::DateTime<chrono::Utc>>,
+    pub(crate) since: Option<chrono::DateTime<chrono::Utc>>,
     /// Events before this time (RFC 3339).
     #[arg(long, requires = "account")]
     #[serde(skip)]
-    pub until: Option<chrono::DateTime<chrono::Utc>>,
+    pub(crate) until: Option<chrono::DateTime<chrono::Utc>>,
     /// Write the bundle here (mode 0600) instead of stdout.
     #[arg(short = 'o', long = "output")]
     #[serde(skip)]
-    pub output: Option<PathBuf>,
+    pub(crate) output: Option<PathBuf>,
     /// The log's public key: only a checkpoint it verifies is used (and then the database's
     /// copy of the latest checkpoint may stand in for an unreachable witness).
     #[arg(long, env = "EVENT_AUDIT_PUBLIC_KEY")]
     #[serde(skip)]
-    pub public_key: Option<PathBuf>,
+    pub(crate) public_key: Option<PathBuf>,
     /// A witness policy (`witness <vkey> <url>` lines, `quorum <n>`): prove against the newest
     /// checkpoint that carries the policy's quorum of valid cosignatures.
     #[arg(long)]
     #[serde(skip)]
-    pub witness_policy: Option<PathBuf>,
+    pub(crate) witness_policy: Option<PathBuf>,
     #[command(flatten)]
-    pub database: DatabaseArgs,
+    pub(crate) database: DatabaseArgs,
     #[command(flatten)]
-    pub nats: NatsArgs,
+    pub(crate) nats: NatsArgs,
     #[command(flatten)]
-    pub witness: PlaceArgs,
+    pub(crate) witness: PlaceArgs,
 }
 
 pub fn run(args: ProveArgs) -> anyhow::Result<ExitCode> {

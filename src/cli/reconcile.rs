@@ -40,14 +40,14 @@ pub struct RunSettingsArgs {
         id = "reconcile.suppliers",
         required_unless_present = "batch"
     )]
-    pub suppliers: Option<Vec<String>>,
+    pub(crate) suppliers: Option<Vec<String>>,
     /// An account imported less than this long ago without outcome event is `awaiting_event`,
     /// not `missing_event`.
     #[arg(long, id = "reconcile.grace")]
-    pub grace: Option<Dur>,
+    pub(crate) grace: Option<Dur>,
     /// A registration requested longer ago than this without completion is `stalled`.
     #[arg(long = "registration-grace", id = "reconcile.registration_grace")]
-    pub registration_grace: Option<Dur>,
+    pub(crate) registration_grace: Option<Dur>,
 }
 
 /// Options of `event-audit reconcile`.
@@ -56,69 +56,69 @@ pub struct RunSettingsArgs {
 pub struct ReconcileArgs {
     #[command(subcommand)]
     #[serde(skip)]
-    pub action: Option<RunsAction>,
+    pub(crate) action: Option<RunsAction>,
     #[command(flatten)]
     #[serde(skip)]
-    pub config: ConfigArg,
+    pub(crate) config: ConfigArg,
     #[command(flatten)]
-    pub database: DatabaseArgs,
+    pub(crate) database: DatabaseArgs,
     #[command(flatten)]
-    pub rest: RestArgs,
+    pub(crate) rest: RestArgs,
     #[command(flatten)]
-    pub reconcile: RunSettingsArgs,
+    pub(crate) reconcile: RunSettingsArgs,
     #[command(flatten)]
-    pub http: LinkArgs,
+    pub(crate) http: LinkArgs,
     /// A registered batch (`event-audit batch register`): its accounts, its orders and its
     /// tolerances; meter points followed up.
     #[arg(long, conflicts_with = "accounts")]
     #[serde(skip)]
-    pub batch: Option<String>,
+    pub(crate) batch: Option<String>,
     /// A manifest: one external account number a line (`order:ID` lines list the batch's
     /// orders). Without it or --batch: every account the suppliers list and every account
     /// with outcome events in the window.
     #[arg(long)]
     #[serde(skip)]
-    pub accounts: Option<PathBuf>,
+    pub(crate) accounts: Option<PathBuf>,
     /// Outcome events at or after this time (RFC 3339, or a date: midnight UTC).
     #[arg(long, value_parser = parse_time)]
     #[serde(skip)]
-    pub since: Option<DateTime<Utc>>,
+    pub(crate) since: Option<DateTime<Utc>>,
     /// Outcome events before this time.
     #[arg(long, value_parser = parse_time)]
     #[serde(skip)]
-    pub until: Option<DateTime<Utc>>,
+    pub(crate) until: Option<DateTime<Utc>>,
     /// Output format. [default: table on a terminal, else json; with --output, from its
     /// extension (.html, .csv, .json)]
     #[arg(long, value_enum)]
     #[serde(skip)]
-    pub format: Option<Format>,
+    pub(crate) format: Option<Format>,
     /// Write the report to this file (created with mode 0600: it holds personal data).
     #[arg(long, short = 'o')]
     #[serde(skip)]
-    pub output: Option<PathBuf>,
+    pub(crate) output: Option<PathBuf>,
     /// Count a verdict as OK for the exit code: `VERDICT` (any number) or `VERDICT=N` (up to
     /// N accounts). Repeatable.
     #[arg(long = "tolerate")]
     #[serde(skip)]
-    pub tolerances: Vec<Tolerance>,
+    pub(crate) tolerances: Vec<Tolerance>,
     /// Ask account-transfer-status about every pending account too (tells `in_progress` from
     /// `pending` where the platform lists accounts being processed as pending).
     #[arg(long)]
     #[serde(skip)]
-    pub check_pending: bool,
+    pub(crate) check_pending: bool,
     /// Follow registrations up: each imported account's meter point statuses joined with its
     /// join-supplier events (one more request per account). On by default for --batch.
     #[arg(long, conflicts_with = "no_meter_points")]
     #[serde(skip)]
-    pub meter_points: bool,
+    pub(crate) meter_points: bool,
     /// Do not follow registrations up, not even for --batch.
     #[arg(long)]
     #[serde(skip)]
-    pub no_meter_points: bool,
+    pub(crate) no_meter_points: bool,
     /// List matched accounts in the table too.
     #[arg(long)]
     #[serde(skip)]
-    pub show_matched: bool,
+    pub(crate) show_matched: bool,
 }
 
 /// A progress bar on a terminal, for runs with many per-account requests.

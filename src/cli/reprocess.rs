@@ -22,48 +22,48 @@ use crate::reprocess::{self, store::ReprocessStore, Judge, Selection};
 pub struct ReprocessArgs {
     #[command(flatten)]
     #[serde(skip)]
-    pub config: ConfigArg,
+    pub(crate) config: ConfigArg,
     #[command(flatten)]
-    pub database: StatementDatabaseArgs,
+    pub(crate) database: StatementDatabaseArgs,
     /// From this bus time (RFC 3339, or a date).
     #[arg(long, value_parser = parse_time)]
     #[serde(skip)]
-    pub since: Option<chrono::DateTime<chrono::Utc>>,
+    pub(crate) since: Option<chrono::DateTime<chrono::Utc>>,
     /// Until this bus time, excluded.
     #[arg(long, value_parser = parse_time)]
     #[serde(skip)]
-    pub until: Option<chrono::DateTime<chrono::Utc>>,
+    pub(crate) until: Option<chrono::DateTime<chrono::Utc>>,
     /// Only this stream.
     #[arg(long)]
     #[serde(skip)]
-    pub stream: Option<String>,
+    pub(crate) stream: Option<String>,
     /// Stream sequences A..B (inclusive; needs --stream).
     #[arg(long, requires = "stream", value_parser = parse_range)]
     #[serde(skip)]
-    pub seq: Option<(i64, i64)>,
+    pub(crate) seq: Option<(i64, i64)>,
     /// Only rows whose original status is one of these (repeatable).
     #[arg(long = "status", value_parser = parse_status, num_args = 1..)]
     #[serde(skip)]
-    pub statuses: Vec<String>,
+    pub(crate) statuses: Vec<String>,
     /// Judge and print the transitions; write nothing.
     #[arg(long)]
     #[serde(skip)]
-    pub dry_run: bool,
+    pub(crate) dry_run: bool,
     /// Judge with the catalogue in this directory instead of the built-in one.
     #[arg(long)]
     #[serde(skip)]
-    pub catalogue_dir: Option<PathBuf>,
+    pub(crate) catalogue_dir: Option<PathBuf>,
     /// Continue a run that stopped before its end (its selection and catalogue are kept).
     #[arg(long, conflicts_with_all = ["since", "until", "stream", "seq", "statuses", "dry_run"])]
     #[serde(skip)]
-    pub resume: Option<i64>,
+    pub(crate) resume: Option<i64>,
     /// Rows per page (one transaction each).
     #[arg(long, default_value_t = defaults::REPROCESS_PAGE)]
     #[serde(skip)]
-    pub page_size: i64,
+    pub(crate) page_size: i64,
     #[arg(long, value_enum, default_value = "table")]
     #[serde(skip)]
-    pub format: ListFormat,
+    pub(crate) format: ListFormat,
 }
 
 fn parse_range(s: &str) -> Result<(i64, i64), String> {

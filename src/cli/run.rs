@@ -17,23 +17,23 @@ use crate::app::{shutdown_signal, App};
 pub struct RunArgs {
     #[command(flatten)]
     #[serde(skip)]
-    pub config: ConfigArg,
+    pub(crate) config: ConfigArg,
     #[command(flatten)]
-    pub database: WriterDatabaseArgs,
+    pub(crate) database: WriterDatabaseArgs,
     #[command(flatten)]
-    pub nats: NatsArgs,
+    pub(crate) nats: NatsArgs,
     #[command(flatten)]
-    pub stream: ConsumerArgs,
+    pub(crate) stream: ConsumerArgs,
     #[command(flatten)]
-    pub ingest: IngestArgs,
+    pub(crate) ingest: IngestArgs,
     #[command(flatten)]
-    pub http: HttpArgs,
+    pub(crate) http: HttpArgs,
     #[command(flatten)]
-    pub rest: RestArgs,
+    pub(crate) rest: RestArgs,
     #[command(flatten)]
-    pub reconcile: ScheduleArgs,
+    pub(crate) reconcile: ScheduleArgs,
     #[command(flatten)]
-    pub witness: SignerArgs,
+    pub(crate) witness: SignerArgs,
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {

@@ -31,30 +31,30 @@ pub enum RunsAction {
 pub struct DiffArgs {
     #[command(flatten)]
     #[serde(skip)]
-    pub config: ConfigArg,
+    pub(crate) config: ConfigArg,
     #[command(flatten)]
-    pub database: DatabaseArgs,
+    pub(crate) database: DatabaseArgs,
     /// Compare the latest two completed runs of this batch.
     #[arg(long, conflicts_with = "runs", required_unless_present = "runs")]
     #[serde(skip)]
-    pub batch: Option<String>,
+    pub(crate) batch: Option<String>,
     /// The batch's supplier, when several have a batch of that name.
     #[arg(long, requires = "batch")]
     #[serde(skip)]
-    pub supplier: Option<String>,
+    pub(crate) supplier: Option<String>,
     /// Two run ids of the same scope (the earlier first, or either order).
     #[arg(num_args = 2, value_names = ["RUN_A", "RUN_B"])]
     #[serde(skip)]
-    pub runs: Vec<i64>,
+    pub(crate) runs: Vec<i64>,
     /// Output format (`table`, `json` or `html`). [default: table on a terminal, else json;
     /// with --output, from its extension]
     #[arg(long, value_enum)]
     #[serde(skip)]
-    pub format: Option<Format>,
+    pub(crate) format: Option<Format>,
     /// Write the changes to this file (mode 0600).
     #[arg(long, short = 'o')]
     #[serde(skip)]
-    pub output: Option<PathBuf>,
+    pub(crate) output: Option<PathBuf>,
 }
 
 /// Options of `event-audit reconcile link`.
@@ -62,25 +62,25 @@ pub struct DiffArgs {
 pub struct LinkCmdArgs {
     #[command(flatten)]
     #[serde(skip)]
-    pub config: ConfigArg,
+    pub(crate) config: ConfigArg,
     #[command(flatten)]
-    pub http: LinkArgs,
+    pub(crate) http: LinkArgs,
     /// A run's report (default: the latest run).
     #[arg(long, conflicts_with = "batch")]
     #[serde(skip)]
-    pub run: Option<i64>,
+    pub(crate) run: Option<i64>,
     /// The latest report of this batch (whatever run it is when the link is opened).
     #[arg(long)]
     #[serde(skip)]
-    pub batch: Option<String>,
+    pub(crate) batch: Option<String>,
     /// The batch's supplier, when several have a batch of that name.
     #[arg(long, requires = "batch")]
     #[serde(skip)]
-    pub supplier: Option<String>,
+    pub(crate) supplier: Option<String>,
     /// The changes between the batch's latest two runs instead of its report.
     #[arg(long, requires = "batch")]
     #[serde(skip)]
-    pub changes: bool,
+    pub(crate) changes: bool,
 }
 
 pub fn run(action: RunsAction) -> anyhow::Result<ExitCode> {

@@ -20,15 +20,15 @@ use crate::verify::{gaps, witness, VerifyStore, WalkOptions};
 pub struct VerifyArgs {
     #[command(flatten)]
     #[serde(skip)]
-    pub config: ConfigArg,
+    pub(crate) config: ConfigArg,
     #[command(flatten)]
-    pub database: PooledDatabaseArgs,
+    pub(crate) database: PooledDatabaseArgs,
     #[command(flatten)]
-    pub nats: NatsArgs,
+    pub(crate) nats: NatsArgs,
     #[command(flatten)]
-    pub verify: VerifyGroup,
+    pub(crate) verify: VerifyGroup,
     #[command(flatten)]
-    pub witness: ReaderArgs,
+    pub(crate) witness: ReaderArgs,
 }
 
 /// What `verify` checks besides the chain.
@@ -41,7 +41,7 @@ pub struct VerifyGroup {
         env = "EVENT_AUDIT_SKIP_COMPLETENESS"
     )]
     #[serde(skip_serializing_if = "is_false")]
-    pub skip_completeness: bool,
+    pub(crate) skip_completeness: bool,
 }
 
 pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {

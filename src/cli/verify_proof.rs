@@ -16,17 +16,17 @@ use crate::audit::note::PublicKey;
 #[derive(clap::Args, Debug, Clone)]
 pub struct VerifyProofArgs {
     /// The evidence bundle (JSON, as `prove` writes it); `-` reads stdin.
-    pub bundle: PathBuf,
+    pub(crate) bundle: PathBuf,
     /// The log's public key file (`<name>+<key id>+<base64 key>`).
     #[arg(long)]
-    pub public_key: PathBuf,
+    pub(crate) public_key: PathBuf,
     /// The log the checkpoint must be of (its origin line); another origin is a rejection.
     #[arg(long)]
-    pub origin: Option<String>,
+    pub(crate) origin: Option<String>,
     /// A witness policy (`witness <vkey> <url>` lines, `quorum <n>`, default every witness):
     /// the checkpoint must carry the quorum of valid cosignatures by its witnesses.
     #[arg(long)]
-    pub witness_policy: Option<PathBuf>,
+    pub(crate) witness_policy: Option<PathBuf>,
 }
 
 /// Reads a witness policy file (`prove` and `verify-proof`).

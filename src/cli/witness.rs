@@ -23,9 +23,9 @@ pub enum WitnessAction {
 pub struct ServeArgs {
     #[command(flatten)]
     #[serde(skip)]
-    pub config: ConfigArg,
+    pub(crate) config: ConfigArg,
     #[command(flatten)]
-    pub witness_server: ServerArgs,
+    pub(crate) witness_server: ServerArgs,
 }
 
 /// The witness's own settings (`witness_server.*`).
@@ -38,22 +38,22 @@ pub struct ServerArgs {
         id = "witness_server.key_file",
         env = "EVENT_AUDIT_WITNESS_KEY_FILE"
     )]
-    pub key_file: Option<PathBuf>,
+    pub(crate) key_file: Option<PathBuf>,
     /// A log's public key file (`keygen`'s .pub); repeat for each log. The key is trusted for
     /// its name as origin and for `<name>/reverdicts`.
     #[arg(long = "log-key", id = "witness_server.log_keys")]
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub log_keys: Vec<PathBuf>,
+    pub(crate) log_keys: Vec<PathBuf>,
     /// Where the latest checkpoint cosigned per log is kept (one witness process per directory).
     #[arg(long = "state-dir", id = "witness_server.state_dir")]
-    pub state_dir: Option<PathBuf>,
+    pub(crate) state_dir: Option<PathBuf>,
     /// Listen address.
     #[arg(
         long = "listen",
         id = "witness_server.listen",
         env = "EVENT_AUDIT_WITNESS_LISTEN"
     )]
-    pub listen: Option<SocketAddr>,
+    pub(crate) listen: Option<SocketAddr>,
 }
 
 pub fn run(action: WitnessAction) -> anyhow::Result<ExitCode> {

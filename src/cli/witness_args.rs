@@ -20,18 +20,18 @@ pub struct SignerArgs {
         id = "witness.signing_key_file",
         env = "EVENT_AUDIT_SIGNING_KEY_FILE"
     )]
-    pub signing_key_file: Option<PathBuf>,
+    pub(crate) signing_key_file: Option<PathBuf>,
     /// How often a checkpoint is signed (only when the log grew), and once at shutdown.
     #[arg(
         long,
         id = "witness.checkpoint_interval",
         env = "EVENT_AUDIT_CHECKPOINT_INTERVAL"
     )]
-    pub checkpoint_interval: Option<Dur>,
+    pub(crate) checkpoint_interval: Option<Dur>,
     /// The signer's memory of the last checkpoint it signed, outside the database (default:
     /// the key file's path with `.state` appended). Keep it with the key.
     #[arg(long, id = "witness.signer_state", env = "EVENT_AUDIT_SIGNER_STATE")]
-    pub signer_state: Option<PathBuf>,
+    pub(crate) signer_state: Option<PathBuf>,
     /// Replicas of the checkpoint stream when it is created, 1 to 5 (3 in a three-node
     /// JetStream cluster).
     #[arg(
@@ -39,13 +39,13 @@ pub struct SignerArgs {
         id = "witness.checkpoint_replicas",
         env = "EVENT_AUDIT_CHECKPOINT_REPLICAS"
     )]
-    pub checkpoint_replicas: Option<usize>,
+    pub(crate) checkpoint_replicas: Option<usize>,
     #[command(flatten)]
     #[serde(flatten)]
-    pub policy: PolicyArg,
+    pub(crate) policy: PolicyArg,
     #[command(flatten)]
     #[serde(flatten)]
-    pub place: PlaceArgs,
+    pub(crate) place: PlaceArgs,
 }
 
 /// The witnesses whose cosignatures a checkpoint needs.
@@ -60,7 +60,7 @@ pub struct PolicyArg {
         id = "witness.witness_policy",
         env = "EVENT_AUDIT_WITNESS_POLICY"
     )]
-    pub witness_policy: Option<PathBuf>,
+    pub(crate) witness_policy: Option<PathBuf>,
 }
 
 /// Where checkpoints are witnessed, and the log's name in them.
@@ -73,7 +73,7 @@ pub struct PlaceArgs {
         id = "witness.checkpoint_stream",
         env = "EVENT_AUDIT_CHECKPOINT_STREAM"
     )]
-    pub checkpoint_stream: Option<String>,
+    pub(crate) checkpoint_stream: Option<String>,
     /// Directory of checkpoint files (the daemon writes each one there too; `verify` and
     /// `prove` read it instead of the stream).
     #[arg(
@@ -81,11 +81,11 @@ pub struct PlaceArgs {
         id = "witness.checkpoint_dir",
         env = "EVENT_AUDIT_CHECKPOINT_DIR"
     )]
-    pub checkpoint_dir: Option<PathBuf>,
+    pub(crate) checkpoint_dir: Option<PathBuf>,
     /// The log's name in its checkpoints (default: the key's name; keygen's default is
     /// event-audit/<database name>/<random>).
     #[arg(long, id = "witness.origin", env = "EVENT_AUDIT_ORIGIN")]
-    pub origin: Option<String>,
+    pub(crate) origin: Option<String>,
 }
 
 /// `verify`: checking the log against the witnessed checkpoints.
@@ -94,26 +94,26 @@ pub struct PlaceArgs {
 pub struct ReaderArgs {
     /// The log's public key file (`keygen`'s .pub): verify against the witnessed checkpoints.
     #[arg(long, id = "witness.public_key", env = "EVENT_AUDIT_PUBLIC_KEY")]
-    pub public_key: Option<PathBuf>,
+    pub(crate) public_key: Option<PathBuf>,
     /// Hash every row into the tree again (default: only those after the checkpoint checked
     /// last time, remembered in the state file).
     #[arg(long, id = "witness.full")]
     #[serde(skip_serializing_if = "is_false")]
-    pub full: bool,
+    pub(crate) full: bool,
     /// Where the last checked checkpoint is remembered (default
     /// $HOME/.local/state/event-audit/<origin>+<key id>.json). Keep it, and a copy of the
     /// checkpoints, out of the log operators' reach.
     #[arg(long, id = "witness.state_file")]
-    pub state_file: Option<PathBuf>,
+    pub(crate) state_file: Option<PathBuf>,
     /// Neither read nor write the state file (a first look at a log, or a state deliberately
     /// set aside); without it, an unreadable state, or one of another log, is exit 2.
     #[arg(long, id = "witness.no_state", conflicts_with = "witness.state_file")]
     #[serde(skip_serializing_if = "is_false")]
-    pub no_state: bool,
+    pub(crate) no_state: bool,
     #[command(flatten)]
     #[serde(flatten)]
-    pub policy: PolicyArg,
+    pub(crate) policy: PolicyArg,
     #[command(flatten)]
     #[serde(flatten)]
-    pub place: PlaceArgs,
+    pub(crate) place: PlaceArgs,
 }

@@ -54,13 +54,13 @@ pub enum Change {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub(crate) struct Classified {
     /// The event version (for `--between`, `OLD → NEW`).
-    pub event: String,
+    pub(crate) event: String,
     #[serde(flatten)]
-    pub change: Change,
+    pub(crate) change: Change,
     /// New reader, old data.
-    pub backward: bool,
+    pub(crate) backward: bool,
     /// Old reader, new data.
-    pub forward: bool,
+    pub(crate) forward: bool,
 }
 
 /// `(backward, forward)` compatibility of one change.

@@ -2,15 +2,15 @@
 //! script's own model, shared by `#[path]`), its fingerprint, and the compatibility of two
 //! catalogues or two versions of one event type (`diff`).
 
-pub mod diff;
+pub(crate) mod diff;
 
 #[allow(dead_code)] // the build script's model: the generator needs fields this room does not
 #[path = "../../build/model.rs"]
-pub mod model;
+mod model;
 
 #[allow(dead_code)]
 #[path = "../../build/fingerprint.rs"]
-pub mod fingerprint;
+mod fingerprint;
 
 use std::path::Path;
 
@@ -25,8 +25,8 @@ pub use model::{Catalogue, Event, Field, Shape, Ty};
 #[derive(Debug, thiserror::Error)]
 #[error("catalogue {dir}: {problem}")]
 pub struct LoadError {
-    pub dir: String,
-    pub problem: String,
+    pub(crate) dir: String,
+    pub(crate) problem: String,
 }
 
 /// Reads and checks a catalogue directory (`shapes.toml`, `field_sets.toml`, `events.toml`).

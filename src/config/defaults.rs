@@ -69,6 +69,7 @@ pub(crate) const PUBLISH_RATE: u64 = 0;
 pub(crate) const PUBLISH_WINDOW: usize = 512;
 /// The seed of the benchmark ceilings (`publish`, `simulate-platform` and `demo` draw a
 /// random seed unless one is given, so that re-runs never reuse envelope ids).
+#[cfg(feature = "dev")]
 pub(crate) const SEED: u64 = 1;
 
 // Platform simulator.
@@ -84,6 +85,7 @@ pub(crate) const DEMO_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/e
 pub(crate) const DEMO_PLATFORM_ADDR: &str = "127.0.0.1:9188";
 pub(crate) const DEMO_ACCOUNTS: usize = 200;
 pub(crate) const DEMO_LOAD_RATE: u64 = 20;
+#[cfg(feature = "dev")]
 pub(crate) const DEMO_RECONCILE_INTERVAL: Dur = Dur::secs(15);
 
 // Verify.

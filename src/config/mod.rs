@@ -4,13 +4,13 @@
 //! refuses what cannot work, naming the key, the value and the allowed range. This module
 //! imports nothing else of the crate: every other room reads its part of the settings.
 
-pub mod defaults;
-pub mod duration;
-pub mod layer;
-pub mod secrets;
+pub(crate) mod defaults;
+mod duration;
+pub(crate) mod layer;
+pub(crate) mod secrets;
 mod tools;
-pub mod urls;
-pub mod validate;
+pub(crate) mod urls;
+mod validate;
 mod witness;
 
 use std::net::SocketAddr;

@@ -322,6 +322,7 @@ pub(crate) fn forget(conn: PoolConnection<Postgres>) {
 }
 
 /// Drops a database (the demo's own, recreated at each start).
+#[cfg(feature = "dev")]
 pub(crate) async fn drop_database(url: &str) -> Result<(), DbError> {
     Postgres::force_drop_database(url)
         .await

@@ -2,8 +2,8 @@
 //! demo, the platform simulator, the load generator, sample payloads from the catalogue, and
 //! the benchmark ceilings. Nothing outside `dev`, `cli` and the tests imports it.
 
-pub mod bench;
-pub mod demo;
+pub(crate) mod bench;
+pub(crate) mod demo;
 pub mod publish;
 pub mod sample;
 pub mod simulator;

@@ -234,8 +234,6 @@ pub(crate) fn wrong_type(ty: &TypeSpec) -> Value {
 pub struct Sample {
     pub bytes: Vec<u8>,
     pub status: Status,
-    /// The event name the envelope carries (`None` for messages without one).
-    pub name: Option<String>,
 }
 
 /// A deterministic stream of realistic messages: every catalogue event version at least once
@@ -324,11 +322,7 @@ impl Mix {
         } else {
             eventbridge(&name, &id, &time, &body)
         };
-        Sample {
-            bytes,
-            status,
-            name: Some(name),
-        }
+        Sample { bytes, status }
     }
 }
 
@@ -351,25 +345,24 @@ fn break_payload(spec: &EventSpec, body: &mut Value, rng: &mut impl Rng) {
 }
 
 fn malformed(name: &str, id: &str, time: &str, body: &Value, rng: &mut impl Rng) -> Sample {
-    let (bytes, name) = match rng.gen_range(0..5) {
+    let bytes = match rng.gen_range(0..5) {
         0 => {
             let mut b = cloudevents(name, id, time, body);
             b.truncate(b.len() / 2);
-            (b, None)
+            b
         }
-        1 => (cloudevents(name, id, time, &Value::Null), Some(name)),
-        2 => (eventbridge(name, id, time, &Value::from("{}")), Some(name)),
+        1 => cloudevents(name, id, time, &Value::Null),
+        2 => eventbridge(name, id, time, &Value::from("{}")),
         3 => {
             let b = cloudevents(name, id, time, body);
             let text = String::from_utf8_lossy(&b).replacen("\"1.0\"", "\"0.3\"", 1);
-            (text.into_bytes(), None)
+            text.into_bytes()
         }
-        _ => (b"<html><body>502 Bad Gateway</body></html>".to_vec(), None),
+        _ => b"<html><body>502 Bad Gateway</body></html>".to_vec(),
     };
     Sample {
         bytes,
         status: Status::Malformed,
-        name: name.map(str::to_owned),
     }
 }
 

@@ -4,9 +4,9 @@
 //! (`audit.field_observations`), never from raw bytes. `suggest` turns it into a patch to
 //! `catalogue/events.toml` for a person to review.
 
-pub mod report;
-pub mod store;
-pub mod suggest;
+pub(crate) mod report;
+pub(crate) mod store;
+pub(crate) mod suggest;
 
 use std::collections::BTreeMap;
 
@@ -19,23 +19,23 @@ use crate::decode::catalogue::{find_event, EventSpec};
 /// overlapping the range counts whole.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Range {
-    pub since: Option<DateTime<Utc>>,
-    pub until: Option<DateTime<Utc>>,
+    pub(crate) since: Option<DateTime<Utc>>,
+    pub(crate) until: Option<DateTime<Utc>>,
 }
 
 /// One aggregate as the store groups it.
 #[derive(Debug, Clone)]
 pub(crate) struct Agg {
-    pub what: String,
-    pub event: String,
-    pub status: String,
-    pub path: String,
-    pub kind: String,
-    pub code: String,
-    pub count: u64,
-    pub declared_seen: u64,
-    pub first: DateTime<Utc>,
-    pub last: DateTime<Utc>,
+    pub(crate) what: String,
+    pub(crate) event: String,
+    pub(crate) status: String,
+    pub(crate) path: String,
+    pub(crate) kind: String,
+    pub(crate) code: String,
+    pub(crate) count: u64,
+    pub(crate) declared_seen: u64,
+    pub(crate) first: DateTime<Utc>,
+    pub(crate) last: DateTime<Utc>,
 }
 
 pub(crate) type Rows = Vec<Agg>;
@@ -43,9 +43,9 @@ pub(crate) type Rows = Vec<Agg>;
 /// When something was seen, and how often.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub(crate) struct Seen {
-    pub count: u64,
-    pub first_seen: DateTime<Utc>,
-    pub last_seen: DateTime<Utc>,
+    pub(crate) count: u64,
+    pub(crate) first_seen: DateTime<Utc>,
+    pub(crate) last_seen: DateTime<Utc>,
 }
 
 impl Seen {
@@ -68,56 +68,56 @@ impl Seen {
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub(crate) struct Undeclared {
     /// Array indexes folded to `*`.
-    pub path: String,
+    pub(crate) path: String,
     /// JSON kind → count.
-    pub kinds: BTreeMap<String, u64>,
+    pub(crate) kinds: BTreeMap<String, u64>,
     #[serde(flatten)]
-    pub seen: Seen,
+    pub(crate) seen: Seen,
 }
 
 /// A field error of invalid rows at one path.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub(crate) struct Problem {
-    pub path: String,
-    pub code: String,
+    pub(crate) path: String,
+    pub(crate) code: String,
     /// For type mismatches: the JSON kind found.
     #[serde(skip_serializing_if = "String::is_empty")]
-    pub found: String,
+    pub(crate) found: String,
     #[serde(flatten)]
-    pub seen: Seen,
+    pub(crate) seen: Seen,
 }
 
 /// Drift of one event version.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub(crate) struct EventDrift {
-    pub event: String,
+    pub(crate) event: String,
     /// Rows by status.
-    pub rows: BTreeMap<String, u64>,
-    pub undeclared: Vec<Undeclared>,
+    pub(crate) rows: BTreeMap<String, u64>,
+    pub(crate) undeclared: Vec<Undeclared>,
     /// Declared optional top-level fields no row of the range had (rows judged by this
     /// binary's catalogue only).
-    pub optional_never_seen: Vec<String>,
+    pub(crate) optional_never_seen: Vec<String>,
     /// `missing_field` and `null_value` errors of invalid rows.
-    pub required_missing: Vec<Problem>,
+    pub(crate) required_missing: Vec<Problem>,
     /// `invalid_type` (and `out_of_range`) errors of invalid rows, by path and kind found.
-    pub type_mismatches: Vec<Problem>,
+    pub(crate) type_mismatches: Vec<Problem>,
 }
 
 /// An event name the catalogue does not know.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub(crate) struct Unknown {
-    pub event: String,
+    pub(crate) event: String,
     #[serde(flatten)]
-    pub seen: Seen,
+    pub(crate) seen: Seen,
 }
 
 /// The whole report.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq, Default)]
 pub(crate) struct Drift {
-    pub catalogue: String,
-    pub events: Vec<EventDrift>,
-    pub unknown_versions: Vec<Unknown>,
-    pub unknown_types: Vec<Unknown>,
+    pub(crate) catalogue: String,
+    pub(crate) events: Vec<EventDrift>,
+    pub(crate) unknown_versions: Vec<Unknown>,
+    pub(crate) unknown_types: Vec<Unknown>,
 }
 
 fn never_seen(spec: &EventSpec, seen: u64) -> Vec<String> {

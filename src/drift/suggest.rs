@@ -15,8 +15,8 @@ use crate::compat::{Catalogue, Field, Ty};
 #[derive(Debug, Default)]
 pub(crate) struct Suggestion {
     /// Unified diff (empty when there is nothing to add).
-    pub patch: String,
-    pub notes: Vec<String>,
+    pub(crate) patch: String,
+    pub(crate) notes: Vec<String>,
 }
 
 /// The catalogue type for a field's observed kinds, or why there is none.

@@ -5,10 +5,10 @@
 //! records the messages the bus client cannot parse.
 
 mod outcome;
-pub mod pipeline;
+mod pipeline;
 pub mod sink;
-pub mod source;
-pub mod unparsed;
+pub(crate) mod source;
+mod unparsed;
 mod writer;
 
 pub use outcome::{IngestError, Totals};

@@ -28,8 +28,8 @@ pub struct Totals {
     pub inserted: u64,
     pub batches: u64,
     /// When the first batch arrived and the last one was acked.
-    pub first: Option<Instant>,
-    pub last: Option<Instant>,
+    pub(crate) first: Option<Instant>,
+    pub(crate) last: Option<Instant>,
 }
 
 impl Totals {

@@ -33,11 +33,11 @@ use crate::telemetry::metrics::Metrics;
 
 /// What the pipeline needs besides the consumer.
 pub struct Ingest {
-    pub sink: Sink,
-    pub metrics: Arc<Metrics>,
-    pub health: Arc<Health>,
-    pub naming: Naming,
-    pub settings: IngestSettings,
+    pub(crate) sink: Sink,
+    pub(crate) metrics: Arc<Metrics>,
+    pub(crate) health: Arc<Health>,
+    pub(crate) naming: Naming,
+    pub(crate) settings: IngestSettings,
 }
 
 type Chunks = ReadyChunks<async_nats::jetstream::consumer::pull::Stream>;

@@ -26,14 +26,14 @@ const LOOK_AHEAD: u64 = 64;
 
 /// What the watch needs.
 pub(crate) struct Watch {
-    pub bus: Bus,
-    pub binding: Binding,
-    pub sink: Sink,
-    pub naming: Naming,
-    pub health: Arc<Health>,
-    pub metrics: Arc<Metrics>,
+    pub(crate) bus: Bus,
+    pub(crate) binding: Binding,
+    pub(crate) sink: Sink,
+    pub(crate) naming: Naming,
+    pub(crate) health: Arc<Health>,
+    pub(crate) metrics: Arc<Metrics>,
     /// The consumer's ack floor as last seen, shared with the pipeline.
-    pub floor: Arc<AtomicU64>,
+    pub(crate) floor: Arc<AtomicU64>,
 }
 
 /// Polls the consumer every ack wait until `stop`; when its ack floor has not moved for two

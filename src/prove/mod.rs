@@ -23,23 +23,23 @@ pub use crate::audit::bundle::FORMAT;
 /// One proven row.
 #[derive(Debug, Clone, Serialize)]
 pub struct Entry {
-    pub stream: String,
-    pub stream_seq: i64,
-    pub leaf_index: u64,
-    pub raw: String,
+    pub(crate) stream: String,
+    pub(crate) stream_seq: i64,
+    pub(crate) leaf_index: u64,
+    pub(crate) raw: String,
     /// Read back from the leaf data (`audit::bundle::fields`).
-    pub columns: Json,
-    pub leaf_data: String,
-    pub row_hash: String,
-    pub inclusion_proof: Vec<String>,
+    pub(crate) columns: Json,
+    pub(crate) leaf_data: String,
+    pub(crate) row_hash: String,
+    pub(crate) inclusion_proof: Vec<String>,
 }
 
 /// The evidence bundle (see docs/auditors.md, "Checking an evidence bundle").
 #[derive(Debug, Clone, Serialize)]
 pub struct Bundle {
-    pub format: &'static str,
-    pub checkpoint: String,
-    pub entries: Vec<Entry>,
+    pub(crate) format: &'static str,
+    pub(crate) checkpoint: String,
+    pub(crate) entries: Vec<Entry>,
 }
 
 /// Why no bundle could be made.

@@ -12,28 +12,28 @@ use super::model::{BatchRef, Tolerance};
 /// A registered batch.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Batch {
-    pub id: i64,
-    pub supplier: String,
-    pub name: String,
-    pub accounts: u64,
-    pub orders: u64,
-    pub manifest_sha256: String,
+    pub(crate) id: i64,
+    pub(crate) supplier: String,
+    pub(crate) name: String,
+    pub(crate) accounts: u64,
+    pub(crate) orders: u64,
+    pub(crate) manifest_sha256: String,
     /// The manifest's file name as given at registration.
-    pub source: Option<String>,
+    pub(crate) source: Option<String>,
     /// `VERDICT` or `VERDICT=N`, applied to every run of the batch.
-    pub tolerances: Vec<String>,
-    pub registered_at: DateTime<Utc>,
-    pub closed: Option<Closure>,
+    pub(crate) tolerances: Vec<String>,
+    pub(crate) registered_at: DateTime<Utc>,
+    pub(crate) closed: Option<Closure>,
 }
 
 /// Why and when a batch was closed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Closure {
-    pub closed_at: DateTime<Utc>,
+    pub(crate) closed_at: DateTime<Utc>,
     /// `command` or `settled`.
-    pub reason: String,
+    pub(crate) reason: String,
     /// The run that settled it.
-    pub run_id: Option<i64>,
+    pub(crate) run_id: Option<i64>,
 }
 
 impl Batch {

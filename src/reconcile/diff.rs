@@ -16,15 +16,15 @@ pub(crate) const NONE: &str = "(none)";
 /// One account that changed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Change {
-    pub external_account_number: String,
+    pub(crate) external_account_number: String,
     /// The verdicts in the earlier and the later run (`None`: not in that run).
-    pub from: Option<String>,
-    pub to: Option<String>,
+    pub(crate) from: Option<String>,
+    pub(crate) to: Option<String>,
     /// The registration roll-ups, when read.
-    pub from_registration: Option<String>,
-    pub to_registration: Option<String>,
+    pub(crate) from_registration: Option<String>,
+    pub(crate) to_registration: Option<String>,
     /// The later run's explanation.
-    pub detail: Option<String>,
+    pub(crate) detail: Option<String>,
 }
 
 impl Change {
@@ -40,23 +40,23 @@ impl Change {
 /// The changes from run `from` to run `to`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Diff {
-    pub scope: String,
+    pub(crate) scope: String,
     /// The registered batch the runs reconciled (`SUPPLIER/NAME`), if any: what the pages
     /// name instead of the scope.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub batch: Option<String>,
-    pub from_run: i64,
-    pub to_run: i64,
-    pub from_finished_at: DateTime<Utc>,
-    pub to_finished_at: DateTime<Utc>,
+    pub(crate) batch: Option<String>,
+    pub(crate) from_run: i64,
+    pub(crate) to_run: i64,
+    pub(crate) from_finished_at: DateTime<Utc>,
+    pub(crate) to_finished_at: DateTime<Utc>,
     /// `from → to` verdict transitions and how many accounts made each.
-    pub transitions: BTreeMap<String, u64>,
+    pub(crate) transitions: BTreeMap<String, u64>,
     /// `from → to` registration transitions.
-    pub registration_transitions: BTreeMap<String, u64>,
+    pub(crate) registration_transitions: BTreeMap<String, u64>,
     /// Accounts whose verdict or registration is the same in both runs.
-    pub unchanged: u64,
+    pub(crate) unchanged: u64,
     /// Every account that changed, by external account number.
-    pub changes: Vec<Change>,
+    pub(crate) changes: Vec<Change>,
 }
 
 impl Diff {

@@ -19,19 +19,19 @@
 //! the `complete` event's identifier when the platform has none.
 
 mod assemble;
-pub mod batch;
-pub mod compare;
-pub mod diff;
-pub mod manifest;
-pub mod model;
-pub mod platform;
-pub mod poll;
-pub mod registration;
-pub mod report;
+pub(crate) mod batch;
+pub(crate) mod compare;
+pub(crate) mod diff;
+pub(crate) mod manifest;
+pub(crate) mod model;
+mod platform;
+pub(crate) mod poll;
+pub(crate) mod registration;
+pub(crate) mod report;
 pub mod rest;
 mod run;
 pub mod store;
-pub mod verdict;
+pub(crate) mod verdict;
 
 use std::sync::atomic::Ordering;
 
@@ -48,24 +48,24 @@ use store::ReconcileStore;
 /// What to reconcile.
 #[derive(Debug, Clone)]
 pub(crate) struct Params {
-    pub suppliers: Vec<String>,
+    pub(crate) suppliers: Vec<String>,
     /// The registered batch (its manifest in `manifest`).
-    pub batch: Option<BatchRef>,
-    pub manifest: Option<Manifest>,
-    pub since: Option<DateTime<Utc>>,
-    pub until: Option<DateTime<Utc>>,
-    pub grace: Duration,
-    pub tolerances: Vec<Tolerance>,
+    pub(crate) batch: Option<BatchRef>,
+    pub(crate) manifest: Option<Manifest>,
+    pub(crate) since: Option<DateTime<Utc>>,
+    pub(crate) until: Option<DateTime<Utc>>,
+    pub(crate) grace: Duration,
+    pub(crate) tolerances: Vec<Tolerance>,
     /// Ask the per-account endpoint about every pending account (tells `in_progress` from
     /// `pending` on deployments that list accounts being processed as pending).
-    pub check_pending: bool,
+    pub(crate) check_pending: bool,
     /// Follow registrations up: read `meterpoint-statuses-for-account` for every imported
     /// account of the run and join the join-supplier events.
-    pub meter_points: bool,
+    pub(crate) meter_points: bool,
     /// A registration requested longer ago than this without completion is `stalled`.
-    pub registration_grace: Duration,
+    pub(crate) registration_grace: Duration,
     /// `cli` or `daemon`.
-    pub trigger: &'static str,
+    pub(crate) trigger: &'static str,
 }
 
 /// Why a run could not complete.

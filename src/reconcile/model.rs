@@ -13,42 +13,42 @@ use super::verdict::Verdict;
 /// One account's verdict and the evidence on both sides.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct AccountResult {
-    pub external_account_number: String,
+    pub(crate) external_account_number: String,
     /// The supplier whose records hold the account (the first one named when none does).
-    pub supplier: String,
-    pub verdict: Verdict,
+    pub(crate) supplier: String,
+    pub(crate) verdict: Verdict,
     /// `complete`, `error`, `cancelled`, `dry_run_complete` or `dry_run_error`.
-    pub event_outcome: Option<String>,
-    pub event_type: Option<String>,
-    pub event_id: Option<String>,
+    pub(crate) event_outcome: Option<String>,
+    pub(crate) event_type: Option<String>,
+    pub(crate) event_id: Option<String>,
     /// The platform account number a `complete` event names.
-    pub event_identifier: Option<String>,
-    pub event_time: Option<DateTime<Utc>>,
+    pub(crate) event_identifier: Option<String>,
+    pub(crate) event_time: Option<DateTime<Utc>>,
     /// `imported`, `in_progress`, `pending`, `unknown`, `not_found`, `absent` or `unverified`.
-    pub platform_status: String,
-    pub platform_account_number: Option<String>,
-    pub platform_created_at: Option<DateTime<Utc>>,
+    pub(crate) platform_status: String,
+    pub(crate) platform_account_number: Option<String>,
+    pub(crate) platform_created_at: Option<DateTime<Utc>>,
     /// Whether an `account.created` event with `is_imported: true` exists for the platform
     /// account number.
-    pub account_created_event: bool,
-    pub detail: Option<String>,
+    pub(crate) account_created_event: bool,
+    pub(crate) detail: Option<String>,
     /// The registration follow-through, rolled up (imported accounts whose meter points were
     /// read); never changes `verdict`.
-    pub registration: Option<Registration>,
+    pub(crate) registration: Option<Registration>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub meter_points: Option<Vec<MeterPoint>>,
+    pub(crate) meter_points: Option<Vec<MeterPoint>>,
 }
 
 /// REST requests of one run.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct RestSummary {
     /// Requests made: list pages plus per-account requests (retries not counted).
-    pub calls: u64,
-    pub list_calls: u64,
-    pub account_calls: u64,
+    pub(crate) calls: u64,
+    pub(crate) list_calls: u64,
+    pub(crate) account_calls: u64,
     /// HTTP attempts including retries.
-    pub attempts: u64,
-    pub retries: u64,
+    pub(crate) attempts: u64,
+    pub(crate) retries: u64,
 }
 
 /// How a run ended. Exit codes: `ok` 0, `mismatches` 1, `incomplete` 2.
@@ -93,8 +93,8 @@ impl Outcome {
 /// A verdict that counts as OK, for up to `max` accounts (any number when `None`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Tolerance {
-    pub verdict: Verdict,
-    pub max: Option<u64>,
+    pub(crate) verdict: Verdict,
+    pub(crate) max: Option<u64>,
 }
 
 impl std::str::FromStr for Tolerance {
@@ -189,45 +189,45 @@ pub(crate) fn settled(outcome: Outcome, registrations: &BTreeMap<String, u64>) -
 /// The batch a run belongs to.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct BatchRef {
-    pub id: i64,
-    pub supplier: String,
-    pub name: String,
+    pub(crate) id: i64,
+    pub(crate) supplier: String,
+    pub(crate) name: String,
 }
 
 /// One run: parameters, counts, outcome and (when loaded with them) its results.
 #[derive(Debug, Clone, Serialize)]
 pub struct RunReport {
     /// The stored run's id (`None` when it could not be stored).
-    pub run_id: Option<i64>,
+    pub(crate) run_id: Option<i64>,
     /// The registered batch the run reconciled, if any.
-    pub batch: Option<BatchRef>,
+    pub(crate) batch: Option<BatchRef>,
     /// Runs of one scope are compared: `batch:<id>`, `suppliers:<codes>` or
     /// `manifest:<sha256 prefix>`.
-    pub scope: String,
-    pub started_at: DateTime<Utc>,
-    pub finished_at: DateTime<Utc>,
+    pub(crate) scope: String,
+    pub(crate) started_at: DateTime<Utc>,
+    pub(crate) finished_at: DateTime<Utc>,
     /// `cli` or `daemon`.
-    pub trigger: String,
-    pub suppliers: Vec<String>,
+    pub(crate) trigger: String,
+    pub(crate) suppliers: Vec<String>,
     /// The run's inputs: window, grace, manifest, REST URL without credentials, tolerances.
-    pub parameters: serde_json::Value,
-    pub outcome: Outcome,
-    pub exit_code: u8,
-    pub accounts: u64,
-    pub counts: BTreeMap<String, u64>,
+    pub(crate) parameters: serde_json::Value,
+    pub(crate) outcome: Outcome,
+    pub(crate) exit_code: u8,
+    pub(crate) accounts: u64,
+    pub(crate) counts: BTreeMap<String, u64>,
     /// Accounts per registration state (empty when meter points were not read).
-    pub registration_counts: BTreeMap<String, u64>,
+    pub(crate) registration_counts: BTreeMap<String, u64>,
     /// `data_import.order_process.*` events by outcome (no REST counterpart): in the window for
     /// a supplier-wide run; for a batch or manifest, only its listed orders, with `no_event` for
     /// listed orders without any.
-    pub order_processes: BTreeMap<String, u64>,
-    pub rest: RestSummary,
+    pub(crate) order_processes: BTreeMap<String, u64>,
+    pub(crate) rest: RestSummary,
     /// Why an incomplete run stopped.
-    pub error: Option<String>,
+    pub(crate) error: Option<String>,
     /// Milliseconds per phase of this process's run (not stored).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub timings_ms: BTreeMap<String, u64>,
-    pub results: Vec<AccountResult>,
+    pub(crate) timings_ms: BTreeMap<String, u64>,
+    pub(crate) results: Vec<AccountResult>,
 }
 
 impl RunReport {
@@ -283,20 +283,20 @@ impl RunReport {
 /// One stored run without its results (the history).
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct RunSummary {
-    pub run_id: i64,
-    pub scope: String,
+    pub(crate) run_id: i64,
+    pub(crate) scope: String,
     /// The batch's name, for a batch run.
-    pub batch: Option<String>,
-    pub registration_counts: BTreeMap<String, u64>,
-    pub started_at: DateTime<Utc>,
-    pub finished_at: DateTime<Utc>,
-    pub trigger: String,
-    pub suppliers: Vec<String>,
-    pub outcome: Outcome,
-    pub accounts: u64,
-    pub counts: BTreeMap<String, u64>,
-    pub rest_calls: u64,
-    pub error: Option<String>,
+    pub(crate) batch: Option<String>,
+    pub(crate) registration_counts: BTreeMap<String, u64>,
+    pub(crate) started_at: DateTime<Utc>,
+    pub(crate) finished_at: DateTime<Utc>,
+    pub(crate) trigger: String,
+    pub(crate) suppliers: Vec<String>,
+    pub(crate) outcome: Outcome,
+    pub(crate) accounts: u64,
+    pub(crate) counts: BTreeMap<String, u64>,
+    pub(crate) rest_calls: u64,
+    pub(crate) error: Option<String>,
 }
 
 #[cfg(test)]

@@ -39,7 +39,7 @@ pub(crate) enum Listed {
 /// The merged lists of every supplier, in the order the suppliers were named.
 #[derive(Debug, Default)]
 pub(crate) struct Lists {
-    pub suppliers: Vec<HashMap<String, Listed>>,
+    pub(crate) suppliers: Vec<HashMap<String, Listed>>,
 }
 
 /// Merges one supplier's three lists.
@@ -130,9 +130,9 @@ impl Lists {
 /// The platform side of one account, and which supplier it belongs to.
 #[derive(Debug, Clone)]
 pub(crate) struct Resolved {
-    pub supplier: usize,
-    pub platform: Platform,
-    pub detail: Option<String>,
+    pub(crate) supplier: usize,
+    pub(crate) platform: Platform,
+    pub(crate) detail: Option<String>,
 }
 
 /// What the lists alone settle; `None` when the account must be asked.

@@ -131,37 +131,37 @@ impl JoinKind {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct JoinEvent {
     /// The platform account number.
-    pub account_number: String,
-    pub mpxn: String,
+    pub(crate) account_number: String,
+    pub(crate) mpxn: String,
     /// The event type, e.g. `lifecycle.join-supplier.completed`.
-    pub event_type: String,
-    pub occurred_at: Option<DateTime<Utc>>,
+    pub(crate) event_type: String,
+    pub(crate) occurred_at: Option<DateTime<Utc>>,
     /// `requested_at` of a `requested` event, when RFC 3339.
-    pub requested_at: Option<DateTime<Utc>>,
-    pub process: Option<String>,
-    pub stream_seq: i64,
+    pub(crate) requested_at: Option<DateTime<Utc>>,
+    pub(crate) process: Option<String>,
+    pub(crate) stream_seq: i64,
 }
 
 /// One meter point of an imported account, as reported and stored.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MeterPoint {
-    pub mpxn: String,
+    pub(crate) mpxn: String,
     /// What `meterpoint-statuses-for-account` says (e.g. `PRE_REGISTRATION`).
-    pub status: String,
+    pub(crate) status: String,
     /// Absent in runs stored before the follow-through existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub registration: Option<Registration>,
+    pub(crate) registration: Option<Registration>,
     /// The deciding event's type, and when it happened.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub event: Option<String>,
+    pub(crate) event: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub event_time: Option<DateTime<Utc>>,
+    pub(crate) event_time: Option<DateTime<Utc>>,
     /// When the registration was (last) requested.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub requested_at: Option<DateTime<Utc>>,
+    pub(crate) requested_at: Option<DateTime<Utc>>,
     /// The join-supplier process number.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub process: Option<String>,
+    pub(crate) process: Option<String>,
 }
 
 /// The verdict of one meter point from its join-supplier events (any order).

@@ -8,8 +8,8 @@
 //! CSV cells that a spreadsheet would run as a formula (`=`, `+`, `@`, tab, CR first) get a
 //! leading `'`.
 
-pub mod changes;
-pub mod html;
+pub(crate) mod changes;
+pub(crate) mod html;
 mod legend;
 
 use std::fmt::Write;

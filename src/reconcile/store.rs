@@ -24,27 +24,27 @@ pub use runs::ScopeState;
 /// An account's latest `data_import.import_process.*` event.
 #[derive(Debug, Clone)]
 pub(crate) struct OutcomeRow {
-    pub external: String,
-    pub event_type: String,
-    pub event_id: Option<String>,
-    pub identifier: Option<String>,
-    pub occurred_at: Option<DateTime<Utc>>,
+    pub(crate) external: String,
+    pub(crate) event_type: String,
+    pub(crate) event_id: Option<String>,
+    pub(crate) identifier: Option<String>,
+    pub(crate) occurred_at: Option<DateTime<Utc>>,
 }
 
 /// One event of an account's timeline.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct TimelineEntry {
-    pub occurred_at: Option<DateTime<Utc>>,
-    pub published_at: DateTime<Utc>,
-    pub event: Option<String>,
-    pub event_id: Option<String>,
-    pub status: String,
+    pub(crate) occurred_at: Option<DateTime<Utc>>,
+    pub(crate) published_at: DateTime<Utc>,
+    pub(crate) event: Option<String>,
+    pub(crate) event_id: Option<String>,
+    pub(crate) status: String,
     /// `first`, `duplicate` or `conflict` (null without envelope id).
-    pub id_status: Option<String>,
-    pub account_number: Option<String>,
-    pub stream: String,
-    pub stream_seq: i64,
-    pub payload: Option<serde_json::Value>,
+    pub(crate) id_status: Option<String>,
+    pub(crate) account_number: Option<String>,
+    pub(crate) stream: String,
+    pub(crate) stream_seq: i64,
+    pub(crate) payload: Option<serde_json::Value>,
 }
 
 /// The payload fields reconciliation reads, by their catalogue names (generated from

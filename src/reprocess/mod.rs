@@ -24,13 +24,13 @@ use store::{Page, ReprocessStore};
 /// Which stored rows to judge again.
 #[derive(Debug, Clone, Default, Serialize, serde::Deserialize, PartialEq, Eq)]
 pub struct Selection {
-    pub since: Option<DateTime<Utc>>,
-    pub until: Option<DateTime<Utc>>,
-    pub stream: Option<String>,
+    pub(crate) since: Option<DateTime<Utc>>,
+    pub(crate) until: Option<DateTime<Utc>>,
+    pub(crate) stream: Option<String>,
     /// Inclusive stream sequence range.
-    pub seq: Option<(i64, i64)>,
+    pub(crate) seq: Option<(i64, i64)>,
     /// Original statuses (empty: all).
-    pub statuses: Vec<String>,
+    pub(crate) statuses: Vec<String>,
 }
 
 /// A position in key order: after (stream, stream sequence, bus time).
@@ -47,24 +47,23 @@ impl Cursor {
 /// A stored row as reprocessing reads it.
 #[derive(Debug, Clone)]
 pub struct Stored {
-    pub stream: String,
-    pub stream_seq: i64,
-    pub published_at: DateTime<Utc>,
-    pub envelope: Option<String>,
-    pub event_type: Option<String>,
-    pub event_version: Option<String>,
-    pub status: String,
-    pub raw: Vec<u8>,
+    pub(crate) stream: String,
+    pub(crate) stream_seq: i64,
+    pub(crate) published_at: DateTime<Utc>,
+    pub(crate) envelope: Option<String>,
+    pub(crate) event_type: Option<String>,
+    pub(crate) event_version: Option<String>,
+    pub(crate) raw: Vec<u8>,
     /// Its latest verdict: its latest re-verdict, else the original.
-    pub latest: Latest,
+    pub(crate) latest: Latest,
 }
 
 /// A verdict as stored: status, and the canonical JSON of its errors and unknown fields.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Latest {
-    pub status: String,
-    pub errors: Option<String>,
-    pub unknown_fields: Option<String>,
+    pub(crate) status: String,
+    pub(crate) errors: Option<String>,
+    pub(crate) unknown_fields: Option<String>,
 }
 
 impl Stored {
@@ -80,28 +79,28 @@ impl Stored {
 /// Latest → new status of one event, with a count and example keys (`stream:seq`).
 #[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, Eq)]
 pub struct Transition {
-    pub event: String,
-    pub old: String,
-    pub new: String,
-    pub count: u64,
-    pub examples: Vec<String>,
+    pub(crate) event: String,
+    pub(crate) old: String,
+    pub(crate) new: String,
+    pub(crate) count: u64,
+    pub(crate) examples: Vec<String>,
 }
 
 /// What a run (or a dry run) found.
 #[derive(Debug, Clone, Serialize, Default)]
 pub struct Outcome {
     /// `None` for a dry run.
-    pub run_id: Option<i64>,
-    pub catalogue: String,
-    pub rows: u64,
+    pub(crate) run_id: Option<i64>,
+    pub(crate) catalogue: String,
+    pub(crate) rows: u64,
     /// Rows whose verdict changed (status, errors or unknown fields): the re-verdicts stored.
-    pub changed: u64,
+    pub(crate) changed: u64,
     /// (old → new) → count, every event together.
-    pub totals: BTreeMap<String, u64>,
+    pub(crate) totals: BTreeMap<String, u64>,
     /// Per event and (old → new); unchanged verdicts included.
-    pub transitions: Vec<Transition>,
+    pub(crate) transitions: Vec<Transition>,
     /// Hex of the closing hash (a run that finished).
-    pub run_hash: Option<String>,
+    pub(crate) run_hash: Option<String>,
 }
 
 /// The catalogue that judges: the built-in one, or one read from a directory.
@@ -203,9 +202,9 @@ impl Tally {
 
 /// A stored run to carry on: its id, where to start, and its recorded pages' transitions.
 pub(crate) struct RunStart {
-    pub id: i64,
-    pub cursor: Cursor,
-    pub done: Vec<Vec<Transition>>,
+    pub(crate) id: i64,
+    pub(crate) cursor: Cursor,
+    pub(crate) done: Vec<Vec<Transition>>,
 }
 
 /// Judges one page of stored rows (in key order, not empty: it ends at its last row) with

@@ -18,30 +18,28 @@ pub struct ReprocessStore {
 /// A run to resume (see [`ReprocessStore::run`]).
 #[derive(Debug, Clone)]
 pub struct Resume {
-    pub catalogue: String,
-    pub selection: String,
-    pub closed: bool,
-    pub cursor: Cursor,
+    pub(crate) catalogue: String,
+    pub(crate) selection: String,
+    pub(crate) closed: bool,
+    pub(crate) cursor: Cursor,
     /// Each recorded page's transitions, in key order.
-    pub pages: Vec<Vec<Transition>>,
+    pub(crate) pages: Vec<Vec<Transition>>,
 }
 
 /// One judged page as written: its re-verdicts, where it ends, its counts.
 #[derive(Debug, Clone)]
 pub struct Page {
-    pub reverdicts: Vec<(Reverdict, Option<String>)>,
-    pub last: Cursor,
-    pub rows: u64,
-    pub transitions: Vec<Transition>,
+    pub(crate) reverdicts: Vec<(Reverdict, Option<String>)>,
+    pub(crate) last: Cursor,
+    pub(crate) rows: u64,
+    pub(crate) transitions: Vec<Transition>,
 }
 
 /// A closed run.
 #[derive(Debug, Clone)]
 pub struct RunEnd {
-    pub rows: i64,
-    pub changed: i64,
-    pub digest: [u8; 32],
-    pub hash: [u8; 32],
+    pub(crate) changed: i64,
+    pub(crate) hash: [u8; 32],
 }
 
 impl ReprocessStore {
@@ -62,7 +60,7 @@ impl ReprocessStore {
         // the new verdict is compared with.
         let mut sql = String::from(
             "SELECT e.stream, e.stream_seq, e.published_at, e.envelope, e.event_type, \
-                 e.event_version, e.status, e.raw, COALESCE(rv.status, e.status) AS latest_status, \
+                 e.event_version, e.raw, COALESCE(rv.status, e.status) AS latest_status, \
                  CASE WHEN rv.status IS NULL THEN e.errors ELSE rv.errors END::text AS latest_errors, \
                  CASE WHEN rv.status IS NULL THEN e.unknown_fields ELSE rv.unknown_fields END::text \
                      AS latest_unknown \
@@ -128,7 +126,6 @@ impl ReprocessStore {
                 envelope: r.try_get("envelope").ctx("read a stored row")?,
                 event_type: r.try_get("event_type").ctx("read a stored row")?,
                 event_version: r.try_get("event_version").ctx("read a stored row")?,
-                status: r.try_get("status").ctx("read a stored row")?,
                 raw: r.try_get("raw").ctx("read a stored row")?,
                 latest: Latest {
                     status: r.try_get("latest_status").ctx("read a stored row")?,
@@ -350,11 +347,6 @@ impl ReprocessStore {
         .await
         .ctx("close a reprocess run")?;
         tx.commit().await.ctx("commit")?;
-        Ok(RunEnd {
-            rows,
-            changed,
-            digest,
-            hash,
-        })
+        Ok(RunEnd { changed, hash })
     }
 }

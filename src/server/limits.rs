@@ -26,10 +26,10 @@ pub(crate) const RESERVED_DESCRIPTORS: u64 = 128;
 /// The listener's limits, from the settings.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
-    pub header_timeout: Duration,
-    pub idle_timeout: Duration,
-    pub max_connections: usize,
-    pub max_header_bytes: usize,
+    pub(crate) header_timeout: Duration,
+    pub(crate) idle_timeout: Duration,
+    pub(crate) max_connections: usize,
+    pub(crate) max_header_bytes: usize,
 }
 
 impl Limits {
@@ -89,11 +89,11 @@ fn now_ms(origin: Instant) -> i64 {
 #[derive(Clone)]
 pub(crate) struct Slot {
     /// Requests in progress on it.
-    pub busy: Arc<AtomicUsize>,
+    pub(crate) busy: Arc<AtomicUsize>,
     /// Milliseconds (since the listener started) of its last byte either way.
-    pub last: Arc<AtomicI64>,
+    pub(crate) last: Arc<AtomicI64>,
     /// Cancelled to close it at once.
-    pub close: CancellationToken,
+    pub(crate) close: CancellationToken,
     opened: Instant,
 }
 

@@ -1,10 +1,10 @@
 //! The HTTP listener: an index at `/`, health (`/healthz`, `/readyz`), `/metrics`, and the
 //! reconciliation reports ([`reports`]); each router has its own state.
 
-pub mod health;
-pub mod limits;
-pub mod links;
-pub mod reports;
+mod health;
+pub(crate) mod limits;
+pub(crate) mod links;
+pub(crate) mod reports;
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

@@ -33,9 +33,9 @@ use crate::reconcile::store::ReconcileStore;
 /// What the report routes need: the reconciliation store and the token, nothing else.
 #[derive(Clone)]
 pub(crate) struct ReportState {
-    pub store: ReconcileStore,
+    pub(crate) store: ReconcileStore,
     /// The bearer token the routes require; open when `None`.
-    pub token: ReportToken,
+    pub(crate) token: ReportToken,
 }
 
 pub(crate) const MAX_QUERY: usize = 2048;

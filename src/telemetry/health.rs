@@ -26,13 +26,13 @@ pub(crate) enum Progress {
 /// What `/readyz` reports.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Readiness {
-    pub nats: bool,
-    pub postgres: bool,
-    pub consumer_bound: bool,
+    pub(crate) nats: bool,
+    pub(crate) postgres: bool,
+    pub(crate) consumer_bound: bool,
     /// The durable consumer answered the last poll (in a cluster: it and its stream have a
     /// leader).
-    pub jetstream: bool,
-    pub ingest: Progress,
+    pub(crate) jetstream: bool,
+    pub(crate) ingest: Progress,
 }
 
 impl Readiness {
@@ -63,11 +63,11 @@ pub struct Health {
     uncommitted: IntGauge,
     last_commit: IntGauge,
     /// Durable consumers recreated after being deleted under the daemon.
-    pub consumer_recreated: IntCounter,
+    pub(crate) consumer_recreated: IntCounter,
     /// Messages the bus client could not parse, fetched by sequence and recorded.
-    pub unparsable: IntCounter,
+    pub(crate) unparsable: IntCounter,
     /// Rows PostgreSQL refused as data, recorded as bus facts and raw bytes.
-    pub reduced_rows: IntCounter,
+    pub(crate) reduced_rows: IntCounter,
     db_errors: IntCounterVec,
     leader_changes: IntCounterVec,
 }

@@ -1,7 +1,7 @@
 //! Telemetry: logging set-up ([`init`]), the daemon's health state ([`health`]) and its
 //! Prometheus metrics by area ([`metrics`]).
 
-pub mod health;
+pub(crate) mod health;
 pub mod metrics;
 
 use std::io::IsTerminal;

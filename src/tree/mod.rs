@@ -18,25 +18,20 @@ pub(crate) const TILE_HEIGHT: u32 = 8;
 /// A link with the tree after its batch.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct TreeLink {
-    pub link_seq: i64,
-    pub batch_id: i64,
-    pub row_count: i32,
-    pub tree_size: Option<i64>,
-    pub tree_root: Option<Vec<u8>>,
+    pub(crate) link_seq: i64,
 }
 
 /// One row hash in log order, with its link.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct LeafRow {
-    pub link_seq: i64,
-    pub row_hash: Vec<u8>,
+    pub(crate) row_hash: Vec<u8>,
 }
 
 /// A row found by its stream and sequence: its place in the tree.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct RowPlace {
-    pub stream: String,
-    pub stream_seq: i64,
+    pub(crate) stream: String,
+    pub(crate) stream_seq: i64,
     pub leaf_index: i64,
 }
 
@@ -97,7 +92,7 @@ impl TreeStore {
     /// The links from `after_size` on (those whose tree is larger), in order.
     pub(crate) async fn links_after(&self, after_size: i64) -> Result<Vec<TreeLink>, DbError> {
         sqlx::query_as(
-            "SELECT link_seq, batch_id, row_count, tree_size, tree_root FROM audit.chain_links \
+            "SELECT link_seq FROM audit.chain_links \
              WHERE tree_size > $1 OR tree_size IS NULL ORDER BY link_seq",
         )
         .bind(after_size)
@@ -117,7 +112,7 @@ impl TreeStore {
         batches: (i64, i64),
     ) -> BoxStream<'_, Result<LeafRow, sqlx::Error>> {
         sqlx::query_as(
-            "SELECT l.link_seq, e.row_hash FROM audit.chain_links l \
+            "SELECT e.row_hash FROM audit.chain_links l \
              JOIN audit.events e ON e.batch_id = l.batch_id \
              WHERE l.link_seq BETWEEN $1 AND $2 AND l.tree_size IS NOT NULL \
                  AND e.batch_id BETWEEN $3 AND $4 \

@@ -19,10 +19,10 @@ const FORMAT: &str = "event-audit-verify-state/1";
 /// One log's last checked checkpoint.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Checked {
-    pub cp: Checkpoint,
-    pub note: String,
+    pub(crate) cp: Checkpoint,
+    pub(crate) note: String,
     /// The tree's right edge at the checkpoint's size.
-    pub tree: Frontier,
+    pub(crate) tree: Frontier,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -43,15 +43,15 @@ struct Entry {
 /// The state of one key's logs.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct AuditorState {
-    pub logs: BTreeMap<String, Checked>,
+    pub(crate) logs: BTreeMap<String, Checked>,
 }
 
 /// Why the state cannot be used (exit 2 unless `--no-state`).
 #[derive(Debug, thiserror::Error)]
 #[error("state file {path}: {why} (restore it from your copy, or run with --no-state to verify without it, knowingly)")]
 pub struct StateError {
-    pub path: String,
-    pub why: String,
+    pub(crate) path: String,
+    pub(crate) why: String,
 }
 
 impl AuditorState {

@@ -19,25 +19,25 @@ type Key = (String, i64, DateTime<Utc>);
 /// One row carrying an envelope id that occurs more than once, in log order.
 #[derive(Debug, Clone)]
 pub(crate) struct Occurrence {
-    pub event_id: String,
-    pub key: Key,
-    pub event_type: Option<String>,
-    pub event_version: Option<String>,
+    pub(crate) event_id: String,
+    pub(crate) key: Key,
+    pub(crate) event_type: Option<String>,
+    pub(crate) event_version: Option<String>,
     /// Whether the row claims its id ([`columns::CLAIMS_ITS_ID`]); rows that do not never take
     /// part in findings.
-    pub claims: bool,
+    pub(crate) claims: bool,
     /// SHA-256 of the message as received.
-    pub raw_hash: Vec<u8>,
+    pub(crate) raw_hash: Vec<u8>,
     /// The JSON value of the payload text in the message ([`columns::payload_digest`]).
-    pub payload: Option<[u8; 32]>,
+    pub(crate) payload: Option<[u8; 32]>,
 }
 
 /// One row of `audit.id_findings`.
 #[derive(Debug, Clone)]
 pub struct Stored {
-    pub event_id: String,
-    pub duplicate: bool,
-    pub first: Key,
+    pub(crate) event_id: String,
+    pub(crate) duplicate: bool,
+    pub(crate) first: Key,
 }
 
 fn at(key: &Key) -> String {

@@ -47,37 +47,37 @@ pub enum GapKind {
 /// A run of absent sequences, both ends included.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Gap {
-    pub from: u64,
-    pub to: u64,
-    pub kind: GapKind,
+    pub(crate) from: u64,
+    pub(crate) to: u64,
+    pub(crate) kind: GapKind,
 }
 
 /// The stream's state on the bus.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct BusState {
-    pub first_seq: u64,
-    pub last_seq: u64,
+    pub(crate) first_seq: u64,
+    pub(crate) last_seq: u64,
     /// Sequences deleted between the first and the last, ascending.
     #[serde(skip)]
-    pub deleted: Vec<u64>,
-    pub deleted_count: u64,
+    pub(crate) deleted: Vec<u64>,
+    pub(crate) deleted_count: u64,
 }
 
 /// One stream's completeness.
 #[derive(Debug, Clone, Serialize)]
 pub struct StreamCompleteness {
-    pub stream: String,
+    pub(crate) stream: String,
     /// `None` when the stream is not on the bus.
-    pub bus: Option<BusState>,
+    pub(crate) bus: Option<BusState>,
     /// The runs of sequences the log holds, `[first, last]`.
-    pub held: Vec<[u64; 2]>,
-    pub gaps: Vec<Gap>,
+    pub(crate) held: Vec<[u64; 2]>,
+    pub(crate) gaps: Vec<Gap>,
 }
 
 /// Completeness of every stream in the log.
 #[derive(Debug, Clone, Serialize)]
 pub struct Completeness {
-    pub streams: Vec<StreamCompleteness>,
+    pub(crate) streams: Vec<StreamCompleteness>,
 }
 
 impl Completeness {

@@ -4,16 +4,16 @@
 //! order; [`gaps`] reports which stream sequences the log holds and why the others are missing.
 //! Its SQL is in [`store`]; it opens the database as a reader (never creates, never migrates).
 
-pub mod auditor;
+mod auditor;
 pub mod copy;
-pub mod findings;
-pub mod gaps;
-pub mod reverdicts;
-pub mod rows;
+mod findings;
+pub(crate) mod gaps;
+pub(crate) mod reverdicts;
+pub(crate) mod rows;
 pub mod store;
-pub mod tree_sink;
-pub mod walk;
-pub mod witness;
+mod tree_sink;
+pub(crate) mod walk;
+pub(crate) mod witness;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -43,14 +43,14 @@ pub enum VerifyError {
 #[derive(Debug, Clone, serde::Serialize, PartialEq, Eq)]
 pub struct Break {
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub link: Option<i64>,
+    pub(crate) link: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub batch: Option<i64>,
+    pub(crate) batch: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub stream: Option<String>,
+    pub(crate) stream: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub stream_seq: Option<i64>,
-    pub why: String,
+    pub(crate) stream_seq: Option<i64>,
+    pub(crate) why: String,
 }
 
 /// The outcome of one walk.
@@ -61,29 +61,29 @@ pub struct VerifyReport {
     pub rows: i64,
     /// The first thing that does not match in log order, naming the row (stream, sequence),
     /// the batch or the link.
-    pub first_break: Option<String>,
+    pub(crate) first_break: Option<String>,
     /// Every break in log order, the first [`VERIFY_MAX_BREAKS`] of them.
-    pub breaks: Vec<Break>,
+    pub(crate) breaks: Vec<Break>,
     /// How many breaks there are in all (`breaks` may be cut).
-    pub breaks_total: i64,
+    pub(crate) breaks_total: i64,
     pub head_link_seq: i64,
-    pub duration_ms: i64,
+    pub(crate) duration_ms: i64,
     /// Completeness per stream, when it was checked.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub completeness: Option<gaps::Completeness>,
+    pub(crate) completeness: Option<gaps::Completeness>,
     /// On a hot standby: how far its view reaches (the run is not recorded there).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub standby: Option<crate::db::StandbyView>,
+    pub(crate) standby: Option<crate::db::StandbyView>,
 }
 
 /// How to walk.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct WalkOptions {
     /// Connections streaming rows at once.
-    pub workers: usize,
+    pub(crate) workers: usize,
     /// Rehash the rows of links from this one on (the links before are still checked against
     /// each other); `None` rehashes every row.
-    pub from_link: Option<i64>,
+    pub(crate) from_link: Option<i64>,
 }
 
 impl Default for WalkOptions {

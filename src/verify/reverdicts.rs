@@ -10,13 +10,9 @@ use sqlx::Row;
 use crate::audit::reverdict::{recanonical_errors, recanonical_strings, run_hash, Reverdict};
 use crate::db::{Ctx, Db, DbError};
 
-/// `Ok(Some(why))` names the first re-verdict, run or run end that does not match.
-pub async fn check(db: &Db) -> Result<Option<String>, DbError> {
-    Ok(check_runs(db).await?.0)
-}
-
-/// [`check`], and the closed runs' end hashes in chain order as far as the chain holds (the
-/// leaves of the re-verdict runs' Merkle tree).
+/// `Ok(Some(why))` names the first re-verdict, run or run end that does not match; with the
+/// closed runs' end hashes in chain order as far as the chain holds (the leaves of the
+/// re-verdict runs' Merkle tree).
 pub(crate) async fn check_runs(db: &Db) -> Result<(Option<String>, Vec<[u8; 32]>), DbError> {
     let mut leaves = Vec::new();
     let why = walk(db, &mut leaves).await?;

@@ -14,16 +14,16 @@ use crate::db::{Ctx, Db, DbError};
 /// One row of `audit.chain_links`.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct LinkRow {
-    pub link_seq: i64,
-    pub batch_id: i64,
-    pub row_count: i32,
-    pub batch_digest: Vec<u8>,
-    pub prev_hash: Vec<u8>,
-    pub hash: Vec<u8>,
+    pub(crate) link_seq: i64,
+    pub(crate) batch_id: i64,
+    pub(crate) row_count: i32,
+    pub(crate) batch_digest: Vec<u8>,
+    pub(crate) prev_hash: Vec<u8>,
+    pub(crate) hash: Vec<u8>,
     /// 1: the hash does not cover the tree; 2: it covers `tree_size` and `tree_root`.
-    pub version: i16,
-    pub tree_size: Option<i64>,
-    pub tree_root: Option<Vec<u8>>,
+    pub(crate) version: i16,
+    pub(crate) tree_size: Option<i64>,
+    pub(crate) tree_root: Option<Vec<u8>>,
 }
 
 /// The stored row's type of a column (jsonb as its text).
@@ -97,42 +97,42 @@ crate::audit::columns::events_row!(stored_row);
 /// A row whose batch has no chain link.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub(crate) struct Unlinked {
-    pub stream: String,
-    pub stream_seq: i64,
-    pub batch_id: i64,
-    pub total: i64,
+    pub(crate) stream: String,
+    pub(crate) stream_seq: i64,
+    pub(crate) batch_id: i64,
+    pub(crate) total: i64,
 }
 
 /// One run of `verify`, as recorded.
 #[derive(Debug, Clone, Default)]
 pub struct RunRecord<'a> {
-    pub ok: bool,
-    pub links: i64,
-    pub rows: i64,
-    pub first_break: Option<&'a str>,
-    pub breaks: i64,
-    pub duration_ms: i64,
+    pub(crate) ok: bool,
+    pub(crate) links: i64,
+    pub(crate) rows: i64,
+    pub(crate) first_break: Option<&'a str>,
+    pub(crate) breaks: i64,
+    pub(crate) duration_ms: i64,
     /// Gaps by kind; `None` when completeness was not checked.
-    pub gaps_purged: Option<i64>,
-    pub gaps_deleted: Option<i64>,
-    pub gaps_missing: Option<i64>,
-    pub gaps_pending: Option<i64>,
+    pub(crate) gaps_purged: Option<i64>,
+    pub(crate) gaps_deleted: Option<i64>,
+    pub(crate) gaps_missing: Option<i64>,
+    pub(crate) gaps_pending: Option<i64>,
     /// Whether the witnessed checkpoints held; `None` when not checked.
-    pub witness_ok: Option<bool>,
+    pub(crate) witness_ok: Option<bool>,
 }
 
 /// The latest recorded run, as the daemon's chain poller exports it.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub(crate) struct LastRun {
-    pub ok: bool,
-    pub verified_at: DateTime<Utc>,
-    pub rows: i64,
-    pub duration_ms: Option<i64>,
-    pub gaps_purged: Option<i64>,
-    pub gaps_deleted: Option<i64>,
-    pub gaps_missing: Option<i64>,
-    pub gaps_pending: Option<i64>,
-    pub witness_ok: Option<bool>,
+    pub(crate) ok: bool,
+    pub(crate) verified_at: DateTime<Utc>,
+    pub(crate) rows: i64,
+    pub(crate) duration_ms: Option<i64>,
+    pub(crate) gaps_purged: Option<i64>,
+    pub(crate) gaps_deleted: Option<i64>,
+    pub(crate) gaps_missing: Option<i64>,
+    pub(crate) gaps_pending: Option<i64>,
+    pub(crate) witness_ok: Option<bool>,
 }
 
 /// What verify reads.

@@ -29,38 +29,38 @@ use crate::tree::TreeStore;
 /// A checkpoint not trusted, and why.
 #[derive(Debug, Clone, Serialize)]
 pub struct Rejected {
-    pub checkpoint: String,
-    pub why: String,
+    pub(crate) checkpoint: String,
+    pub(crate) why: String,
 }
 
 /// What the check found.
 #[derive(Debug, Clone, Serialize, Default)]
 pub struct WitnessReport {
-    pub ok: bool,
+    pub(crate) ok: bool,
     /// Checkpoints read from the witness.
-    pub checkpoints: usize,
+    pub(crate) checkpoints: usize,
     /// Checkpoints whose signature, origin and cosignatures hold (both logs).
-    pub trusted: usize,
-    pub rejected: Vec<Rejected>,
+    pub(crate) trusted: usize,
+    pub(crate) rejected: Vec<Rejected>,
     /// The largest trusted checkpoint's size (the rows' tree).
-    pub witnessed_size: u64,
+    pub(crate) witnessed_size: u64,
     /// The largest trusted checkpoint's size of the re-verdict runs' tree.
-    pub reverdicts_size: u64,
+    pub(crate) reverdicts_size: u64,
     /// The first checkpoint the database does not hold (or that contradicts the state).
-    pub first_divergent: Option<String>,
+    pub(crate) first_divergent: Option<String>,
     /// The first thing that does not hold (checkpoint, link or stored subtree).
-    pub first_break: Option<String>,
+    pub(crate) first_break: Option<String>,
     /// The signed notes that show a rollback or fork (the saved one, then the witness's).
-    pub evidence: Vec<String>,
+    pub(crate) evidence: Vec<String>,
     /// What the checkpoint stream's configuration lacks to keep evidence.
-    pub stream_problems: Vec<String>,
+    pub(crate) stream_problems: Vec<String>,
     /// Rows whose hashes were taken into the tree in this run, from `from_size` on.
-    pub rows_hashed: u64,
-    pub from_size: u64,
+    pub(crate) rows_hashed: u64,
+    pub(crate) from_size: u64,
     /// Whether the run resumed from the state file.
-    pub incremental: bool,
+    pub(crate) incremental: bool,
     /// Whether a state file was read (false with `--no-state` or on a first run).
-    pub state_loaded: bool,
+    pub(crate) state_loaded: bool,
 }
 
 impl WitnessReport {
@@ -110,7 +110,7 @@ pub struct Prepared {
     events: Vec<Trusted>,
     reverdicts: Vec<Trusted>,
     /// The walk rehashes the rows of links from this one on (`None`: every row).
-    pub from_link: Option<i64>,
+    pub(crate) from_link: Option<i64>,
     start: Frontier,
 }
 

@@ -19,10 +19,10 @@ const MAX_PROOF: usize = 63;
 /// A parsed request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Request {
-    pub old: u64,
-    pub proof: Vec<Hash>,
+    pub(crate) old: u64,
+    pub(crate) proof: Vec<Hash>,
     /// The signed checkpoint, as sent.
-    pub note: String,
+    pub(crate) note: String,
 }
 
 /// Parses the body; `Err` names what is malformed (a 400).

@@ -6,8 +6,8 @@
 //! PostgreSQL and no NATS. Refusals of validly signed checkpoints are logged and counted: they
 //! are evidence of a log that rewrote its history.
 
-pub mod add;
-pub mod state;
+mod add;
+mod state;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;

@@ -16,10 +16,10 @@ use crate::audit::tlog::Hash;
 /// The latest checkpoint cosigned for one origin.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Latest {
-    pub size: u64,
-    pub root: Hash,
+    pub(crate) size: u64,
+    pub(crate) root: Hash,
     /// The checkpoint's note as submitted (evidence of what the log signed).
-    pub note: String,
+    pub(crate) note: String,
 }
 
 #[derive(Serialize, Deserialize)]

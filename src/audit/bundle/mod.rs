@@ -9,7 +9,7 @@
 pub mod fields;
 pub mod json;
 pub mod leaf;
-pub mod shape;
+mod shape;
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;

@@ -2,7 +2,7 @@
 //! and constant-time dispatch from a full event name to its decoder. Pure: no I/O.
 
 pub mod kind;
-pub mod names;
+pub(crate) mod names;
 pub mod rt;
 mod scalars;
 

@@ -471,4 +471,4 @@ pub(crate) fn decode_struct<'de, T: Struct, D: Deserializer<'de>>(
 #[cfg(test)]
 mod tests;
 
-pub mod dynamic;
+pub(crate) mod dynamic;

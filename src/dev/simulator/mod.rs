@@ -12,10 +12,10 @@
 //! count at exit. Secrets come from `--token-file`/`EVENT_AUDIT_REST_TOKEN` and
 //! `--api-key-file`/`EVENT_AUDIT_API_KEY`, never argv.
 
-pub mod play;
-pub mod registration;
+mod play;
+mod registration;
 pub mod server;
-pub mod state;
+mod state;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
@@ -68,8 +68,6 @@ pub struct Simulator {
     pub expected: serde_json::Value,
     /// The batch's manifest (its accounts and orders).
     pub manifest: crate::reconcile::Manifest,
-    /// The seed the batch was planned from.
-    pub seed: u64,
 }
 
 impl Simulator {
@@ -154,7 +152,6 @@ impl Simulator {
             platform,
             expected,
             manifest,
-            seed,
         })
     }
 

@@ -38,18 +38,18 @@ pub use crate::config::SimNaming as Naming;
 /// Injected REST faults.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Faults {
-    pub seed: u64,
-    pub rate_5xx: f64,
-    pub slow: f64,
-    pub slow_ms: u64,
+    pub(crate) seed: u64,
+    pub(crate) rate_5xx: f64,
+    pub(crate) slow: f64,
+    pub(crate) slow_ms: u64,
 }
 
 /// Who may ask: the configured token, tokens the GraphQL mutation issued, each for `uses`
 /// requests (0: unlimited).
 pub struct Auth {
-    pub token: SecretString,
-    pub uses: u64,
-    pub api_key: Option<SecretString>,
+    pub(crate) token: SecretString,
+    pub(crate) uses: u64,
+    pub(crate) api_key: Option<SecretString>,
 }
 
 /// The accounts and the list answers built from them.

@@ -64,26 +64,6 @@ pub enum Anomaly {
 }
 
 impl Anomaly {
-    pub const ALL: [Anomaly; 17] = [
-        Anomaly::DropCompletion,
-        Anomaly::WrongIdentifier,
-        Anomaly::ErrorButCreated,
-        Anomaly::Cancelled,
-        Anomaly::CancelledButImported,
-        Anomaly::DryRun,
-        Anomaly::DuplicateEvents,
-        Anomaly::LateEvents,
-        Anomaly::LeftInProgress,
-        Anomaly::LeftPending,
-        Anomaly::Failed,
-        Anomaly::MissingInPlatform,
-        Anomaly::RegistrationInFlight,
-        Anomaly::RegistrationNeverRequested,
-        Anomaly::RegistrationStalled,
-        Anomaly::RegistrationCancelled,
-        Anomaly::RegistrationReversed,
-    ];
-
     /// The command-line flag.
     pub(crate) fn flag(self) -> &'static str {
         match self {
@@ -146,15 +126,15 @@ pub enum State {
 /// One simulated account.
 #[derive(Debug, Clone)]
 pub struct Account {
-    pub external: String,
-    pub number: String,
-    pub anomaly: Option<Anomaly>,
-    pub state: State,
+    pub(crate) external: String,
+    pub(crate) number: String,
+    pub(crate) anomaly: Option<Anomaly>,
+    pub(crate) state: State,
     /// Simulated processing time (the account's creation time when imported).
-    pub at: DateTime<Utc>,
+    pub(crate) at: DateTime<Utc>,
     /// The per-account endpoints always answer 503 for it (`--rest-down`).
-    pub down: bool,
-    pub meter_points: Vec<String>,
+    pub(crate) down: bool,
+    pub(crate) meter_points: Vec<String>,
 }
 
 impl Account {
@@ -179,28 +159,28 @@ impl Account {
 /// What to plan.
 #[derive(Debug, Clone)]
 pub(crate) struct PlanConfig {
-    pub supplier: String,
-    pub accounts: usize,
-    pub seed: u64,
-    pub start: DateTime<Utc>,
-    pub rates: BTreeMap<Anomaly, f64>,
-    pub rest_down: f64,
-    pub orders: usize,
+    pub(crate) supplier: String,
+    pub(crate) accounts: usize,
+    pub(crate) seed: u64,
+    pub(crate) start: DateTime<Utc>,
+    pub(crate) rates: BTreeMap<Anomaly, f64>,
+    pub(crate) rest_down: f64,
+    pub(crate) orders: usize,
     /// The play time (registrations requested "now" are requested at it).
-    pub now: DateTime<Utc>,
+    pub(crate) now: DateTime<Utc>,
 }
 
 /// The planned batch.
 #[derive(Debug, Clone)]
 pub struct Plan {
-    pub supplier: String,
-    pub accounts: Vec<Account>,
+    pub(crate) supplier: String,
+    pub(crate) accounts: Vec<Account>,
     /// Envelopes in publish order.
-    pub events: Vec<Vec<u8>>,
+    pub(crate) events: Vec<Vec<u8>>,
     /// Order-process events by outcome.
-    pub orders: BTreeMap<String, u64>,
+    pub(crate) orders: BTreeMap<String, u64>,
     /// The external order ids and their outcome, in order.
-    pub order_ids: Vec<(String, &'static str)>,
+    pub(crate) order_ids: Vec<(String, &'static str)>,
 }
 
 /// A deterministic 64-bit mix (splitmix64) for per-item decisions.

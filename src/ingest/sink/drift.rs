@@ -30,10 +30,10 @@ type Key = (
 /// One aggregate.
 #[derive(Debug, Clone)]
 pub(crate) struct Obs {
-    pub count: i64,
-    pub declared_seen: u64,
-    pub first: DateTime<Utc>,
-    pub last: DateTime<Utc>,
+    pub(crate) count: i64,
+    pub(crate) declared_seen: u64,
+    pub(crate) first: DateTime<Utc>,
+    pub(crate) last: DateTime<Utc>,
 }
 
 fn add(map: &mut BTreeMap<Key, Obs>, key: Key, at: DateTime<Utc>, seen: u64) {
@@ -144,8 +144,8 @@ impl KnownPaths {
 /// this batch; and the batch's undeclared pairs, to remember once it commits.
 #[derive(Debug, Default)]
 pub(crate) struct Observed {
-    pub new_paths: Vec<(String, u64)>,
-    pub pairs: Vec<(String, String)>,
+    pub(crate) new_paths: Vec<(String, u64)>,
+    pub(crate) pairs: Vec<(String, String)>,
 }
 
 /// Writes the batch's observations.

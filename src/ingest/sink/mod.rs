@@ -2,7 +2,7 @@
 //! and findings, one hash-chain link). On success every message of the batch may be acked.
 
 mod chain;
-pub mod drift;
+mod drift;
 mod ids;
 mod redelivery;
 mod refused;
@@ -28,9 +28,9 @@ pub struct BatchOutcome {
     /// The chain link this batch added (0 when it added no rows).
     pub link_seq: i64,
     /// Payloads PostgreSQL refused as jsonb although they passed the check (kept in `raw`).
-    pub refused: usize,
+    pub(crate) refused: usize,
     /// Rows PostgreSQL refused as data, kept as bus facts and `raw` with the reason.
-    pub reduced: usize,
+    pub(crate) reduced: usize,
     /// Per event: undeclared field paths the log had never seen before this batch.
     pub new_fields: Vec<(String, u64)>,
 }
@@ -313,6 +313,7 @@ impl Sink {
 impl Sink {
     /// One transaction holding one COPY of a prepared body and nothing else (the database
     /// ceiling of `scripts/bench-ingest.sh`: no id claims, no chain link).
+    #[cfg(feature = "dev")]
     pub(crate) async fn copy_raw(&self, body: Vec<u8>) -> Result<(), DbError> {
         let mut tx = self.pool().begin().await.ctx("begin")?;
         let mut copy = tx.copy_in_raw(&copy_statement()).await.ctx("start COPY")?;

@@ -19,7 +19,6 @@ pub use crate::bus::{is_not_found, Bus, BusError};
 use crate::bus::{js_err, API_TIMEOUT};
 use crate::config::{IngestSettings, StreamSettings};
 pub(crate) use leaders::Leaders;
-pub use stored::Stored;
 
 /// The durable pull consumer type.
 pub(crate) type PullConsumer = jetstream::consumer::Consumer<pull::Config>;
@@ -27,16 +26,16 @@ pub(crate) type PullConsumer = jetstream::consumer::Consumer<pull::Config>;
 /// Where to consume from.
 #[derive(Debug, Clone)]
 pub struct Binding {
-    pub stream: String,
-    pub subjects: Vec<String>,
-    pub consumer: String,
-    pub bind_only: bool,
+    pub(crate) stream: String,
+    pub(crate) subjects: Vec<String>,
+    pub(crate) consumer: String,
+    pub(crate) bind_only: bool,
     /// How long JetStream waits for an ack before redelivering.
-    pub ack_wait: Duration,
+    pub(crate) ack_wait: Duration,
     /// Unacked messages the server lets this consumer have at once (bounds memory).
-    pub max_ack_pending: i64,
+    pub(crate) max_ack_pending: i64,
     /// Replicas of the stream when it is created.
-    pub replicas: usize,
+    pub(crate) replicas: usize,
 }
 
 impl Binding {

@@ -114,12 +114,12 @@ impl Bus {
 /// A message as the stream stores it.
 #[derive(Debug, Clone)]
 pub struct Stored {
-    pub subject: String,
-    pub seq: u64,
+    pub(crate) subject: String,
+    pub(crate) seq: u64,
     /// The raw header block, when there is one.
-    pub headers: Option<Vec<u8>>,
-    pub data: Vec<u8>,
-    pub published_at: DateTime<Utc>,
+    pub(crate) headers: Option<Vec<u8>>,
+    pub(crate) data: Vec<u8>,
+    pub(crate) published_at: DateTime<Utc>,
 }
 
 impl Stored {

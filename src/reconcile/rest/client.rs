@@ -29,12 +29,12 @@ use crate::telemetry::metrics::rest::RestMetrics;
 #[derive(Debug, Default)]
 pub struct Stats {
     /// Requests asked for (a page of a list counts once), whatever the retries.
-    pub calls: AtomicU64,
-    pub list_calls: AtomicU64,
-    pub account_calls: AtomicU64,
+    pub(crate) calls: AtomicU64,
+    pub(crate) list_calls: AtomicU64,
+    pub(crate) account_calls: AtomicU64,
     /// HTTP attempts, retries included.
-    pub attempts: AtomicU64,
-    pub retries: AtomicU64,
+    pub(crate) attempts: AtomicU64,
+    pub(crate) retries: AtomicU64,
 }
 
 /// Answers larger than this are refused (a list of 1M records is about 150 MB).
@@ -77,7 +77,7 @@ pub struct RestClient {
     sem: Arc<Semaphore>,
     pace: Arc<Pace>,
     metrics: Option<RestMetrics>,
-    pub stats: Arc<Stats>,
+    pub(crate) stats: Arc<Stats>,
 }
 
 /// A 2xx or 404 answer.

@@ -4,7 +4,7 @@
 //! ([`token`]).
 
 pub mod client;
-pub mod records;
+pub(crate) mod records;
 pub mod token;
 
 use std::time::Duration;

@@ -18,8 +18,8 @@ use serde_json::{Map, Value};
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("field `{field}`: {problem}")]
 pub struct ShapeError {
-    pub field: String,
-    pub problem: String,
+    pub(crate) field: String,
+    pub(crate) problem: String,
 }
 
 fn shape(field: impl Into<String>, problem: impl Into<String>) -> ShapeError {
@@ -32,18 +32,18 @@ fn shape(field: impl Into<String>, problem: impl Into<String>) -> ShapeError {
 /// One import-process record of the list endpoints.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ImportRecord {
-    pub external_account_number: String,
+    pub(crate) external_account_number: String,
     /// The platform's account number; `None` while the account is only staged.
-    pub account_number: Option<String>,
-    pub account_created_at: Option<DateTime<Utc>>,
+    pub(crate) account_number: Option<String>,
+    pub(crate) account_created_at: Option<DateTime<Utc>>,
 }
 
 /// One page of a list answer.
 #[derive(Debug)]
 pub(crate) struct ListPage {
-    pub records: Vec<ImportRecord>,
+    pub(crate) records: Vec<ImportRecord>,
     /// The next page's URL, when the answer is paginated.
-    pub next: Option<String>,
+    pub(crate) next: Option<String>,
 }
 
 /// `status` of `account-transfer-status`.
@@ -57,15 +57,15 @@ pub(crate) enum TransferStatus {
 /// The answer of `account-transfer-status`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct StatusAnswer {
-    pub status: TransferStatus,
-    pub account_number: Option<String>,
+    pub(crate) status: TransferStatus,
+    pub(crate) account_number: Option<String>,
 }
 
 /// One record of `meterpoint-statuses-for-account`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub(crate) struct MeterPointStatus {
-    pub mpxn: String,
-    pub status: String,
+    pub(crate) mpxn: String,
+    pub(crate) status: String,
 }
 
 fn type_name(v: &Value) -> &'static str {

@@ -20,21 +20,21 @@ const CHUNK: usize = 5_000;
 /// The latest state of one scope, for the metrics.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ScopeState {
-    pub scope: String,
+    pub(crate) scope: String,
     /// The suppliers of the scope, comma-separated (the batch's supplier for a batch).
-    pub supplier: String,
+    pub(crate) supplier: String,
     /// The batch's name; `None` for a supplier-wide scope.
-    pub batch: Option<String>,
+    pub(crate) batch: Option<String>,
     /// The batch's manifest size.
-    pub batch_accounts: Option<u64>,
+    pub(crate) batch_accounts: Option<u64>,
     /// The latest run's outcome (whatever it is).
-    pub last_outcome: Outcome,
+    pub(crate) last_outcome: Outcome,
     /// The latest completed run (no error): when, its counts and registrations.
-    pub completed_at: Option<DateTime<Utc>>,
-    pub counts: BTreeMap<String, u64>,
-    pub registrations: BTreeMap<String, u64>,
+    pub(crate) completed_at: Option<DateTime<Utc>>,
+    pub(crate) counts: BTreeMap<String, u64>,
+    pub(crate) registrations: BTreeMap<String, u64>,
     /// Runs of the scope by outcome.
-    pub runs: BTreeMap<String, u64>,
+    pub(crate) runs: BTreeMap<String, u64>,
 }
 
 const RUN_COLUMNS: &str = "r.id, r.started_at, r.finished_at, r.trigger, r.suppliers, \

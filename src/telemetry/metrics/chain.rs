@@ -12,19 +12,19 @@ pub(crate) const GAP_KINDS: [&str; 4] = ["purged", "deleted", "missing", "pendin
 
 pub struct ChainMetrics {
     /// Sequence number of the latest chain link.
-    pub head: IntGauge,
+    pub(crate) head: IntGauge,
     /// 1 when the last verification passed, 0 when it failed, -1 never run.
-    pub verify_ok: IntGauge,
-    pub verify_time: IntGauge,
+    pub(crate) verify_ok: IntGauge,
+    pub(crate) verify_time: IntGauge,
     /// How long the last verification took.
-    pub verify_duration: Gauge,
+    pub(crate) verify_duration: Gauge,
     /// Rows the last verification rehashed.
-    pub verify_rows: IntGauge,
+    pub(crate) verify_rows: IntGauge,
     /// Gaps (runs of absent stream sequences) the last verification found, by kind.
-    pub verify_gaps: IntGaugeVec,
+    pub(crate) verify_gaps: IntGaugeVec,
     /// 1 when the last verification held against the witnessed checkpoints, 0 when it did not,
     /// -1 not checked.
-    pub verify_witness_ok: IntGauge,
+    pub(crate) verify_witness_ok: IntGauge,
 }
 
 impl ChainMetrics {

@@ -18,18 +18,18 @@ pub struct IngestMetrics {
     /// Cached `messages{event, status}` for every catalogue event: [decoded, invalid].
     known: Vec<[IntCounter; 2]>,
     other: Mutex<HashMap<(String, Status), IntCounter>>,
-    pub bytes: IntCounter,
-    pub batches: IntCounter,
-    pub batch_size: Histogram,
-    pub decode_seconds: Histogram,
-    pub write_seconds: Histogram,
-    pub lag_seconds: Histogram,
-    pub duplicates: IntCounter,
-    pub conflicts: IntCounter,
-    pub redeliveries: IntCounter,
-    pub write_retries: IntCounter,
+    pub(crate) bytes: IntCounter,
+    pub(crate) batches: IntCounter,
+    pub(crate) batch_size: Histogram,
+    pub(crate) decode_seconds: Histogram,
+    pub(crate) write_seconds: Histogram,
+    pub(crate) lag_seconds: Histogram,
+    pub(crate) duplicates: IntCounter,
+    pub(crate) conflicts: IntCounter,
+    pub(crate) redeliveries: IntCounter,
+    pub(crate) write_retries: IntCounter,
     /// Rows appended to the audit log by this process.
-    pub rows: IntCounter,
+    pub(crate) rows: IntCounter,
     unknown_fields: IntCounterVec,
     /// Undeclared field paths new to the log (never observed before), by event.
     new_fields: IntCounterVec,
@@ -39,8 +39,8 @@ pub struct IngestMetrics {
     seen: Vec<AtomicBool>,
     catalogue_seen: IntGauge,
     catalogue_unseen: IntGauge,
-    pub consumer_pending: IntGauge,
-    pub consumer_ack_pending: IntGauge,
+    pub(crate) consumer_pending: IntGauge,
+    pub(crate) consumer_ack_pending: IntGauge,
 }
 
 /// Every error code, for the cached per-code counters.

@@ -3,10 +3,10 @@
 //! (reconciliation runs), [`witness`] (the checkpoint signer), plus the build and process facts registered here. Names follow
 //! `event_audit_<noun>_<unit>[_total]`; labels are bounded (see ARCHITECTURE.md).
 
-pub mod chain;
-pub mod ingest;
-pub mod reconcile;
-pub mod rest;
+pub(crate) mod chain;
+pub(crate) mod ingest;
+pub(crate) mod reconcile;
+pub(crate) mod rest;
 pub mod witness;
 
 use prometheus::{
@@ -17,12 +17,12 @@ pub use prometheus::Registry;
 
 /// The daemon's metrics: every area in one registry.
 pub struct Metrics {
-    pub registry: Registry,
-    pub ingest: ingest::IngestMetrics,
-    pub chain: chain::ChainMetrics,
+    pub(crate) registry: Registry,
+    pub(crate) ingest: ingest::IngestMetrics,
+    pub(crate) chain: chain::ChainMetrics,
     pub rest: rest::RestMetrics,
-    pub reconcile: reconcile::ReconcileMetrics,
-    pub witness: std::sync::Arc<witness::WitnessMetrics>,
+    pub(crate) reconcile: reconcile::ReconcileMetrics,
+    pub(crate) witness: std::sync::Arc<witness::WitnessMetrics>,
 }
 
 impl Metrics {

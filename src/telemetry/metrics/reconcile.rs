@@ -13,18 +13,18 @@ pub(crate) const WHOLE_SUPPLIER: &str = "*";
 
 pub struct ReconcileMetrics {
     /// Accounts per verdict in the latest completed run.
-    pub accounts: IntGaugeVec,
+    pub(crate) accounts: IntGaugeVec,
     /// Accounts per registration state in the latest completed run (every state 0 when the run
     /// read no meter points).
-    pub registrations: IntGaugeVec,
+    pub(crate) registrations: IntGaugeVec,
     /// Unix time of the latest completed run.
-    pub last_run: IntGaugeVec,
+    pub(crate) last_run: IntGaugeVec,
     /// 1 for the latest run's outcome (`ok`, `mismatches`, `incomplete`), 0 for the others.
-    pub last_outcome: IntGaugeVec,
+    pub(crate) last_outcome: IntGaugeVec,
     /// Stored runs by outcome.
-    pub runs: IntCounterVec,
+    pub(crate) runs: IntCounterVec,
     /// Accounts in each open batch's manifest.
-    pub batch_accounts: IntGaugeVec,
+    pub(crate) batch_accounts: IntGaugeVec,
 }
 
 impl ReconcileMetrics {

@@ -7,11 +7,11 @@ use super::{counter, counter_vec, histogram_vec, Registry};
 
 #[derive(Clone)]
 pub struct RestMetrics {
-    pub requests: IntCounterVec,
-    pub seconds: HistogramVec,
-    pub retries: IntCounter,
+    pub(crate) requests: IntCounterVec,
+    pub(crate) seconds: HistogramVec,
+    pub(crate) retries: IntCounter,
     /// Tokens renewed after a 401, by source (`file`, `graphql`).
-    pub token_refreshes: IntCounterVec,
+    pub(crate) token_refreshes: IntCounterVec,
 }
 
 impl RestMetrics {

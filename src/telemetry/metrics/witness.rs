@@ -20,7 +20,7 @@ pub struct WitnessMetrics {
     /// Tree size of the last checkpoint this daemon published.
     pub size: IntGauge,
     /// Unix time of the last checkpoint this daemon published.
-    pub time: IntGauge,
+    pub(crate) time: IntGauge,
     pub failures: IntCounter,
     /// Signed checkpoints not yet published (waiting for the stream or the witnesses' quorum).
     pub backlog: IntGauge,
@@ -28,11 +28,11 @@ pub struct WitnessMetrics {
     pub signer_ok: IntGauge,
     pub refusals: IntCounterVec,
     /// 1 when the checkpoint stream's configuration keeps evidence, 0 when it does not.
-    pub stream_ok: IntGauge,
+    pub(crate) stream_ok: IntGauge,
     /// Stored checkpoints that do not open with the signing key (inserted by someone else).
     pub foreign: IntCounter,
     /// Submissions a witness of the policy did not cosign (the WARN line names the witness).
-    pub witness_failures: IntCounter,
+    pub(crate) witness_failures: IntCounter,
 }
 
 impl WitnessMetrics {
@@ -97,12 +97,12 @@ impl WitnessMetrics {
 
 /// The independent witness's metrics (`witness serve`): cosignatures given, requests refused.
 pub(crate) struct WitnessServerMetrics {
-    pub cosigned: IntCounterVec,
+    pub(crate) cosigned: IntCounterVec,
     /// Refused requests whose checkpoint signature was valid: evidence of a misbehaving log.
-    pub refused: IntCounterVec,
+    pub(crate) refused: IntCounterVec,
     /// Requests refused before a valid signature was seen (unknown origin, bad signature,
     /// malformed), by HTTP status.
-    pub rejected: IntCounterVec,
+    pub(crate) rejected: IntCounterVec,
 }
 
 /// The `reason` vocabulary of refused requests.
