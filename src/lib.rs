@@ -6,8 +6,10 @@
 //! health, metrics) and `telemetry`. `app` wires the daemon; `cli` parses and dispatches;
 //! `config` holds every setting. See ARCHITECTURE.md.
 //!
-//! The public API is what the binary, the integration tests and a Rust consumer use; everything
-//! else is `pub(crate)`, so that the compiler reports what nothing uses. For a consumer:
+//! The public modules, items and fields are those the binary, the integration tests and a Rust
+//! consumer use; the other modules are crate-private (`mod` or `pub(crate) mod`), and the other
+//! items and fields `pub(crate)` or inside such a module, so that the compiler reports what
+//! nothing uses. For a consumer:
 //! - `decode::verdict::decode` judges one message, and its `event` is the typed
 //!   `decode::catalogue::Event` (one variant per catalogue event version);
 //! - `audit::note`, `audit::cosign`, `audit::tlog` and `audit::bundle` read and check the
