@@ -357,6 +357,9 @@ async fn a_rolling_restart_of_every_node_under_load_loses_and_doubles_nothing() 
         w.nats.start_again(i).await;
         w.nats.wait_current(&js, &[STREAM, CHECKPOINTS]).await;
         assert!(d.running(), "the daemon exited:\n{}", d.log());
+        // One poll of the daemon (every 5 s) in each leader's term, so that a leader moving
+        // away and back between two polls does not hide the move.
+        tokio::time::sleep(Duration::from_secs(6)).await;
     }
     stop.cancel();
     let live = live.await.expect("publisher");
