@@ -230,14 +230,23 @@ async fn the_log_is_append_only_for_writer_owner_and_auditor() {
     as_role(pool, writer, "SELECT audit.ensure_partitions(now(), 2)")
         .await
         .expect("the writer creates partitions");
-    // It runs with its owner's rights, so it resolves no name through the caller's search_path.
+    // It refreshes the partitioned log's statistics, which autovacuum never takes.
+    as_role(pool, writer, "SELECT audit.analyze_log()")
+        .await
+        .expect("the writer refreshes the log's statistics");
+    // Both run with their owner's rights, so they resolve no name through the caller's
+    // search_path.
     let config: Vec<String> = sqlx::query_scalar(
-        "SELECT unnest(proconfig) FROM pg_proc WHERE proname = 'ensure_partitions'",
+        "SELECT unnest(proconfig) FROM pg_proc \
+         WHERE proname IN ('ensure_partitions', 'analyze_log') ORDER BY proname",
     )
     .fetch_all(pool)
     .await
     .expect("proconfig");
-    assert_eq!(config, vec!["search_path=pg_catalog, pg_temp".to_owned()]);
+    assert_eq!(
+        config,
+        vec!["search_path=pg_catalog, pg_temp".to_owned(); 2]
+    );
 
     // The owner and a superuser have the privileges; the triggers refuse.
     for role in [owner, None] {
@@ -314,4 +323,46 @@ async fn the_log_is_append_only_for_writer_owner_and_auditor() {
         .await
         .expect("verify");
     assert!(report.ok && report.rows == n as i64, "{report:?}");
+}
+
+/// The daemon's writer refreshes the partitioned log's statistics (which autovacuum never takes)
+/// once the log has grown by a tenth plus 1,000 rows since they were taken, and not before.
+#[tokio::test]
+async fn the_writer_refreshes_the_logs_statistics_when_it_grew() {
+    let db = TestDb::create().await;
+    let pool = &db.pool;
+    let sink = Sink::new(Db::from_pool(pool.clone()), "test");
+    let analyze = "SELECT audit.analyze_log()";
+    let as_writer = |sql: &'static str| async move {
+        let mut tx = pool.begin().await.expect("begin");
+        sqlx::query("SET LOCAL ROLE event_audit_writer")
+            .execute(&mut *tx)
+            .await
+            .expect("set role");
+        let analyzed: bool = sqlx::query_scalar(sql)
+            .fetch_one(&mut *tx)
+            .await
+            .expect("analyze_log");
+        tx.commit().await.expect("commit");
+        analyzed
+    };
+    let estimate = || async {
+        sqlx::query_scalar::<_, f32>(
+            "SELECT reltuples FROM pg_class WHERE oid = 'audit.events'::regclass",
+        )
+        .fetch_one(pool)
+        .await
+        .expect("reltuples")
+    };
+    sink.write_batch(&mut records("STATS", 500, 1, now_us()))
+        .await
+        .expect("write");
+    assert!(!as_writer(analyze).await, "500 rows: under the threshold");
+    assert!(estimate().await < 0.0, "never analyzed");
+    sink.write_batch(&mut records("STATS2", 1000, 1, now_us()))
+        .await
+        .expect("write");
+    assert!(as_writer(analyze).await, "1,500 rows: over the threshold");
+    assert_eq!(estimate().await, 1500.0);
+    assert!(!as_writer(analyze).await, "nothing new since");
 }

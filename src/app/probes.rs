@@ -20,6 +20,8 @@ const PROBE_EVERY: Duration = Duration::from_secs(2);
 const POLL_EVERY: Duration = Duration::from_secs(5);
 /// Partitions are created ahead this often.
 const PARTITIONS_EVERY: Duration = Duration::from_secs(3600);
+/// How often the log's statistics are looked at (refreshed when it grew by a tenth).
+const STATISTICS_EVERY: Duration = Duration::from_secs(60);
 
 /// Starts the probers and the chain poller in `tasks`, until `stop`.
 pub(super) fn spawn(
@@ -83,11 +85,12 @@ async fn probe_nats(
 }
 
 /// The only writer of the chain metrics (the head can move through other instances and
-/// `verify` runs elsewhere), and of the partitions created ahead.
+/// `verify` runs elsewhere), of the partitions created ahead and of the log's statistics.
 async fn poll_chain(db: Db, metrics: Arc<Metrics>, stop: CancellationToken) {
     let verify = VerifyStore::new(db.clone());
     let mut tick = tokio::time::interval(POLL_EVERY);
     let mut partitions = tokio::time::interval(PARTITIONS_EVERY);
+    let mut statistics = tokio::time::interval(STATISTICS_EVERY);
     loop {
         tokio::select! {
             _ = stop.cancelled() => return,
@@ -96,6 +99,11 @@ async fn poll_chain(db: Db, metrics: Arc<Metrics>, stop: CancellationToken) {
                     tracing::warn!(error = %e, "could not create partitions ahead");
                 }
             }
+            _ = statistics.tick() => match db.analyze_log().await {
+                Ok(true) => tracing::debug!("statistics of audit.events refreshed"),
+                Ok(false) => {}
+                Err(e) => tracing::warn!(error = %e, "could not refresh the log's statistics"),
+            },
             _ = tick.tick() => {
                 let m = &metrics.chain;
                 if let Ok((head, _)) = verify.chain_head().await {

@@ -248,6 +248,15 @@ impl Db {
             .ctx("create partitions")
     }
 
+    /// Refreshes the statistics of the partitioned log when it has grown by a tenth since they
+    /// were taken (autovacuum analyzes only its partitions); whether it did.
+    pub(crate) async fn analyze_log(&self) -> Result<bool, DbError> {
+        sqlx::query_scalar("SELECT audit.analyze_log()")
+            .fetch_one(&self.pool)
+            .await
+            .ctx("analyze the log")
+    }
+
     /// Ends the server session of a connection that was forgotten after a timeout. A silent
     /// network can leave that session waiting on its client in the middle of a statement (a
     /// COPY): PostgreSQL does not cancel a statement that waits on the client, so its
