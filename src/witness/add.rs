@@ -1,8 +1,8 @@
 //! `add-checkpoint`, as C2SP tlog-witness specifies it: the request body parsed (`old <size>`,
 //! at most 63 base64 proof lines, an empty line, the signed checkpoint), and the decision in the
 //! spec's order — unknown origin 404, no signature by a trusted key 403, old size above the
-//! checkpoint's 400, old size not the one last cosigned (or the same size with another root) 409
-//! with the size it knows, a consistency proof that fails 422 — else the new checkpoint, to be
+//! checkpoint's 400, old size not the one last cosigned (a stale view, routine) or the same size
+//! with another root (a fork, evidence) 409 with the size it knows, a consistency proof that fails 422 — else the new checkpoint, to be
 //! stored before the cosignature is returned. Pure: the caller holds the lock, stores and signs.
 
 use base64::engine::general_purpose::STANDARD as B64;
@@ -68,7 +68,12 @@ pub(crate) enum Refused {
     Unsigned,
     /// The old size is above the checkpoint's size.
     OldTooLarge,
-    /// The old size is not the one last cosigned, or the same size with another root.
+    /// The old size is not the one last cosigned: the client's view is stale (routine when
+    /// several signers take turns, or after a restart); it retries from `known`. Not evidence.
+    Stale {
+        known: u64,
+    },
+    /// The same size as the one last cosigned, with another root: a fork.
     Conflict {
         known: u64,
     },
@@ -83,7 +88,7 @@ impl Refused {
             Refused::Malformed(_) | Refused::OldTooLarge => 400,
             Refused::UnknownOrigin => 404,
             Refused::Unsigned => 403,
-            Refused::Conflict { .. } => 409,
+            Refused::Stale { .. } | Refused::Conflict { .. } => 409,
             Refused::Inconsistent => 422,
         }
     }
@@ -128,7 +133,7 @@ pub(crate) fn decide(
     }
     let known = latest.map_or(0, |l| l.size);
     if req.old != known {
-        return Err(Refused::Conflict { known });
+        return Err(Refused::Stale { known });
     }
     let next = Latest {
         size: cp.size,
@@ -218,8 +223,10 @@ mod tests {
         );
         assert_eq!(
             run(&body(0, &[], &n10), Some(&l4)),
-            Err(Refused::Conflict { known: 4 })
+            Err(Refused::Stale { known: 4 })
         );
+        // A stale view is routine (the client retries from the size it is told): no evidence.
+        assert_eq!(Refused::Stale { known: 4 }.evidence(), None);
         assert_eq!(
             run(&body(11, &[], &n10), Some(&l4))
                 .map(|l| l.size)

@@ -249,7 +249,9 @@ fn refuse(w: &Inner, signed: Option<(&str, u64, Option<u64>)>, r: Refused) -> Re
         }
     }
     match r {
-        Refused::Conflict { known } => text(409, format!("{known}\n"), "text/x.tlog.size"),
+        Refused::Stale { known } | Refused::Conflict { known } => {
+            text(409, format!("{known}\n"), "text/x.tlog.size")
+        }
         Refused::Malformed(why) => text(400, format!("{why}\n"), "text/plain"),
         Refused::OldTooLarge => text(
             400,

@@ -126,7 +126,7 @@ impl WitnessServerMetrics {
             rejected: counter_vec(
                 r,
                 "event_audit_witness_rejected_requests_total",
-                "Requests refused before a valid log signature (unknown origin, bad signature, malformed), by status",
+                "Requests refused without evidence against the log (unknown origin, bad signature, malformed, or a stale old size: 409, which the client retries), by status",
                 &["code"],
             ),
         };
