@@ -64,11 +64,13 @@ impl Leaders {
         m.consumer_ack_pending
             .set(i64::try_from(info.num_ack_pending).unwrap_or(i64::MAX));
         let consumer_leader = info.cluster.as_ref().and_then(|c| c.leader.clone());
+        // `get_stream` is the stream's info request: its answer is the cached info.
         let stream_leader = match tokio::time::timeout(limit, js.get_stream(&stream_name)).await {
-            Ok(Ok(mut s)) => match tokio::time::timeout(limit, s.info()).await {
-                Ok(Ok(i)) => i.cluster.as_ref().and_then(|c| c.leader.clone()),
-                _ => None,
-            },
+            Ok(Ok(s)) => s
+                .cached_info()
+                .cluster
+                .as_ref()
+                .and_then(|c| c.leader.clone()),
             _ => None,
         };
         self.answered(health, &stream_name);

@@ -104,9 +104,8 @@ impl NatsCluster {
     /// The node leading `stream` now (its Raft group's leader), once one is elected.
     pub async fn stream_leader(&self, js: &jetstream::Context, stream: &str) -> usize {
         self.leader_of(|| async {
-            let mut s = js.get_stream(stream).await.ok()?;
-            let info = s.info().await.ok()?;
-            info.cluster.as_ref()?.leader.clone()
+            let s = js.get_stream(stream).await.ok()?;
+            s.cached_info().cluster.as_ref()?.leader.clone()
         })
         .await
     }
@@ -153,9 +152,8 @@ impl NatsCluster {
         for stream in streams {
             loop {
                 let asked = tokio::time::timeout(Duration::from_secs(3), async {
-                    let mut s = js.get_stream(*stream).await.ok()?;
-                    let info = s.info().await.ok()?;
-                    let c = info.cluster.as_ref()?;
+                    let s = js.get_stream(*stream).await.ok()?;
+                    let c = s.cached_info().cluster.as_ref()?;
                     let peers = &c.replicas;
                     Some(
                         c.leader.is_some()
