@@ -58,8 +58,7 @@ async fn nats_restart_loses_and_duplicates_nothing() {
     env.wait_rows(3000, Duration::from_secs(90), || d.log())
         .await;
     d.wait_ready(200, Duration::from_secs(20)).await;
-    d.signal("TERM");
-    assert_eq!(d.wait(Duration::from_secs(30)).await.code(), Some(0));
+    d.stop_cleanly(Duration::from_secs(30)).await;
     env.assert_exact(3000).await;
 }
 
@@ -98,8 +97,7 @@ async fn a_deleted_consumer_is_recreated_where_the_log_ends() {
             .await
             .expect("count");
     assert_eq!(redelivered, 0, "nothing was read twice");
-    d.signal("TERM");
-    assert_eq!(d.wait(Duration::from_secs(30)).await.code(), Some(0));
+    d.stop_cleanly(Duration::from_secs(30)).await;
     env.assert_exact(2000).await;
 }
 

@@ -74,10 +74,37 @@ impl World {
         Daemon::spawn_at(&db, &self.nats.urls(), addr, args, &[])
     }
 
+    /// The case's start: `n` messages of the load mix published, a publisher running on
+    /// through the faults, and the daemon ready with at least `rows` rows written.
+    async fn under_load(
+        &self,
+        n: usize,
+        seed: u64,
+        rows: i64,
+    ) -> (jetstream::Context, Live, Daemon) {
+        self.publish_load(n, seed).await;
+        let js = self.nats.js().await;
+        let live = Live::start(js.clone());
+        let mut d = self.daemon();
+        d.wait_ready(200, Duration::from_secs(30)).await;
+        self.db()
+            .wait_rows(rows, Duration::from_secs(60), || d.log())
+            .await;
+        (js, live, d)
+    }
+
+    /// The case's end: each of the stream's `n` sequences in the log once, chained and verified,
+    /// and the checkpoints in order, `verify --public-key` intact against them.
+    async fn assert_logged_once(&self, js: &jetstream::Context, n: i64) {
+        self.db().assert_exact(n).await;
+        self.assert_checkpoints_in_order(js, n).await;
+        self.assert_verifies_with_checkpoints(n).await;
+    }
+
     /// The audit stream's last sequence, with a check that it holds no gap or duplicate.
     async fn stream_last(&self, js: &jetstream::Context) -> i64 {
-        let mut s = js.get_stream(STREAM).await.expect("stream");
-        let info = s.info().await.expect("stream info");
+        let s = js.get_stream(STREAM).await.expect("stream");
+        let info = s.cached_info();
         assert_eq!(
             info.config.num_replicas, 3,
             "the audit stream has three replicas"
@@ -128,8 +155,8 @@ impl World {
     /// The checkpoints of the log in the order the stream holds them: sizes strictly
     /// increasing, the last one `rows`, each a signed note of the origin.
     async fn assert_checkpoints_in_order(&self, js: &jetstream::Context, rows: i64) {
-        let mut s = js.get_stream(CHECKPOINTS).await.expect("checkpoint stream");
-        let info = s.info().await.expect("checkpoint stream info").clone();
+        let s = js.get_stream(CHECKPOINTS).await.expect("checkpoint stream");
+        let info = s.cached_info().clone();
         assert_eq!(
             info.config.num_replicas, 3,
             "the checkpoint stream has three replicas"
@@ -203,6 +230,27 @@ impl World {
     }
 }
 
+/// The publisher running through a case's faults.
+struct Live {
+    stop: CancellationToken,
+    task: JoinHandle<u64>,
+}
+
+impl Live {
+    fn start(js: jetstream::Context) -> Live {
+        let stop = CancellationToken::new();
+        let task = live_publisher(js, stop.clone());
+        Live { stop, task }
+    }
+
+    /// Stops it; asserts it stored messages during `what`.
+    async fn end(self, what: &str) {
+        self.stop.cancel();
+        let stored = self.task.await.expect("publisher");
+        assert!(stored > 0, "no load during {what}");
+    }
+}
+
 /// Publishes small envelopes to `events.live` one after another until `stop`, each with its
 /// own `Nats-Msg-Id`, retrying each until JetStream stores it (a retry inside the duplicate
 /// window is stored once): load that goes on through the faults. Returns how many it stored.
@@ -266,27 +314,10 @@ async fn wait_leader_change(d: &mut Daemon, role: &str, limit: Duration) {
     }
 }
 
-/// Stops the daemon with SIGTERM: exit 0, one start in its log (it never restarted).
-async fn stop_daemon(mut d: Daemon) -> String {
-    d.signal("TERM");
-    let status = d.wait(Duration::from_secs(60)).await;
-    let log = d.log();
-    assert_eq!(status.code(), Some(0), "{log}");
-    log
-}
-
 #[tokio::test]
 async fn the_stream_and_consumer_leaders_killed_mid_ingest_lose_and_double_nothing() {
     let mut w = World::start().await;
-    w.publish_load(6000, 61).await;
-    let js = w.nats.js().await;
-    let stop = CancellationToken::new();
-    let live = live_publisher(js.clone(), stop.clone());
-    let mut d = w.daemon();
-    d.wait_ready(200, Duration::from_secs(30)).await;
-    w.db()
-        .wait_rows(2000, Duration::from_secs(60), || d.log())
-        .await;
+    let (js, live, mut d) = w.under_load(6000, 61, 2000).await;
 
     // The audit stream's leader dies; two of three nodes keep the quorum.
     let stream_leader = w.nats.stream_leader(&js, STREAM).await;
@@ -318,21 +349,17 @@ async fn the_stream_and_consumer_leaders_killed_mid_ingest_lose_and_double_nothi
     d.wait_ready(200, Duration::from_secs(90)).await;
     w.assert_nothing_acked_unwritten(&js).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
-    stop.cancel();
-    let live = live.await.expect("publisher");
-    assert!(live > 0, "no load during the faults");
+    live.end("the faults").await;
 
     let n = w.drained(&js, &mut d).await;
     assert!(d.running(), "{}", d.log());
-    let log = stop_daemon(d).await;
+    let log = d.stop_cleanly(Duration::from_secs(60)).await;
     assert!(
         log.contains("JetStream stream leader changed from"),
         "{log}"
     );
     assert!(log.contains("JetStream does not answer"), "{log}");
-    w.db().assert_exact(n).await;
-    w.assert_checkpoints_in_order(&js, n).await;
-    w.assert_verifies_with_checkpoints(n).await;
+    w.assert_logged_once(&js, n).await;
     assert!(
         backlog >= 1.0,
         "no checkpoint queued while the quorum was lost"
@@ -342,15 +369,7 @@ async fn the_stream_and_consumer_leaders_killed_mid_ingest_lose_and_double_nothi
 #[tokio::test]
 async fn a_rolling_restart_of_every_node_under_load_loses_and_doubles_nothing() {
     let mut w = World::start().await;
-    w.publish_load(3000, 62).await;
-    let js = w.nats.js().await;
-    let stop = CancellationToken::new();
-    let live = live_publisher(js.clone(), stop.clone());
-    let mut d = w.daemon();
-    d.wait_ready(200, Duration::from_secs(30)).await;
-    w.db()
-        .wait_rows(1000, Duration::from_secs(60), || d.log())
-        .await;
+    let (js, live, mut d) = w.under_load(3000, 62, 1000).await;
     for i in 0..3 {
         w.nats.nodes[i].stop().await;
         tokio::time::sleep(Duration::from_secs(1)).await;
@@ -361,9 +380,7 @@ async fn a_rolling_restart_of_every_node_under_load_loses_and_doubles_nothing() 
         // away and back between two polls does not hide the move.
         tokio::time::sleep(Duration::from_secs(6)).await;
     }
-    stop.cancel();
-    let live = live.await.expect("publisher");
-    assert!(live > 0, "no load during the restarts");
+    live.end("the restarts").await;
     let n = w.drained(&js, &mut d).await;
     d.wait_ready(200, Duration::from_secs(30)).await;
     let m = d.metrics().await;
@@ -379,8 +396,6 @@ async fn a_rolling_restart_of_every_node_under_load_loses_and_doubles_nothing() 
         .sum();
     assert!(changes >= 1.0, "every leader moved at least once: {m}");
     w.assert_nothing_acked_unwritten(&js).await;
-    stop_daemon(d).await;
-    w.db().assert_exact(n).await;
-    w.assert_checkpoints_in_order(&js, n).await;
-    w.assert_verifies_with_checkpoints(n).await;
+    d.stop_cleanly(Duration::from_secs(60)).await;
+    w.assert_logged_once(&js, n).await;
 }

@@ -181,6 +181,15 @@ impl Daemon {
         }
     }
 
+    /// SIGTERM, then an exit 0 within `limit` (asserted, the log shown otherwise); its log.
+    pub async fn stop_cleanly(&mut self, limit: Duration) -> String {
+        self.signal("TERM");
+        let status = self.wait(limit).await;
+        let log = self.log();
+        assert_eq!(status.code(), Some(0), "log:\n{log}");
+        log
+    }
+
     /// Its /metrics text.
     pub async fn metrics(&self) -> String {
         self.get("/metrics", Duration::from_secs(2))

@@ -95,8 +95,7 @@ async fn two_daemons_on_one_consumer_with_one_killed_write_everything_once() {
         metric(&m, "event_audit_instance_info", "audit_instance=\"b\""),
         Some(1.0)
     );
-    b.signal("TERM");
-    assert_eq!(b.wait(Duration::from_secs(30)).await.code(), Some(0));
+    b.stop_cleanly(Duration::from_secs(30)).await;
     env.assert_exact(n as i64).await;
     let pool = env.pool().await;
     let who: Vec<String> =

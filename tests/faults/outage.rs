@@ -60,9 +60,7 @@ async fn outage(mode: Mode) -> (Env, Daemon) {
 }
 
 async fn stop_and_check(env: &Env, mut d: Daemon, n: i64) {
-    d.signal("TERM");
-    let status = d.wait(Duration::from_secs(30)).await;
-    assert_eq!(status.code(), Some(0), "log:\n{}", d.log());
+    d.stop_cleanly(Duration::from_secs(30)).await;
     env.assert_exact(n).await;
     let (pending, ack_pending) = env.consumer_backlog().await;
     assert_eq!((pending, ack_pending), (0, 0));

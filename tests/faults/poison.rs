@@ -191,7 +191,6 @@ async fn a_message_with_a_malformed_header_block_is_recorded_by_its_sequence() {
         metric(&m, "event_audit_ingest_unparsable_messages_total", ""),
         Some(BAD_HEADERS.len() as f64)
     );
-    d.signal("TERM");
-    assert_eq!(d.wait(Duration::from_secs(30)).await.code(), Some(0));
+    d.stop_cleanly(Duration::from_secs(30)).await;
     env.assert_exact(n).await;
 }

@@ -129,8 +129,7 @@ async fn a_row_refused_as_data_outside_its_payload_is_kept_as_raw_and_never_stal
             .await
             .expect("count");
     assert_eq!(kept, 299, "every neighbour keeps its payload");
-    d.signal("TERM");
-    assert_eq!(d.wait(Duration::from_secs(30)).await.code(), Some(0));
+    d.stop_cleanly(Duration::from_secs(30)).await;
     env.assert_exact(300).await;
 }
 

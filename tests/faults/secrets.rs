@@ -264,13 +264,7 @@ async fn no_secret_appears_in_any_log_line_at_trace_level_in_either_format() {
         )
         .await
         .is_some());
-        d.signal("TERM");
-        assert_eq!(
-            d.wait(Duration::from_secs(30)).await.code(),
-            Some(0),
-            "{}",
-            d.log()
-        );
+        d.stop_cleanly(Duration::from_secs(30)).await;
         logs.push(d.log());
         publish_some(&env, 5).await;
     }

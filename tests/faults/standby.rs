@@ -264,12 +264,6 @@ async fn a_synchronous_standby_promoted_behind_the_daemons_address_loses_and_dou
     log.wait_rows(n as i64, Duration::from_secs(90), || d.log())
         .await;
     assert!(d.running(), "the daemon restarted:\n{}", d.log());
-    d.signal("TERM");
-    assert_eq!(
-        d.wait(Duration::from_secs(30)).await.code(),
-        Some(0),
-        "{}",
-        d.log()
-    );
+    d.stop_cleanly(Duration::from_secs(30)).await;
     log.assert_exact(n as i64).await;
 }

@@ -64,12 +64,7 @@ impl PrivatePostgres {
 
     pub async fn start_with(options: PgOptions) -> PrivatePostgres {
         let began = Instant::now();
-        let dir = tempfile::Builder::new()
-            .prefix("fault-pg-")
-            .tempdir_in(super::scratch_base())
-            .expect("temporary directory");
-        let (uid, gid) = postgres_ids();
-        std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid)).expect("chown to postgres");
+        let dir = postgres_dir("fault-pg-");
         copy_template(&dir.path().join("data"));
         let host_auth = match options.auth {
             PgAuth::Trust => "trust",
@@ -80,15 +75,7 @@ impl PrivatePostgres {
              local replication all trust\nhost replication all 127.0.0.1/32 {host_auth}\n"
         );
         std::fs::write(dir.path().join("data/pg_hba.conf"), hba).expect("write pg_hba.conf");
-        let mut pg = PrivatePostgres {
-            dir,
-            port: free_port(),
-            options,
-            child: None,
-            crashed: false,
-            startup: Duration::ZERO,
-            server_start: Duration::ZERO,
-        };
+        let mut pg = PrivatePostgres::unstarted(dir, options);
         pg.launch().await;
         if let PgAuth::Scram { user, password } = &pg.options.auth {
             let verb = if user == "postgres" {
@@ -105,6 +92,19 @@ impl PrivatePostgres {
         }
         pg.startup = began.elapsed();
         pg
+    }
+
+    /// The server's value before its first launch, on a fresh free port.
+    fn unstarted(dir: tempfile::TempDir, options: PgOptions) -> PrivatePostgres {
+        PrivatePostgres {
+            dir,
+            port: free_port(),
+            options,
+            child: None,
+            crashed: false,
+            startup: Duration::ZERO,
+            server_start: Duration::ZERO,
+        }
     }
 
     /// Starts the postmaster and waits until it accepts connections (at most 30 s).
@@ -255,12 +255,7 @@ impl PrivatePostgres {
     /// streaming from this one.
     pub async fn standby(&self) -> PrivatePostgres {
         let began = Instant::now();
-        let dir = tempfile::Builder::new()
-            .prefix("fault-pg-standby-")
-            .tempdir_in(super::scratch_base())
-            .expect("temporary directory");
-        let (uid, gid) = postgres_ids();
-        std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid)).expect("chown to postgres");
+        let dir = postgres_dir("fault-pg-standby-");
         let out = as_postgres(Command::new(format!("{PG_BIN}/pg_basebackup")))
             .args([
                 "-h",
@@ -273,23 +268,9 @@ impl PrivatePostgres {
             .arg("-D")
             .arg(dir.path().join("data"))
             .args(["-R", "-X", "stream", "--no-sync", "-c", "fast"])
-            .output()
-            .expect("run pg_basebackup");
-        assert!(
-            out.status.success(),
-            "pg_basebackup failed: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let mut pg = PrivatePostgres {
-            dir,
-            port: free_port(),
-            options: self.options.clone(),
-            child: None,
-            crashed: false,
-            startup: Duration::ZERO,
-            server_start: Duration::ZERO,
-        };
+            .output();
+        succeeded("pg_basebackup", out);
+        let mut pg = PrivatePostgres::unstarted(dir, self.options.clone());
         pg.launch().await;
         pg.startup = began.elapsed();
         pg
@@ -369,14 +350,8 @@ fn copy_template(data: &Path) {
             ])
             .args(["--no-sync", "--wal-segsize=1"])
             .current_dir(&partial)
-            .output()
-            .expect("run initdb");
-        assert!(
-            out.status.success(),
-            "initdb failed: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+            .output();
+        succeeded("initdb", out);
         if std::fs::rename(partial.join("data"), &template).is_err() {
             assert!(
                 template.join("PG_VERSION").exists(),
@@ -412,6 +387,28 @@ fn template_base() -> PathBuf {
         Some(p) if reachable(&p) => p,
         _ => std::env::temp_dir(),
     }
+}
+
+/// A temporary directory for a server's data, owned by the `postgres` OS user.
+fn postgres_dir(prefix: &str) -> tempfile::TempDir {
+    let dir = tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir_in(super::scratch_base())
+        .expect("temporary directory");
+    let (uid, gid) = postgres_ids();
+    std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid)).expect("chown to postgres");
+    dir
+}
+
+/// Asserts that the PostgreSQL tool `what` ran and succeeded, showing its output otherwise.
+fn succeeded(what: &str, out: std::io::Result<std::process::Output>) {
+    let out = out.unwrap_or_else(|e| panic!("run {what}: {e}"));
+    assert!(
+        out.status.success(),
+        "{what} failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// `uid` and `gid` of the `postgres` OS user, from /etc/passwd.
