@@ -3,19 +3,40 @@
 
 mod common;
 
+use std::path::{Path, PathBuf};
+
 use sqlx::PgPool;
 
 use common::records::{now_us, records};
-use common::{assert_verifies, count_rows, ingest_load, verify, TestDb, TestStream};
+use common::app::{run_until_idle, settings};
+use common::witness::{verify_witness, write_keys, Witness};
+use common::{assert_verifies, count_rows, ingest_load, verify, TestDb, TestStream, Verify};
 use event_audit::db::Db;
 use event_audit::ingest::sink::Sink;
 use event_audit::verify::VerifyStore;
 
 #[tokio::test]
 async fn verify_names_an_edited_row_and_a_deleted_one() {
+    edited_and_deleted(false).await;
+}
+
+/// The same tampering, found by the auditor's routine run (`verify --public-key` with a state
+/// file, every row rehashed by default), which also remembers each break until acknowledged.
+#[tokio::test]
+async fn verify_with_the_public_key_and_a_state_names_the_same_breaks() {
+    edited_and_deleted(true).await;
+}
+
+async fn edited_and_deleted(witnessed: bool) {
     let db = TestDb::create().await;
     let ts = TestStream::create("tamper").await;
-    ingest_load(&db, &ts, 40, 3, 10).await;
+    let tmp = tempfile::tempdir().expect("tmp");
+    let check = if witnessed {
+        Check::witnessed(&db, &ts, tmp.path()).await
+    } else {
+        ingest_load(&db, &ts, 40, 3, 10).await;
+        Check::Plain
+    };
     let (pool, url) = (&db.pool, db.url.as_str());
 
     // A superuser edits a row with the triggers off (replica mode): a row of the last link, so
@@ -58,7 +79,7 @@ async fn verify_names_an_edited_row_and_a_deleted_one() {
     )
     .await;
     assert_eq!(edited, 1);
-    let v = verify(url).await;
+    let v = check.run(url).await;
     assert_eq!(v.code, Some(1), "{v:?}");
     assert_eq!(v.report["ok"], false, "{v:?}");
     let at = format!("stream_seq={k} ");
@@ -78,7 +99,7 @@ async fn verify_names_an_edited_row_and_a_deleted_one() {
     )
     .await;
     assert_eq!(restored, 1);
-    assert_verifies(url, 40).await;
+    check.intact_again(url, &v).await;
 
     // The payload column is checked against the raw message.
     let edited = as_replica(
@@ -87,7 +108,7 @@ async fn verify_names_an_edited_row_and_a_deleted_one() {
     )
     .await;
     assert_eq!(edited, 1);
-    let v = verify(url).await;
+    let v = check.run(url).await;
     assert_eq!(v.code, Some(1), "{v:?}");
     assert!(
         v.first_break().contains(&at) && v.first_break().contains("payload edited"),
@@ -112,7 +133,7 @@ async fn verify_names_an_edited_row_and_a_deleted_one() {
     )
     .await;
     assert_eq!(deleted, 1);
-    let v = verify(url).await;
+    let v = check.run(url).await;
     assert_eq!(v.code, Some(1), "{v:?}");
     let batch = format!("batch {batch_d} ");
     assert!(
@@ -365,4 +386,91 @@ async fn the_writer_refreshes_the_logs_statistics_when_it_grew() {
     assert!(as_writer(analyze).await, "1,500 rows: over the threshold");
     assert_eq!(estimate().await, 1500.0);
     assert!(!as_writer(analyze).await, "nothing new since");
+}
+
+/// How the tampering test verifies: plain `verify`, or the auditor's routine run.
+enum Check {
+    Plain,
+    Witnessed {
+        public: PathBuf,
+        stream: String,
+        state: String,
+        _witness: Witness,
+    },
+}
+
+impl Check {
+    /// Records the same load as the plain case with a daemon that signs a checkpoint, and makes
+    /// the auditor's first (genuine) run, which starts the state.
+    async fn witnessed(db: &TestDb, ts: &TestStream, dir: &Path) -> Check {
+        let stream = format!("{}_CP", ts.name);
+        let witness = Witness(stream.clone());
+        let (private, public, _) = write_keys(dir, &format!("event-audit/{}", db.name), 3);
+        ts.publish_load(40, 3).await;
+        let mut s = settings(db, ts);
+        s.ingest.batch_size = 10;
+        s.witness.signing_key_file = Some(private);
+        s.witness.checkpoint_stream = stream.clone();
+        run_until_idle(s).await;
+        let check = Check::Witnessed {
+            public,
+            stream,
+            state: dir.join("state.json").display().to_string(),
+            _witness: witness,
+        };
+        let v = check.run(&db.url).await;
+        assert_eq!(v.code, Some(0), "{v:?}");
+        assert_eq!(v.report["rows"], 40, "{v:?}");
+        assert_eq!(v.report["witness"]["witnessed_size"], 40, "{v:?}");
+        check
+    }
+
+    async fn run(&self, url: &str) -> Verify {
+        let Check::Witnessed {
+            public,
+            stream,
+            state,
+            ..
+        } = self
+        else {
+            return verify(url).await;
+        };
+        let r = verify_witness(url, public, stream, &["--state-file", state]).await;
+        Verify {
+            code: r.code,
+            report: serde_json::from_str(r.stdout.trim()).expect("one JSON document"),
+            stdout: r.stdout,
+            stderr: r.stderr,
+        }
+    }
+
+    /// After the row is put back: plain `verify` holds again; the routine run still fails on
+    /// the break it remembers (`broken`: the run that found it), until it is acknowledged.
+    async fn intact_again(&self, url: &str, broken: &Verify) {
+        let Check::Witnessed { state, .. } = self else {
+            return assert_verifies(url, 40).await;
+        };
+        let id = broken.report["auditor_state"]["open_break"]["id"]
+            .as_str()
+            .expect("the break was remembered")
+            .to_owned();
+        let v = self.run(url).await;
+        assert_eq!(v.code, Some(1), "{v:?}");
+        assert_eq!(v.report["ok"], true, "{v:?}");
+        assert!(v.stderr.contains(&id), "{v:?}");
+        let Check::Witnessed { public, stream, .. } = self else {
+            return;
+        };
+        let r = verify_witness(
+            url,
+            public,
+            stream,
+            &["--state-file", state, "--acknowledge-break", &id],
+        )
+        .await;
+        assert_eq!(r.code, Some(0), "{r:?}");
+        let v = self.run(url).await;
+        assert_eq!(v.code, Some(0), "{v:?}");
+        assert_eq!(v.report["rows"], 40, "{v:?}");
+    }
 }

@@ -38,6 +38,8 @@ pub enum BusError {
         "stream `{stream}` was deleted under the daemon; nothing more can be consumed from it"
     )]
     StreamDeleted { stream: String },
+    #[error("the checkpoint stream `{stream}` does not exist: pass --checkpoint-stream with the stream the daemon publishes its checkpoints to, or --checkpoint-dir DIR")]
+    NoCheckpointStream { stream: String },
     #[error("JetStream {action} `{name}`: {message}")]
     JetStream {
         action: &'static str,

@@ -50,6 +50,8 @@ pub enum CheckpointError {
     Db(#[from] DbError),
     #[error(transparent)]
     Bus(#[from] BusError),
+    #[error("the checkpoint stream `{stream}` does not exist on NATS at {url}: pass --checkpoint-stream with the stream the daemon publishes its checkpoints to (its witness.checkpoint_stream setting), or --checkpoint-dir DIR for a directory of checkpoint files")]
+    NoStream { stream: String, url: String },
     #[error("no usable checkpoint: the witness holds none the database reaches (is the daemon signing checkpoints? with --public-key, only checkpoints it verifies count; with --witness-policy, only those its quorum cosigned)")]
     NoCheckpoint,
     #[error("checkpoint directory {path}: {source}")]

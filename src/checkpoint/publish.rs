@@ -85,11 +85,15 @@ pub(crate) async fn ensure_stream(
 
 /// The checkpoint stream and its info (read, never created).
 async fn open(bus: &Bus, name: &str) -> Result<(stream::Stream, stream::Info), BusError> {
-    let mut s = bus
-        .js
-        .get_stream(name)
-        .await
-        .map_err(|e| js_err("open the checkpoint stream", name, e))?;
+    let mut s = bus.js.get_stream(name).await.map_err(|e| {
+        if crate::bus::is_not_found(&e.kind()) {
+            BusError::NoCheckpointStream {
+                stream: name.to_owned(),
+            }
+        } else {
+            js_err("open the checkpoint stream", name, e)
+        }
+    })?;
     let info = s
         .info()
         .await

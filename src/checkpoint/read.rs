@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use crate::audit::cosign::WitnessPolicy;
 use crate::audit::note::{self, Checkpoint, PrivateKey, PublicKey};
-use crate::bus::Bus;
+use crate::bus::{Bus, BusError};
 use crate::db::Db;
 
 use super::publish::{self, Found};
@@ -71,7 +71,15 @@ pub async fn read_witness(
     let bus = Bus::connect(&s.nats).await?;
     // Reading a long history takes longer than one publish: a minute per call at least.
     let limit = w.publish_timeout.get().max(Duration::from_secs(60));
-    let problems = publish::stream_problems(&bus, &w.checkpoint_stream, limit).await?;
+    let problems = publish::stream_problems(&bus, &w.checkpoint_stream, limit)
+        .await
+        .map_err(|e| match e {
+            BusError::NoCheckpointStream { stream } => CheckpointError::NoStream {
+                stream,
+                url: crate::config::redact_nats_url(&s.nats.url),
+            },
+            e => e.into(),
+        })?;
     let found = publish::read_stream(&bus, &w.checkpoint_stream, limit).await?;
     Ok((found, problems))
 }
@@ -111,7 +119,7 @@ pub async fn latest_checkpoint(
     let found = match read_witness(s).await {
         Ok((f, _)) => f,
         Err(e) if key.is_some() => {
-            tracing::warn!(error = %e, "the witness cannot be read; using the database's copy of the checkpoints, checked with the public key");
+            tracing::warn!(error = %e, "the witnessed checkpoints cannot be read; using the database's copy of the checkpoints, checked with the public key");
             Vec::new()
         }
         Err(e) => return Err(e),

@@ -1,7 +1,9 @@
 //! `event-audit verify`: walks the chain as a reader (never creates the database, never
 //! migrates), rehashing every row over `--db-connections` connections, then reports
 //! completeness against the streams' state on NATS (unless `--skip-completeness`); prints the
-//! report as JSON, a summary on stderr; exit 0 intact, 1 broken, 2 could not verify.
+//! report as one JSON document (with `--public-key`, the witness's report and the auditor's
+//! state beside the chain's), a summary on stderr; exit 0 intact, 1 broken (or a break
+//! remembered and not acknowledged), 2 could not verify.
 
 use std::process::ExitCode;
 
@@ -63,7 +65,7 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
             Some(key) => match witness::prepare(&settings, &trees, key).await {
                 Ok(p) => Some(p),
                 Err(e) => {
-                    eprintln!("could not verify against the witness: {e}");
+                    eprintln!("event-audit: could not verify against the witnessed checkpoints: {e}");
                     return Ok(ExitCode::from(2));
                 }
             },
@@ -95,24 +97,27 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         }
         report.duration_ms = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
         report.standby = standby;
-        println!("{}", serde_json::to_string(&report)?);
+        // One JSON document: the chain's report, and the witness's and the state's beside it.
+        let mut doc = serde_json::to_value(&report)?;
+        let skipped = prepared.as_ref().and_then(|p| p.not_rehashed_before());
+        eprintln!("{}", chain_line(&report, skipped));
         let chain = if report.ok {
-            eprintln!("chain intact: {} links, {} rows", report.links, report.rows);
             ExitCode::SUCCESS
         } else {
-            eprintln!(
-                "chain BROKEN: {} ({} break(s) in all)",
-                report.first_break.as_deref().unwrap_or("?"),
-                report.breaks_total
-            );
             ExitCode::from(1)
         };
         let (code, witness_ok) = match (prepared, sink) {
             (Some(p), Some(sink)) => {
-                super::verify_witness::report(p, sink, &trees, &reverdict_leaves).await?
+                let parts = super::verify_witness::Parts {
+                    trees: &trees,
+                    reverdict_leaves: &reverdict_leaves,
+                    chain: &report,
+                };
+                super::verify_witness::report(p, sink, parts, &mut doc).await?
             }
             _ => (ExitCode::SUCCESS, None),
         };
+        println!("{doc}");
         if report.standby.is_none() {
             store.record(&report, witness_ok).await?;
         } else {
@@ -120,4 +125,29 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         }
         Ok(if report.ok { code } else { chain })
     })
+}
+
+/// The chain's one-line summary: the log's real counts, and which rows were not rehashed.
+fn chain_line(report: &crate::verify::VerifyReport, skipped: Option<u64>) -> String {
+    let rehashed = match skipped {
+        Some(n) => format!(
+            "; {} rehashed (--incremental: the rows before size {n} were not rehashed)",
+            report.rows_rehashed
+        ),
+        None => ", every row rehashed".to_owned(),
+    };
+    if report.ok {
+        format!(
+            "chain intact: {} links, {} rows{rehashed}",
+            report.links, report.rows
+        )
+    } else {
+        format!(
+            "chain BROKEN: {} ({} break(s) in all; {} links, {} rows{rehashed})",
+            report.first_break.as_deref().unwrap_or("?"),
+            report.breaks_total,
+            report.links,
+            report.rows
+        )
+    }
 }

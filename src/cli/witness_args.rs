@@ -95,11 +95,21 @@ pub struct ReaderArgs {
     /// The log's public key file (`keygen`'s .pub): verify against the witnessed checkpoints.
     #[arg(long, id = "witness.public_key", env = "EVENT_AUDIT_PUBLIC_KEY")]
     pub(crate) public_key: Option<PathBuf>,
-    /// Hash every row into the tree again (default: only those after the checkpoint checked
-    /// last time, remembered in the state file).
-    #[arg(long, id = "witness.full")]
+    /// Rehash every row and rebuild the tree from every row hash: the default, accepted so that
+    /// scripts written for older versions keep working.
+    #[arg(long, id = "witness.full", conflicts_with = "witness.incremental")]
     #[serde(skip_serializing_if = "is_false")]
     pub(crate) full: bool,
+    /// Rehash only the rows after the checkpoint checked last time (remembered in the state
+    /// file): faster, but an edit of an older row that leaves its stored hash alone is not
+    /// seen. The summary and the JSON say which rows were not rehashed.
+    #[arg(long, id = "witness.incremental", conflicts_with = "witness.no_state")]
+    #[serde(skip_serializing_if = "is_false")]
+    pub(crate) incremental: bool,
+    /// Acknowledge the break the state file remembers (its id, as every run prints it) once it
+    /// has been dealt with; the state records when. Until then every run exits 1 naming it.
+    #[arg(long, id = "witness.acknowledge_break", value_name = "ID")]
+    pub(crate) acknowledge_break: Option<String>,
     /// Where the last checked checkpoint is remembered (default
     /// $HOME/.local/state/event-audit/<origin>+<key id>.json). Keep it, and a copy of the
     /// checkpoints, out of the log operators' reach.

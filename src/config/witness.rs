@@ -55,8 +55,14 @@ pub struct WitnessSettings {
     pub origin: Option<String>,
     /// The public key file of the log (`verify`, `prove`).
     pub public_key: Option<PathBuf>,
-    /// `verify`: hash every row again instead of resuming from the state file.
+    /// `verify`: rehash every row (the default; kept so that older settings files still load).
     pub full: bool,
+    /// `verify`: rehash only the rows after the checkpoint checked last time (the state
+    /// file's); the rows before it are not rehashed, and the report says so. Never the default.
+    pub incremental: bool,
+    /// `verify`: acknowledge the break the state file remembers, by its id; the state records
+    /// when. Until then every run exits 1 and names it.
+    pub acknowledge_break: Option<String>,
     /// `verify`: where the last checked checkpoint is remembered; default
     /// `$HOME/.local/state/event-audit/<origin>.json`.
     pub state_file: Option<PathBuf>,
@@ -83,6 +89,8 @@ impl Default for WitnessSettings {
             origin: None,
             public_key: None,
             full: false,
+            incremental: false,
+            acknowledge_break: None,
             state_file: None,
             publish_timeout: defaults::CHECKPOINT_PUBLISH_TIMEOUT,
             signer_state: None,

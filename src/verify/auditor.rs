@@ -3,9 +3,11 @@
 //! can be shown to anyone), its size and root, and the tree's right edge at its size (where the
 //! next run resumes). Keyed by the log's origin and key id, written atomically with mode 0600,
 //! never lowered. An unreadable file, or one of another log, is an error, never "no state".
+//! It also remembers every break a run found ([`super::breaks`]) and counts the runs, so that a
+//! log caught tampered never reads "intact" again until the auditor acknowledges the break.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
@@ -14,7 +16,11 @@ use serde::{Deserialize, Serialize};
 use crate::audit::note::{self, Checkpoint, PublicKey};
 use crate::audit::tlog::Frontier;
 
-const FORMAT: &str = "event-audit-verify-state/1";
+use super::breaks::{Finding, RecordedBreak};
+
+/// The format written; `/1` (no breaks, no run count) is still read.
+const FORMAT: &str = "event-audit-verify-state/2";
+const FORMAT_V1: &str = "event-audit-verify-state/1";
 
 /// One log's last checked checkpoint.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,6 +37,12 @@ struct File {
     format: String,
     key: String,
     logs: BTreeMap<String, Entry>,
+    /// Runs made with this state (v2).
+    #[serde(default)]
+    runs: u64,
+    /// Every break found, in the order found (v2).
+    #[serde(default)]
+    breaks: Vec<RecordedBreak>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -44,6 +56,10 @@ struct Entry {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct AuditorState {
     pub(crate) logs: BTreeMap<String, Checked>,
+    /// How many runs used this state (the run that saves it included).
+    pub(crate) runs: u64,
+    /// Every break found, in the order found; acknowledged ones say when.
+    pub(crate) breaks: Vec<RecordedBreak>,
 }
 
 /// Why the state cannot be used (exit 2 unless `--no-state`).
@@ -68,7 +84,7 @@ impl AuditorState {
         };
         let f: File =
             serde_json::from_str(&text).map_err(|e| err(format!("not a verify state ({e})")))?;
-        if f.format != FORMAT {
+        if f.format != FORMAT && f.format != FORMAT_V1 {
             return Err(err(format!("format `{}` is not {FORMAT}", f.format)));
         }
         if f.key != key.encode() {
@@ -104,7 +120,11 @@ impl AuditorState {
                 },
             );
         }
-        Ok(Some(AuditorState { logs }))
+        Ok(Some(AuditorState {
+            logs,
+            runs: f.runs,
+            breaks: f.breaks,
+        }))
     }
 
     /// Writes the state atomically (0600). Callers never lower it (see `verify::witness`).
@@ -125,9 +145,70 @@ impl AuditorState {
                     )
                 })
                 .collect(),
+            runs: self.runs,
+            breaks: self.breaks.clone(),
         };
         let body = serde_json::to_vec_pretty(&f).unwrap_or_default();
         crate::files::replace_private(path, &body)
+    }
+}
+
+/// What a run leaves in the state: the state as read (with this run's acknowledgement, if any),
+/// and the one to write when everything held (newer checkpoints).
+pub(crate) struct Memory {
+    pub(crate) path: Option<PathBuf>,
+    pub(crate) key: PublicKey,
+    pub(crate) saved: AuditorState,
+    pub(crate) proposed: AuditorState,
+    pub(crate) acknowledged: Option<RecordedBreak>,
+}
+
+/// What the state says after this run.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Settled {
+    /// Where the state lives (`None`: `--no-state`, nothing remembered).
+    pub(crate) path: Option<String>,
+    /// This run's number in the state.
+    pub(crate) run: u64,
+    /// The break found and not acknowledged: while there is one, every run exits 1.
+    pub(crate) open_break: Option<RecordedBreak>,
+    /// Whether `open_break` was found by this run.
+    pub(crate) recorded_now: bool,
+    /// The break this run acknowledged.
+    pub(crate) acknowledged: Option<RecordedBreak>,
+}
+
+impl Memory {
+    /// Writes the state: the newer checkpoints only when this run found nothing and no break is
+    /// open (never lowered either way), this run counted, and `finding` remembered when no break
+    /// is open yet.
+    pub(crate) fn settle(self, finding: Option<Finding>) -> Result<Settled, StateError> {
+        let Some(path) = self.path else {
+            return Ok(Settled {
+                path: None,
+                run: 0,
+                open_break: None,
+                recorded_now: false,
+                acknowledged: self.acknowledged,
+            });
+        };
+        let now = chrono::Utc::now();
+        let run = self.saved.runs + 1;
+        let clean = finding.is_none() && self.saved.open_break().is_none();
+        let mut state = if clean { self.proposed } else { self.saved };
+        state.runs = run;
+        let recorded = finding.and_then(|f| state.remember(f, run, now));
+        state.save(&path, &self.key).map_err(|e| StateError {
+            path: path.display().to_string(),
+            why: format!("cannot be written: {e}"),
+        })?;
+        Ok(Settled {
+            path: Some(path.display().to_string()),
+            run,
+            recorded_now: recorded.is_some(),
+            open_break: state.open_break().cloned(),
+            acknowledged: self.acknowledged,
+        })
     }
 }
 

@@ -5,6 +5,7 @@
 //! Its SQL is in [`store`]; it opens the database as a reader (never creates, never migrates).
 
 mod auditor;
+pub(crate) mod breaks;
 pub mod copy;
 mod findings;
 pub(crate) mod gaps;
@@ -58,7 +59,10 @@ pub struct Break {
 pub struct VerifyReport {
     pub ok: bool,
     pub links: i64,
+    /// The rows of the log (every linked row, whether rehashed or not).
     pub rows: i64,
+    /// The rows rehashed by this run: all of them, but with `--incremental`.
+    pub(crate) rows_rehashed: i64,
     /// The first thing that does not match in log order, naming the row (stream, sequence),
     /// the batch or the link.
     pub(crate) first_break: Option<String>,
@@ -229,7 +233,8 @@ impl VerifyStore {
         let linked_total: i64 = links.iter().map(|l| i64::from(l.row_count)).sum();
         let from = opts.from_link.unwrap_or(i64::MIN);
         let walked: Vec<LinkRow> = links.into_iter().filter(|l| l.link_seq >= from).collect();
-        let (rows, row_breaks) = walk::rows(self, Arc::new(walked), opts.workers, sink).await?;
+        let (rehashed, row_breaks) =
+            walk::rows(self, Arc::new(walked), opts.workers, sink).await?;
         breaks.extend(row_breaks);
         // Log order: by link (a link's own break after its rows'), stable otherwise.
         breaks.sort_by_key(|b| b.link.unwrap_or(i64::MAX));
@@ -237,9 +242,9 @@ impl VerifyStore {
         // Every row of a linked batch was walked: more rows than that lie outside the chain (the
         // costly search that names them runs only then).
         // (Incremental: the links' own counts stand for the rows not walked.)
-        let expected = match opts.from_link {
-            None => rows,
-            Some(_) => linked_total,
+        let (expected, rows) = match opts.from_link {
+            None => (rehashed, rehashed),
+            Some(_) => (linked_total, linked_total),
         };
         let outside = self.row_count().await? != expected;
         let unlinked = if outside {
@@ -269,6 +274,7 @@ impl VerifyStore {
             ok: total == 0,
             links: n_links,
             rows,
+            rows_rehashed: rehashed,
             first_break: breaks.first().map(|b| b.why.clone()),
             breaks,
             breaks_total: total,

@@ -8,15 +8,18 @@
 //! stored subtree must match it). The re-verdict runs' tree (origin `O/reverdicts`) is held
 //! against its own checkpoints the same way.
 //!
-//! Incremental by default: the walk resumes at the state's checkpoint, whose root the stored
-//! tree must still have; `--full` rehashes every row and meets the state's checkpoint on the
-//! way.
+//! Every row by default: the walk rehashes every row and rebuilds the tree from every row hash,
+//! meeting the state's checkpoint on the way. Only `--incremental` resumes at the state's
+//! checkpoint (whose root the stored tree must still have), and the report then names the rows
+//! it did not rehash. The new state is not written here: [`super::auditor::Memory`] settles it
+//! with the chain's outcome and the breaks it remembers.
 
 use std::path::PathBuf;
 
 use serde::Serialize;
 
-use super::auditor::{AuditorState, Checked, StateError};
+use super::auditor::{AuditorState, Checked, Memory, StateError};
+use super::breaks::{AckError, RecordedBreak};
 pub use super::tree_sink::TreeSink;
 use crate::audit::cosign::WitnessPolicy;
 use crate::audit::note::{self, Checkpoint, NoteError, PublicKey, REVERDICTS_SUFFIX};
@@ -57,8 +60,12 @@ pub struct WitnessReport {
     /// Rows whose hashes were taken into the tree in this run, from `from_size` on.
     pub(crate) rows_hashed: u64,
     pub(crate) from_size: u64,
-    /// Whether the run resumed from the state file.
+    /// Whether the run resumed from the state file (`--incremental`).
     pub(crate) incremental: bool,
+    /// With `--incremental`: the rows before this size were not rehashed (an edit of one that
+    /// left its stored hash alone is not seen by this run).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) not_rehashed_before: Option<u64>,
     /// Whether a state file was read (false with `--no-state` or on a first run).
     pub(crate) state_loaded: bool,
 }
@@ -80,16 +87,12 @@ pub enum WitnessError {
     NoCheckpoints,
     #[error(transparent)]
     Db(#[from] DbError),
-    #[error("the witness: {0}")]
+    #[error("reading the witnessed checkpoints: {0}")]
     Witness(#[from] CheckpointError),
     #[error(transparent)]
     State(#[from] StateError),
-    #[error("state file {path}: cannot be written: {source}")]
-    StateWrite {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Ack(#[from] AckError),
 }
 
 /// A trusted checkpoint and where it was found.
@@ -106,6 +109,8 @@ pub struct Prepared {
     origin: String,
     path: Option<PathBuf>,
     saved: AuditorState,
+    /// The break this run acknowledged (`--acknowledge-break`), already marked in `saved`.
+    acknowledged: Option<RecordedBreak>,
     report: WitnessReport,
     events: Vec<Trusted>,
     reverdicts: Vec<Trusted>,
@@ -148,7 +153,12 @@ pub async fn prepare(
         state_loaded: loaded.is_some(),
         ..Default::default()
     };
-    let saved = loaded.unwrap_or_default();
+    let mut saved = loaded.unwrap_or_default();
+    let acknowledged = match (&w.acknowledge_break, &path) {
+        (Some(_), None) => return Err(AckError::NoState.into()),
+        (Some(id), Some(_)) => Some(saved.acknowledge(id, saved.runs + 1, chrono::Utc::now())?),
+        (None, _) => None,
+    };
     if found.is_empty() && saved.logs.is_empty() {
         return Err(WitnessError::NoCheckpoints);
     }
@@ -175,7 +185,7 @@ pub async fn prepare(
     report.witnessed_size = events.last().map_or(0, |t| t.cp.size);
     report.reverdicts_size = reverdicts.last().map_or(0, |t| t.cp.size);
     let (start, from_link) = match (report.ok, saved.logs.get(&origin)) {
-        (true, Some(s)) => resume(&mut report, trees, s, events.last(), w.full).await?,
+        (true, Some(s)) => resume(&mut report, trees, s, events.last(), !w.incremental).await?,
         _ => (Frontier::new(), None),
     };
     report.from_size = start.size();
@@ -184,6 +194,7 @@ pub async fn prepare(
         origin,
         path,
         saved,
+        acknowledged,
         report,
         events,
         reverdicts,
@@ -297,9 +308,10 @@ async fn resume(
     if report.ok && u64::try_from(head).unwrap_or(0) < s.cp.size {
         report.fail(Some(format!("checkpoint size {} (checked last time)", s.cp.size)), format!("the database's tree has {head} rows, fewer than the checkpoint of size {} checked last time (rows removed or the database replaced)", s.cp.size));
     } else if report.ok && !full && trees.root(s.cp.size).await? != s.cp.root {
-        report.fail(Some(format!("checkpoint size {} (checked last time)", s.cp.size)), format!("the database's tree at size {} no longer has the root checked last time (history rewritten; --full names the first divergent checkpoint)", s.cp.size));
+        report.fail(Some(format!("checkpoint size {} (checked last time)", s.cp.size)), format!("the database's tree at size {} no longer has the root checked last time (history rewritten; a run without --incremental names the first divergent checkpoint)", s.cp.size));
     } else if report.ok && !full {
         report.incremental = true;
+        report.not_rehashed_before = Some(s.cp.size);
         let after = trees
             .links_after(i64::try_from(s.cp.size).unwrap_or(i64::MAX))
             .await?;
@@ -360,6 +372,12 @@ fn against_state(report: &mut WitnessReport, log: &str, list: &[Trusted], saved:
 }
 
 impl Prepared {
+    /// With `--incremental` (and a state to resume from): the size before which rows are not
+    /// rehashed.
+    pub(crate) fn not_rehashed_before(&self) -> Option<u64> {
+        self.report.not_rehashed_before
+    }
+
     /// The sink the walk feeds (the stored subtrees are read once, here).
     pub(crate) async fn sink(&self, trees: &TreeStore) -> Result<TreeSink, WitnessError> {
         let mut pending: Vec<(u64, tlog::Hash, String)> = self
@@ -391,13 +409,14 @@ impl Prepared {
 
 /// Completes the check after the walk: checkpoints the rows did not reach, older checkpoints
 /// against the state, the re-verdict runs' tree (`reverdict_leaves`: the closed runs' end hashes
-/// in chain order), and the new state, saved when everything holds.
+/// in chain order), and the new state when everything holds (the auditor's [`Memory`] writes it
+/// once the chain's outcome is known).
 pub async fn finish(
     p: Prepared,
     sink: TreeSink,
     trees: &TreeStore,
     reverdict_leaves: &[[u8; 32]],
-) -> Result<WitnessReport, WitnessError> {
+) -> Result<(WitnessReport, Memory), WitnessError> {
     let mut report = p.report;
     report.rows_hashed = sink.rows;
     for (c, why) in sink.breaks {
@@ -448,8 +467,15 @@ pub async fn finish(
             report.fail(Some(name.clone()), format!("{name}: the re-verdict runs' tree at size {size} has another root (runs or their re-verdicts rewritten)"));
         }
     }
+    let memory = |proposed| Memory {
+        path: p.path.clone(),
+        key: p.key.clone(),
+        saved: p.saved.clone(),
+        proposed,
+        acknowledged: p.acknowledged.clone(),
+    };
     if !report.ok {
-        return Ok(report);
+        return Ok((report, memory(p.saved.clone())));
     }
     // The new state: the newest trusted checkpoint of each log, never lower than the saved one.
     let mut state = p.saved.clone();
@@ -495,15 +521,5 @@ pub async fn finish(
             );
         }
     }
-    if let Some(path) = &p.path {
-        if state != p.saved {
-            state
-                .save(path, &p.key)
-                .map_err(|source| WitnessError::StateWrite {
-                    path: path.display().to_string(),
-                    source,
-                })?;
-        }
-    }
-    Ok(report)
+    Ok((report, memory(state)))
 }
