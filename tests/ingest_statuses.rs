@@ -324,3 +324,58 @@ async fn every_status_lands_in_event_log_with_its_columns() {
     }
     assert_verifies(&db.url, cases.len() as i64).await;
 }
+
+/// With no name from outside (no Event-Type header, a subject outside the prefix), a native
+/// name without its payload is stored as `no_payload` with the event's name and version, not
+/// as a nameless message; a message that is not JSON says so in plain words, quoting nothing.
+#[tokio::test]
+async fn a_name_without_payload_and_plain_not_json_are_stored_as_decode_says() {
+    let db = TestDb::create().await;
+    let ts = TestStream::create("no_payload").await;
+    let no_payload = ts
+        .publish(
+            &ts.subject("x"),
+            &[],
+            br#"{"event": "account.created-v1", "id": "np-1"}"#,
+        )
+        .await;
+    let junk = ts
+        .publish(&ts.subject("y"), &[], b"Jo Smith lives here")
+        .await;
+    run_until_idle(settings(&db, &ts)).await;
+
+    type Text = Option<String>;
+    let row: (Text, Text, Text, String, Value) = sqlx::query_as(
+        "SELECT envelope, event_type, event_version, status, errors FROM event_log \
+         WHERE stream = $1 AND stream_seq = $2",
+    )
+    .bind(&ts.name)
+    .bind(i64::try_from(no_payload).expect("seq"))
+    .fetch_one(&db.pool)
+    .await
+    .expect("row");
+    assert_eq!(row.0.as_deref(), Some("native"));
+    assert_eq!(
+        (row.1.as_deref(), row.2.as_deref()),
+        (Some("account.created"), Some("v1"))
+    );
+    assert_eq!(row.3, "malformed");
+    assert_eq!(row.4[0]["code"], "no_payload", "{}", row.4);
+    assert_eq!(row.4[0]["path"], "payload", "{}", row.4);
+
+    let errors: Value =
+        sqlx::query_scalar("SELECT errors FROM event_log WHERE stream = $1 AND stream_seq = $2")
+            .bind(&ts.name)
+            .bind(i64::try_from(junk).expect("seq"))
+            .fetch_one(&db.pool)
+            .await
+            .expect("row");
+    let m = errors[0]["message"].as_str().expect("message");
+    assert_eq!(errors[0]["code"], "not_json");
+    assert!(
+        m.starts_with("not JSON: an unquoted word at line 1, column 1"),
+        "{m}"
+    );
+    assert!(!m.contains("Smith") && !m.contains("Jo"), "{m}");
+    assert_verifies(&db.url, 2).await;
+}

@@ -1,4 +1,7 @@
 //! `event-audit decode [FILE...]`: JSON Lines in, one verdict per line out, a summary on stderr.
+//! A blank line (nothing but spaces, tabs or a `\r`) is not input: it gets no verdict and does
+//! not count against the exit code; the summary says how many were skipped, and the `line`
+//! numbers of the other lines stay those of the file.
 //! An event name the catalogue does not know gets a `message` naming close names (a misspelled
 //! type) or the versions it has; the status stays `unknown_type` / `unknown_version`. A reader
 //! that closes the output early (`| head`) ends the run: the summary and the exit code cover
@@ -19,7 +22,8 @@ use crate::decode::verdict::{self, Status, Verdict};
 /// Options of `event-audit decode`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct DecodeArgs {
-    /// Input files, one envelope per line; stdin when none.
+    /// Input files, one envelope per line; stdin when none. Blank lines are skipped (no
+    /// verdict), and counted in the summary.
     pub(crate) files: Vec<PathBuf>,
 }
 
@@ -106,12 +110,54 @@ fn hint(name: &str, status: Status, event_type: Option<&str>) -> Option<String> 
     })
 }
 
+/// What the lines read came to: verdicts per status, and the blank lines skipped.
+#[derive(Default)]
+pub(crate) struct Tally {
+    pub(crate) counts: BTreeMap<Status, usize>,
+    pub(crate) blank: usize,
+}
+
+impl Tally {
+    /// The summary line: lines judged, per status, and the blank lines skipped.
+    fn summary(&self, early: bool) -> String {
+        let total: usize = self.counts.values().sum();
+        let per_status: Vec<String> = Status::ALL
+            .iter()
+            .map(|s| format!("{} {}", s, self.counts.get(s).copied().unwrap_or(0)))
+            .collect();
+        format!(
+            "{total} lines{}: {}{}",
+            if early {
+                " (output closed early: the lines read until then)"
+            } else {
+                ""
+            },
+            per_status.join(", "),
+            match self.blank {
+                0 => String::new(),
+                n => format!("; {n} blank line(s) skipped"),
+            }
+        )
+    }
+
+    /// Every line judged decoded (blank lines are not input).
+    fn all_decoded(&self) -> bool {
+        let total: usize = self.counts.values().sum();
+        self.counts.get(&Status::Decoded).copied().unwrap_or(0) == total
+    }
+}
+
+/// A line of spaces, tabs and carriage returns only.
+fn is_blank(line: &[u8]) -> bool {
+    line.iter().all(|b| matches!(b, b' ' | b'\t' | b'\r'))
+}
+
 /// Decodes every line of `input`, writing verdicts to `out`; counts them per status.
 pub(crate) fn decode_stream(
     input: impl BufRead,
     file: Option<&str>,
     out: &mut impl Write,
-    counts: &mut BTreeMap<Status, usize>,
+    tally: &mut Tally,
     hints: &mut Hints,
 ) -> anyhow::Result<()> {
     let mut buf = Vec::new();
@@ -130,8 +176,12 @@ pub(crate) fn decode_stream(
         if let Some(stripped) = bytes.strip_suffix(b"\r") {
             bytes = stripped;
         }
+        if is_blank(bytes) {
+            tally.blank += 1;
+            continue;
+        }
         let v = verdict::decode(bytes, None);
-        *counts.entry(v.status).or_default() += 1;
+        *tally.counts.entry(v.status).or_default() += 1;
         let mut line = Line::new(n, file, &v);
         line.message = hints.of(&v);
         serde_json::to_writer(&mut *out, &line).map_err(std::io::Error::from)?;
@@ -147,7 +197,7 @@ fn closed_early(e: &anyhow::Error) -> bool {
 }
 
 pub fn run(files: &[PathBuf]) -> anyhow::Result<ExitCode> {
-    let mut counts = BTreeMap::new();
+    let mut tally = Tally::default();
     let mut hints = Hints::default();
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
@@ -157,7 +207,7 @@ pub fn run(files: &[PathBuf]) -> anyhow::Result<ExitCode> {
                 std::io::stdin().lock(),
                 None,
                 &mut out,
-                &mut counts,
+                &mut tally,
                 &mut hints,
             )?;
         } else {
@@ -166,7 +216,7 @@ pub fn run(files: &[PathBuf]) -> anyhow::Result<ExitCode> {
                     .with_context(|| format!("cannot open {}", path.display()))?;
                 let name = path.display().to_string();
                 let file = (files.len() > 1).then_some(name.as_str());
-                decode_stream(BufReader::new(f), file, &mut out, &mut counts, &mut hints)?;
+                decode_stream(BufReader::new(f), file, &mut out, &mut tally, &mut hints)?;
             }
         }
         out.flush()?;
@@ -178,24 +228,68 @@ pub fn run(files: &[PathBuf]) -> anyhow::Result<ExitCode> {
         Err(e) if closed_early(&e) => true,
         Err(e) => return Err(e),
     };
-    let total: usize = counts.values().sum();
-    let summary: Vec<String> = Status::ALL
-        .iter()
-        .map(|s| format!("{} {}", s, counts.get(s).copied().unwrap_or(0)))
-        .collect();
-    eprintln!(
-        "{total} lines{}: {}",
-        if early {
-            " (output closed early: the lines read until then)"
-        } else {
-            ""
-        },
-        summary.join(", ")
-    );
-    let all_decoded = counts.get(&Status::Decoded).copied().unwrap_or(0) == total;
-    Ok(if all_decoded {
+    eprintln!("{}", tally.summary(early));
+    Ok(if tally.all_decoded() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decode_text(input: &str) -> (Vec<serde_json::Value>, Tally) {
+        let mut out = Vec::new();
+        let mut tally = Tally::default();
+        decode_stream(
+            input.as_bytes(),
+            None,
+            &mut out,
+            &mut tally,
+            &mut Hints::default(),
+        )
+        .expect("decode");
+        let lines = String::from_utf8(out)
+            .expect("utf-8")
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("json line"))
+            .collect();
+        (lines, tally)
+    }
+
+    #[test]
+    fn blank_lines_are_skipped_and_counted_the_others_keep_their_line_numbers() {
+        let ok = r#"{"event":"account.occupied-v1","payload":{"account_number":"A"}}"#;
+        let (lines, tally) = decode_text(&format!("\n{ok}\n  \t\r\n\n{ok}\r\n\n"));
+        let numbers: Vec<u64> = lines.iter().filter_map(|l| l["line"].as_u64()).collect();
+        assert_eq!(numbers, vec![2, 5]);
+        assert_eq!(tally.blank, 4);
+        assert!(tally.all_decoded());
+        assert_eq!(
+            tally.summary(false),
+            "2 lines: decoded 2, invalid 0, unknown_version 0, unknown_type 0, malformed 0; \
+             4 blank line(s) skipped"
+        );
+        let (_, tally) = decode_text("\n\n");
+        assert!(tally.all_decoded() && tally.counts.is_empty());
+        assert!(tally.summary(false).starts_with("0 lines: decoded 0"));
+        assert!(tally.summary(false).ends_with("; 2 blank line(s) skipped"));
+    }
+
+    #[test]
+    fn a_native_name_without_payload_is_named_and_says_what_is_missing() {
+        let (lines, _) = decode_text("{\"event\": \"account.created-v1\"}\nnot json at all\n");
+        assert_eq!(lines[0]["status"], "malformed");
+        assert_eq!(lines[0]["event"], "account.created-v1");
+        assert_eq!(lines[0]["type"], "account.created");
+        assert_eq!(lines[0]["errors"][0]["code"], "no_payload");
+        assert_eq!(lines[0]["errors"][0]["path"], "payload");
+        let m = lines[1]["errors"][0]["message"].as_str().expect("message");
+        assert!(
+            m.starts_with("not JSON: an unquoted word at line 1, column 1"),
+            "{m}"
+        );
+    }
 }

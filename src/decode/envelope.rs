@@ -137,7 +137,8 @@ pub fn open<'a>(
         )
     })?;
     let keys: Keys<'a> = serde_json::from_str(text).map_err(|e| classify(text, e))?;
-    let Some(shape) = Shape::of(&keys) else {
+    let named_outside = fallback_name.is_some_and(|n| !n.is_empty());
+    let Some(shape) = Shape::of(&keys, named_outside) else {
         return bare(text, fallback_name);
     };
     let found = Found {
@@ -193,8 +194,12 @@ impl<'a> Found<'a> {
 }
 
 impl<'a> Shape<'a> {
-    /// The envelope the keys show: EventBridge, CloudEvents or native; `None` for none.
-    fn of(keys: &Keys<'a>) -> Option<Shape<'a>> {
+    /// The envelope the keys show: EventBridge, CloudEvents or native; `None` for none. With
+    /// no name from outside (header or subject), `event` or `payload` alone is a native
+    /// envelope missing its other half: `{"event": "account.created-v1"}` names its event and
+    /// lacks the payload (`no_payload`), it is not a nameless bare payload. With a name from
+    /// outside, the message is a bare payload unless it has both.
+    fn of(keys: &Keys<'a>, named_outside: bool) -> Option<Shape<'a>> {
         let (kind, name_key, name, payload_key, payload) = if keys.detail_type.is_some() {
             (
                 EnvelopeKind::EventBridge,
@@ -211,7 +216,9 @@ impl<'a> Shape<'a> {
                 "data",
                 keys.data,
             )
-        } else if keys.event.is_some() && keys.payload.is_some() {
+        } else if (keys.event.is_some() && keys.payload.is_some())
+            || (!named_outside && (keys.event.is_some() || keys.payload.is_some()))
+        {
             (
                 EnvelopeKind::Native,
                 "event",
@@ -279,7 +286,9 @@ impl<'a> Shape<'a> {
             None => Err(found.fail(
                 key,
                 ErrorCode::NoPayload,
-                format!("{key}: missing payload object"),
+                format!(
+                    "{key}: missing payload object (the event name is there, its payload is not)"
+                ),
                 Some(name),
             )),
         }
@@ -321,7 +330,7 @@ fn classify(text: &str, err: serde_json::Error) -> Malformed<'_> {
             None,
             "",
             ErrorCode::NotJson,
-            format!("not JSON: {}", strip_position(&err)),
+            super::syntax::not_json(text, &err),
         );
     }
     if !trimmed.starts_with('{') {
@@ -399,6 +408,45 @@ mod tests {
             bad(r#"{"account_number":"A"}"#).error.code,
             ErrorCode::NoEventName
         );
+    }
+
+    #[test]
+    fn a_native_name_without_its_payload_is_no_payload_with_the_name_kept() {
+        let m = bad(r#"{"event": "account.created-v1"}"#);
+        assert_eq!(
+            (m.error.code, m.error.path.as_str()),
+            (ErrorCode::NoPayload, "payload")
+        );
+        assert_eq!(m.kind, Some(EnvelopeKind::Native));
+        assert_eq!(m.name.as_deref(), Some("account.created-v1"));
+        assert!(
+            m.error.message.contains("its payload is not"),
+            "{}",
+            m.error.message
+        );
+        let m = bad(r#"{"payload": {"account_number": "A"}}"#);
+        assert_eq!(
+            (m.error.code, m.error.path.as_str()),
+            (ErrorCode::NoEventName, "event")
+        );
+        // Named from outside (header or subject), a message with only one of the two is a
+        // bare payload of that event, as before.
+        let b = open(br#"{"event":"x"}"#, Some("account.occupied-v1")).expect("bare");
+        assert_eq!(
+            (b.kind, b.name.as_ref()),
+            (EnvelopeKind::Bare, "account.occupied-v1")
+        );
+    }
+
+    #[test]
+    fn not_json_says_so_plainly_without_quoting_the_input() {
+        let m = bad("not json at all");
+        assert_eq!(m.error.code, ErrorCode::NotJson);
+        assert!(m
+            .error
+            .message
+            .starts_with("not JSON: an unquoted word at line 1, column 1"));
+        assert!(!m.error.message.contains("ident"), "{}", m.error.message);
     }
 
     #[test]

@@ -284,6 +284,23 @@ mod tests {
     }
 
     #[test]
+    fn a_name_without_payload_is_malformed_no_payload_with_its_name() {
+        let dynamic = crate::compat::dynamic(&crate::compat::builtin());
+        for cat in [None, Some(&dynamic)] {
+            let bytes = br#"{"event": "account.created-v1"}"#;
+            let v = match cat {
+                None => decode(bytes, None),
+                Some(c) => decode_with(bytes, None, c),
+            };
+            assert_eq!(v.status, Status::Malformed);
+            assert_eq!(v.type_and_version(), (Some("account.created"), Some("v1")));
+            assert_eq!(v.envelope, Some(EnvelopeKind::Native));
+            assert_eq!(v.errors.len(), 1);
+            assert_eq!(v.errors[0].code, ErrorCode::NoPayload);
+        }
+    }
+
+    #[test]
     fn unknown_type_keeps_account_number() {
         let msg = ce("x.y-v1", r#"{"account_number":"A-1"}"#);
         let v = decode(msg.as_bytes(), None);
