@@ -6,8 +6,8 @@ Usage: scripts/bundle-differential.py [N [SEED]]   (default 500 bundles, seed 1;
 cargo build). Each bundle proves one leaf of a one-leaf tree, signed with a fixed test key; the
 leaf is a version 1 or 2 row encoding (README, "Checking an evidence bundle") built here, then
 the bundle is varied: genuine, bytes of the leaf changed, inserted or removed, a column given
-another value, a time written otherwise, the sequence number written otherwise, another leaf
-index, characters of the JSON text changed. Prints each disagreement; exit 1 if there is one.
+another value or left out (or `columns` itself), a time written otherwise, the sequence number
+written otherwise, another leaf index, characters of the JSON text changed. Prints each disagreement; exit 1 if there is one.
 """
 import base64, contextlib, hashlib, io, json, os, random, re, subprocess, sys, tempfile
 
@@ -106,8 +106,9 @@ def bundle(data, raw, cols, seq, index="0"):
     root = vb.sha256(b"\0", vb.sha256(data))
     body = f"{NAME}\n1\n{b64(root)}\n"
     note = body + "\n" + f"\u2014 {NAME} {b64(KID + SK.sign(body.encode()))}\n"
+    shown = "" if cols is None else f'"columns": {cols}, '
     entry = (f'{{"stream": "S", "stream_seq": {seq}, "leaf_index": {index}, "raw": "{b64(raw)}", '
-             f'"columns": {cols}, "leaf_data": "{b64(data)}", "row_hash": "{vb.sha256(data).hex()}", '
+             f'{shown}"leaf_data": "{b64(data)}", "row_hash": "{vb.sha256(data).hex()}", '
              '"inclusion_proof": []}')
     return f'{{"format": "event-audit-bundle/2", "checkpoint": {json.dumps(note)}, "entries": [{entry}]}}'
 
@@ -142,6 +143,14 @@ def vary(r, kind, v2, f, payload):
             cols = cols[: m.end()] + r.choice(VALUES) + cols[end:]
         else:
             cols = cols[:-1] + f', "{key}": {r.choice(VALUES)}}}'
+    elif kind == "no column":
+        key = r.choice(vb.COLUMNS)
+        m = re.search(f'(, )?"{key}": ', cols)
+        if m:
+            end = json.JSONDecoder().raw_decode(cols, m.end())[1]
+            cols = (cols[: m.start()] + cols[end:]).replace("{, ", "{", 1)
+        elif r.random() < 0.3:
+            cols = None
     elif kind == "time":
         t = vb.time_text(f["published_at"])[1:-1]
         other = r.choice([t[:19] + "Z", t[:-1] + "000Z", t[:-1] + "001Z", t.replace("T", "t"),
@@ -166,7 +175,8 @@ def main():
     key, path = os.path.join(tmp, "log.pub"), os.path.join(tmp, "bundle.json")
     with open(key, "w") as k:
         k.write(f"{NAME}+{KID.hex()}+{b64(bytes([1]) + PK)}\n")
-    kinds = ["genuine", "leaf bytes", "column", "time", "sequence", "leaf index", "json text"]
+    kinds = ["genuine", "leaf bytes", "column", "no column", "time", "sequence", "leaf index",
+             "json text"]
     seen, differ = {}, 0
     for _ in range(n):
         kind, v2 = r.choice(kinds), r.random() < 0.8

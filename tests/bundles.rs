@@ -3,8 +3,10 @@
 //! one byte changed in a raw event, a leaf's data, a proof hash, the signature or the tree size;
 //! a leaf whose raw field ends like a length-prefixed field, a leaf with bytes after its raw
 //! field; leaf indexes that are not integers from 0; no entries; another origin; witness
-//! policies met or not), and `prove`'s own bundles of real rows (real PostgreSQL and NATS) with
-//! each field it shows relabelled, and proven against the checkpoint a witness policy accepts.
+//! policies met or not; each column left out, `columns` left out, a column added, for leaves of
+//! versions 1 and 2 and format 1), and `prove`'s own bundles of real rows (real PostgreSQL and
+//! NATS) with each field it shows relabelled or left out, and proven against the checkpoint a
+//! witness policy accepts.
 //! Subprocesses: the exit codes and messages are the point.
 
 mod common;
@@ -16,7 +18,7 @@ use base64::Engine;
 use serde_json::{json, Value};
 
 use common::app::{run_until_idle, settings};
-use common::bundle::{bundle, cosign, flip, policy, row, Cases};
+use common::bundle::{bundle, cosign, flip, incomplete_columns, policy, row, Cases};
 use common::cli::{event_audit, Run};
 use common::records::{now_us, records};
 use common::witness::{write_keys, Witness};
@@ -130,27 +132,16 @@ fn both_verifiers_accept_a_genuine_bundle_and_reject_each_tampering() {
         "leaf data: raw: bytes follow the raw message",
     );
 
-    // A version 1 row: no payload, payload place, payload error or catalogue is shown (null
-    // is accepted, a value is not: the leaf does not cover them).
+    // Every column its format defines, no other: each one left out, `columns` left out, or one
+    // more (even `null` for a column a version 1 leaf does not cover) is unusable input.
+    assert_eq!(incomplete_columns(&mut cases, &good, &k), 18);
     let nine = row(&leaves[9]);
     let mut b = bundle(ORIGIN, &key, &leaves, &[(9, &nine)]);
-    assert!(b["entries"][0]["columns"].get("catalogue").is_none(), "{b}");
-    b["entries"][0]["columns"]["catalogue"] = Value::Null;
     cases.expect(&b, &k, &[], &[], 0, "OK: 1 entry");
-    b["entries"][0]["columns"]["payload"] = json!({"account_number": "A-1"});
-    cases.expect(
-        &b,
-        &k,
-        &[],
-        &[],
-        1,
-        "field columns.payload: the bundle says",
-    );
-
-    // A column the verifiers do not know is not shown as evidence.
-    let mut b = good.clone();
-    b["entries"][0]["columns"]["verified_by"] = "the auditor".into();
-    cases.expect(&b, &k, &[], &[], 1, "field columns.verified_by");
+    assert_eq!(incomplete_columns(&mut cases, &b, &k), 14);
+    b["entries"][0]["columns"]["catalogue"] = Value::Null;
+    let what = "columns.catalogue: not a column of an event-audit-bundle/2 entry with a version 1";
+    cases.expect(&b, &k, &[], &[], 2, what);
 
     // Not a usable bundle: leaf indexes that are not integers from 0, no entries, not JSON,
     // a repeated key, an unknown format.
@@ -178,12 +169,18 @@ fn both_verifiers_accept_a_genuine_bundle_and_reject_each_tampering() {
     b["format"] = "event-audit-bundle/3".into();
     cases.expect(&b, &k, &[], &[], 2, "format");
 
-    // Format 1 is still read, with the same checks (its columns also held stream and seq).
+    // Format 1 is still read, with the same checks (its columns also held stream and seq, and
+    // no payload place), and all of its columns too.
     let mut b = good.clone();
     b["format"] = "event-audit-bundle/1".into();
-    b["entries"][0]["columns"]["stream"] = "BUNDLE".into();
-    b["entries"][0]["columns"]["stream_seq"] = good["entries"][0]["stream_seq"].clone();
+    for e in b["entries"].as_array_mut().expect("entries") {
+        let (stream, seq) = (e["stream"].clone(), e["stream_seq"].clone());
+        let c = e["columns"].as_object_mut().expect("columns");
+        c.remove("payload_place");
+        c.extend([("stream".into(), stream), ("stream_seq".into(), seq)]);
+    }
     cases.expect(&b, &k, &[], &[], 0, "OK: 2 entries");
+    assert_eq!(incomplete_columns(&mut cases, &b, &k), 19);
     b["entries"][0]["columns"]["stream_seq"] = 99.into();
     cases.expect(&b, &k, &[], &[], 1, "field columns.stream_seq");
     cases.run();
@@ -356,6 +353,9 @@ async fn prove_shows_every_field_of_real_rows_and_both_verifiers_name_each_relab
         .map(String::as_str)
         .collect();
     assert_eq!(keys.len(), 18, "{keys:?}");
+    // Not one of them may be left out, nor another added.
+    let shown: Value = serde_json::from_str(&text).expect("json");
+    assert_eq!(incomplete_columns(&mut checks, &shown, &k), 18);
 
     // Each field relabelled: both verifiers reject it, naming it.
     let parsed = json::parse(&text, Keys::Unique).expect("prove writes strict JSON");

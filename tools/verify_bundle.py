@@ -12,8 +12,9 @@ bundle's JSON (strict, no repeated keys) and shape; the checkpoint note's signat
 key (every line by that key must verify), its origin (--origin), the witness policy's quorum of
 valid cosignatures (--witness-policy); per entry: SHA-256(leaf_data) == row_hash, leaf_data read
 by the row-encoding grammar (versions 1 and 2, every byte used), raw == the leaf's raw field,
-stream, stream_seq and every key of columns against the leaf (an unknown key is a rejection),
-and the RFC 9162 inclusion proof of leaf SHA-256(0x00 || row_hash) at leaf_index.
+stream, stream_seq and every key of columns against the leaf, and the RFC 9162 inclusion proof
+of leaf SHA-256(0x00 || row_hash) at leaf_index. columns must hold exactly the keys the format
+defines for the leaf's version: one missing or unknown is unusable input.
 """
 import argparse, base64, hashlib, json, re, sys
 from decimal import Decimal
@@ -360,6 +361,14 @@ COLUMNS = ("stream", "stream_seq", "published_at", "received_at", "subject", "de
            "unknown_fields", "account_number", "occurred_at", "payload_place", "payload",
            "payload_error", "catalogue")
 V2_ONLY = ("payload_place", "payload", "payload_error", "catalogue")
+
+def defined(fmt, version):
+    """The keys `columns` holds, no more, no fewer (README, "The format"): format 2, every column
+    the leaf covers; format 1, the nineteen its prove wrote. None: no known leaf version."""
+    if version not in (1, 2): return None
+    if fmt == FORMATS[1]: return [k for k in COLUMNS if k != "payload_place"]
+    return [k for k in COLUMNS[2:] if version == 2 or k not in V2_ONLY]
+
 TIMES = ("published_at", "received_at", "occurred_at")
 
 class Unreadable:
@@ -432,7 +441,7 @@ def check_entry(e, size, root):
     if f["raw"] != raw: raise Rejected("raw: the bundle's raw bytes are not the leaf's raw field")
     check_field("stream", "stream", e["stream"], f)
     check_field("stream_seq", "stream_seq", e["stream_seq"], f)
-    for key, value in e.get("columns", {}).items():
+    for key, value in e["columns"].items():
         check_field(f"columns.{key}", key, value, f)
     proof = [b64(p, "an inclusion_proof hash") for p in e["inclusion_proof"]]
     if any(len(p) != 32 for p in proof):
@@ -467,13 +476,30 @@ def shape(b):
         for k in e:
             if k not in ENTRY: raise Unusable(f"{at}{k}: not a key of the bundle format")
         for k, kind in ENTRY.items():
-            if k != "columns" or k in e:
-                need(e, k, kind, at)
+            need(e, k, kind, at)
         if not 0 <= e["leaf_index"] <= U64:
             raise Unusable(f"{at}leaf_index: not an integer from 0 to {U64}")
         if not all(isinstance(p, str) for p in e["inclusion_proof"]):
             raise Unusable(f"{at}inclusion_proof: not an array of strings")
+        complete(b["format"], e, at)
     return b
+
+def complete(fmt, e, at):
+    """columns holds exactly the keys defined for the leaf's version (a leaf_data that is not
+    base64 or of no known version is left to the entry's check): an unknown key first, in the
+    bundle's order, then a missing one."""
+    try:
+        version = TAGS.get(b64(e["leaf_data"], "leaf_data")[:19])
+    except Rejected:
+        return
+    keys = defined(fmt, version)
+    if keys is None: return
+    whose = f"an {fmt} entry with a version {version} leaf"
+    for k in e["columns"]:
+        if k not in keys: raise Unusable(f"{at}columns.{k}: not a column of {whose}")
+    for k in keys:
+        if k not in e["columns"]:
+            raise Unusable(f"{at}columns.{k}: missing ({whose} shows every column it defines)")
 
 def read_text(path):
     data = sys.stdin.buffer.read() if path == "-" else open(path, "rb").read()

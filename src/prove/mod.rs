@@ -1,9 +1,9 @@
 //! `prove`: an evidence bundle for some rows (one event, or an account's events) against one
 //! signed checkpoint: each row's raw bytes, its leaf data (the canonical encoding, whose SHA-256
 //! is the row hash), the decoded columns read back from that leaf data (so every field shown is
-//! covered by the proof) and its inclusion proof, plus the checkpoint's signed note. Every proof
-//! is checked here before it is written, so a bundle from a database that does not match the
-//! checkpoint is refused, not handed out.
+//! covered by the proof; every column the leaf covers, none left out) and its inclusion proof,
+//! plus the checkpoint's signed note. Every proof is checked here before it is written, so a
+//! bundle from a database that does not match the checkpoint is refused, not handed out.
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
@@ -51,6 +51,8 @@ pub(crate) enum ProveError {
     NotWitnessed { what: String, index: u64, size: u64 },
     #[error("row {0}: the database does not match the checkpoint (its proof fails); run `event-audit verify --public-key …`")]
     Mismatch(String),
+    #[error("row {what}: its {column} cannot be shown in a bundle (not JSON, or a time outside the years 0000 to 9999), and a bundle shows every column; no bundle is written")]
+    Unshowable { what: String, column: &'static str },
     #[error(transparent)]
     Db(#[from] DbError),
 }
@@ -108,9 +110,11 @@ pub(crate) async fn prove(
             .await?
             .ok_or_else(|| ProveError::NotFound(what.clone()))?;
         let data = leaf_data(&row).ok_or_else(|| ProveError::Mismatch(what.clone()))?;
-        let columns = leaf::parse(&data)
-            .map(|c| fields::columns(&c))
-            .map_err(|_| ProveError::Mismatch(what.clone()))?;
+        let parsed = leaf::parse(&data).map_err(|_| ProveError::Mismatch(what.clone()))?;
+        let columns = fields::columns(&parsed).map_err(|column| ProveError::Unshowable {
+            what: what.clone(),
+            column,
+        })?;
         let row_hash: [u8; 32] = Sha256::digest(&data).into();
         let proof = store.inclusion(index, cp.size).await?;
         tlog::verify_inclusion(

@@ -207,7 +207,7 @@ pub fn bundle(
             json!({
                 "stream": c.stream, "stream_seq": c.stream_seq, "leaf_index": i,
                 "raw": B64.encode(c.raw),
-                "columns": serde_json::to_value(fields::columns(c)).expect("columns"),
+                "columns": serde_json::to_value(fields::columns(c).expect("showable")).expect("columns"),
                 "leaf_data": B64.encode(data), "row_hash": hex(&Sha256::digest(data)),
                 "inclusion_proof": proof,
             })
@@ -241,4 +241,34 @@ pub fn policy(witnesses: &[&WitnessSigner], quorum: Option<usize>) -> String {
         t += &format!("quorum {q}\n");
     }
     t
+}
+
+/// Cases for a bundle that must show exactly the columns it shows in entry 0 (both verifiers,
+/// exit 2 naming the key): each column deleted in turn, the whole `columns` object deleted, and
+/// an extra key added. Returns how many columns it deleted.
+pub fn incomplete_columns(cases: &mut Cases, b: &Value, key: &str) -> usize {
+    let columns = b["entries"][0]["columns"]
+        .as_object()
+        .expect("columns")
+        .clone();
+    for k in columns.keys() {
+        let mut x = b.clone();
+        x["entries"][0]["columns"]
+            .as_object_mut()
+            .expect("columns")
+            .remove(k);
+        let what = format!("entries[0].columns.{k}: missing");
+        cases.expect(&x, key, &[], &[], 2, &what);
+    }
+    let mut x = b.clone();
+    x["entries"][0]
+        .as_object_mut()
+        .expect("entry")
+        .remove("columns");
+    cases.expect(&x, key, &[], &[], 2, "entries[0].columns: missing");
+    let mut x = b.clone();
+    x["entries"][0]["columns"]["verified_by"] = "the auditor".into();
+    let what = "entries[0].columns.verified_by: not a column";
+    cases.expect(&x, key, &[], &[], 2, what);
+    columns.len()
 }

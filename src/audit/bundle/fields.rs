@@ -38,8 +38,24 @@ pub(crate) const COLUMNS: [&str; 20] = [
     "catalogue",
 ];
 
-/// The columns only a version 2 leaf covers (a version 1 bundle may show them as `null`).
+/// The columns only a version 2 leaf covers.
 const V2_ONLY: [&str; 4] = ["payload_place", "payload", "payload_error", "catalogue"];
+
+/// The keys `columns` must hold, no more and no fewer: in `event-audit-bundle/2`, every column
+/// the entry's leaf covers (for a version 1 leaf, none of [`V2_ONLY`]); in
+/// `event-audit-bundle/1`, the nineteen columns its `prove` wrote (with `stream` and
+/// `stream_seq`, without `payload_place`), whatever the leaf. `None` for a leaf version no
+/// format defines. A later format may let an entry mark a column as withheld (an erased row's
+/// payload): that will be a marker of its own, named here, never a key left out.
+pub(crate) fn defined(format: &str, leaf_version: u8) -> Option<Vec<&'static str>> {
+    let keys = COLUMNS.iter().copied();
+    match (format == super::FORMAT_V1, leaf_version) {
+        (true, 1 | 2) => Some(keys.filter(|k| *k != "payload_place").collect()),
+        (false, 2) => Some(keys.skip(2).collect()),
+        (false, 1) => Some(keys.skip(2).filter(|k| !V2_ONLY.contains(k)).collect()),
+        _ => None,
+    }
+}
 
 /// What a leaf says a column holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -218,9 +234,10 @@ pub fn check(field: &str, key: &str, shown: &Json, c: &Canon<'_>) -> Result<(), 
 
 /// The columns `prove` shows for a leaf: every column it covers (for a version 1 leaf, none of
 /// the payload's, the payload error or the catalogue), in [`COLUMNS`] order after `stream` and
-/// `stream_seq` (which the entry carries itself). A value the leaf holds but no bundle can show
-/// (not JSON, a time outside the years 0000 to 9999) is left out.
-pub fn columns(c: &Canon<'_>) -> Json {
+/// `stream_seq` (which the entry carries itself). `Err` names a column whose value the leaf
+/// holds but no bundle can show (not JSON, a time outside the years 0000 to 9999): a bundle
+/// shows every column, so there is then no bundle for that row.
+pub fn columns(c: &Canon<'_>) -> Result<Json, &'static str> {
     let v2 = c.catalogue.is_some();
     let mut out = Vec::new();
     for key in &COLUMNS[2..] {
@@ -230,15 +247,12 @@ pub fn columns(c: &Canon<'_>) -> Json {
         let v = match want(key, c) {
             Some(Want::Value(v)) => v,
             Some(Want::Time(None)) => Json::Null,
-            Some(Want::Time(Some(us))) => match time_text(us) {
-                Some(t) => Json::Str(t),
-                None => continue,
-            },
-            _ => continue,
+            Some(Want::Time(Some(us))) => Json::Str(time_text(us).ok_or(*key)?),
+            _ => return Err(*key),
         };
         out.push(((*key).to_owned(), v));
     }
-    Json::Obj(out)
+    Ok(Json::Obj(out))
 }
 
 #[cfg(test)]

@@ -113,17 +113,27 @@ const TEXTS: [&str; 9] = [
     "account_number",
 ];
 
+/// The encoding version a leaf's data is tagged with (1 or 2), if any.
+pub(crate) fn version(data: &[u8]) -> Option<u8> {
+    if data.starts_with(TAG_V2) {
+        Some(2)
+    } else if data.starts_with(TAG_V1) {
+        Some(1)
+    } else {
+        None
+    }
+}
+
 /// Reads a leaf's data (a row's canonical encoding) back into its fields.
 pub fn parse(data: &[u8]) -> Result<Canon<'_>, LeafError> {
-    let v2 = if data.starts_with(TAG_V2) {
-        true
-    } else if data.starts_with(TAG_V1) {
-        false
-    } else {
-        return Err(LeafError {
-            field: "version tag",
-            why: "not `event-audit row v1` or `v2`",
-        });
+    let v2 = match version(data) {
+        Some(v) => v == 2,
+        None => {
+            return Err(LeafError {
+                field: "version tag",
+                why: "not `event-audit row v1` or `v2`",
+            })
+        }
     };
     let mut r = Reader {
         data,

@@ -1,12 +1,16 @@
 //! The shape of a bundle's JSON, checked before anything it claims: an object with exactly
-//! `format`, `checkpoint` and a non-empty `entries` array; each entry with `stream` (string),
-//! `stream_seq` (integer), `leaf_index` (integer from 0 to 2^64 − 1), `raw`, `leaf_data`,
-//! `row_hash` (strings), `inclusion_proof` (array of strings) and optionally `columns` (an
-//! object, whose keys are checked as claims). Anything else is not a usable bundle (exit 2).
-//! Pure.
+//! `format`, `checkpoint` and a non-empty `entries` array; each entry with exactly `stream`
+//! (string), `stream_seq` (integer), `leaf_index` (integer from 0 to 2^64 − 1), `raw`,
+//! `leaf_data`, `row_hash` (strings), `inclusion_proof` (array of strings) and `columns` (an
+//! object holding exactly the keys its format defines for the version its leaf data is tagged
+//! with, [`fields::defined`]; checked as claims later). Anything else is not a usable bundle
+//! (exit 2), so a bundle never shows a shorter row than its format promises. Pure.
+
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine;
 
 use super::json::{self, Json, Keys};
-use super::{BundleError, FORMAT, FORMAT_V1};
+use super::{fields, leaf, BundleError, FORMAT, FORMAT_V1};
 
 /// A bundle as read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,7 +81,35 @@ fn integer(obj: &[(String, Json)], key: &str, at: &str) -> Result<String, Bundle
     }
 }
 
-fn entry(i: usize, v: &Json) -> Result<Entry, BundleError> {
+/// `columns` holds exactly the keys `format` defines for the leaf's version: an unknown key
+/// first (in the bundle's order), then a missing one (in [`fields::COLUMNS`] order). Leaf data
+/// that is not base64 or of no known version is left to the entry's check (exit 1).
+fn complete(
+    format: &str,
+    leaf_data: &str,
+    columns: &[(String, Json)],
+    at: &str,
+) -> Result<(), BundleError> {
+    let data = B64.decode(leaf_data).unwrap_or_default();
+    let Some(version) = leaf::version(&data) else {
+        return Ok(());
+    };
+    let Some(keys) = fields::defined(format, version) else {
+        return Ok(());
+    };
+    let whose = format!("an {format} entry with a version {version} leaf");
+    if let Some((k, _)) = columns.iter().find(|(k, _)| !keys.contains(&k.as_str())) {
+        return Err(bad(format!("{at}columns.{k}: not a column of {whose}")));
+    }
+    match keys.iter().find(|k| json::get(columns, k).is_none()) {
+        Some(k) => Err(bad(format!(
+            "{at}columns.{k}: missing ({whose} shows every column it defines)"
+        ))),
+        None => Ok(()),
+    }
+}
+
+fn entry(i: usize, format: &str, v: &Json) -> Result<Entry, BundleError> {
     let at = format!("entries[{i}].");
     let Json::Obj(e) = v else {
         return Err(bad(format!("entries[{i}]: not an object")));
@@ -104,18 +136,19 @@ fn entry(i: usize, v: &Json) -> Result<Entry, BundleError> {
             .collect::<Result<Vec<_>, _>>()?,
         _ => return Err(bad(format!("{at}inclusion_proof: not an array"))),
     };
-    let columns = match json::get(e, "columns") {
-        None => Vec::new(),
-        Some(Json::Obj(c)) => c.clone(),
-        Some(_) => return Err(bad(format!("{at}columns: not an object"))),
+    let columns = match field(e, "columns", &at)? {
+        Json::Obj(c) => c.clone(),
+        _ => return Err(bad(format!("{at}columns: not an object"))),
     };
+    let leaf_data = string(e, "leaf_data", &at)?;
+    complete(format, &leaf_data, &columns, &at)?;
     Ok(Entry {
         stream: string(e, "stream", &at)?,
         stream_seq: integer(e, "stream_seq", &at)?,
         leaf_index,
         raw: string(e, "raw", &at)?,
         columns,
-        leaf_data: string(e, "leaf_data", &at)?,
+        leaf_data,
         row_hash: string(e, "row_hash", &at)?,
         inclusion_proof,
     })
@@ -146,7 +179,7 @@ pub(crate) fn read(text: &str) -> Result<Bundle, BundleError> {
     let entries = items
         .iter()
         .enumerate()
-        .map(|(i, v)| entry(i, v))
+        .map(|(i, v)| entry(i, &format, v))
         .collect::<Result<Vec<_>, _>>()?;
     Ok(Bundle {
         format,
@@ -169,6 +202,7 @@ mod tests {
             ("leaf_data", r#""""#),
             ("row_hash", r#""""#),
             ("inclusion_proof", "[]"),
+            ("columns", "{}"),
         ];
         e.retain(|(k, _)| *k != key);
         e.push((key, value));
