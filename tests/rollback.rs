@@ -4,7 +4,7 @@
 //! one under the same name, the checkpoint stream deleted, and the daemon restarted as usual
 //! with the key. The signer signs nothing of the forged tree; the witness refuses the forged
 //! checkpoint even when signed with the genuine key; `verify` with the auditor's state exits 1,
-//! incremental and `--full`, and again on the next run. With the signer's memory wiped too, the
+//! by default and with `--incremental`, and again on the next run. With the signer's memory wiped too, the
 //! witness's answer stops the signer and nothing forged is cosigned.
 
 mod common;
@@ -172,9 +172,9 @@ async fn a_rollback_by_the_administrators_is_refused_and_detected() {
     .expect("ack");
     assert!(parsed.check(&forged).is_err());
 
-    // The auditor, with the state from before: exit 1, incremental and --full, with and without
+    // The auditor, with the state from before: exit 1, with --incremental and without, with and without
     // the policy, printing both signed notes where the witness shows a smaller tree; and again.
-    for extra in [vec![], vec!["--full"]] {
+    for extra in [vec!["--incremental"], vec![]] {
         for with_policy in [true, false] {
             let mut args = vec!["--state-file", st];
             if with_policy {

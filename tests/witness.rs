@@ -172,16 +172,30 @@ async fn the_witness_detects_a_history_rewritten_inside_the_database() {
     assert_eq!(genuine.code, Some(0), "{genuine:?}");
     assert!(genuine.stderr.contains("not trusted"), "{genuine:?}");
     assert!(genuine.stdout.contains("\"trusted\":2"), "{genuine:?}");
-    // Incremental: the next run starts from the state (size 70) and hashes nothing again.
-    let again = verify_witness(&db.url, &public, &cps, &["--state-file", st]).await;
+    // Incremental, asked for: the next run starts from the state (size 70) and hashes nothing
+    // again (and says so).
+    let again = verify_witness(
+        &db.url,
+        &public,
+        &cps,
+        &["--state-file", st, "--incremental"],
+    )
+    .await;
     assert_eq!(again.code, Some(0), "{again:?}");
     assert!(
         again.stdout.contains("\"from_size\":70") && again.stdout.contains("\"incremental\":true"),
         "{again:?}"
     );
     // ...and its walk rehashes no row (the first run rehashed all 70).
-    assert!(genuine.stdout.contains("\"rows\":70"), "{genuine:?}");
-    assert!(again.stdout.contains("\"rows\":0"), "{again:?}");
+    assert!(
+        genuine.stdout.contains("\"rows_rehashed\":70"),
+        "{genuine:?}"
+    );
+    assert!(again.stdout.contains("\"rows_rehashed\":0"), "{again:?}");
+    assert!(
+        again.stdout.contains("\"not_rehashed_before\":70"),
+        "{again:?}"
+    );
 
     // A wrong public key: exit 1, naming a checkpoint.
     let (_, other_pub, _) = write_keys(tmp.path(), &origin, 8);
@@ -294,12 +308,23 @@ async fn the_witness_detects_a_history_rewritten_inside_the_database() {
     // witness names the first checkpoint whose root the database no longer has.
     forge(&db.pool, 20).await;
     common::assert_verifies(&db.url, 70).await;
-    let forged = verify_witness(&db.url, &public, &cps, &["--state-file", st, "--full"]).await;
+    let forged = verify_witness(&db.url, &public, &cps, &["--state-file", st]).await;
     assert_eq!(forged.code, Some(1), "{forged:?}");
     assert!(forged.stderr.contains("checkpoint size 40"), "{forged:?}");
     // Incremental from the state of size 70: the stored tree no longer extends it.
-    let inc = verify_witness(&db.url, &public, &cps, &["--state-file", st]).await;
+    let inc = verify_witness(
+        &db.url,
+        &public,
+        &cps,
+        &["--state-file", st, "--incremental"],
+    )
+    .await;
     assert_eq!(inc.code, Some(1), "{inc:?}");
+    assert!(
+        inc.stderr
+            .contains("no longer has the root checked last time"),
+        "{inc:?}"
+    );
 }
 
 #[tokio::test]
