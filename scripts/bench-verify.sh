@@ -89,15 +89,15 @@ r1=$(python3 -c "print(int($rows/$s1))")
 r2=$(python3 -c "print(int($v_rows/$s2))")
 ratio=$(python3 -c "print(f'{$s2/$s1:.2f}')")
 
-incr="not measured: this binary has no incremental verify (verify --full)"
-if "$BIN" verify --help 2>/dev/null | grep -q -- "--full"; then
+incr="not measured: this binary has no incremental verify (verify --incremental)"
+if "$BIN" verify --help 2>/dev/null | grep -q -- "--incremental"; then
     echo "(3) incremental verify after $N more rows ..."
     VARGS=(--database-url "$PG/$DB" --db-connections "$CONNECTIONS" --public-key "$KEY.pub" \
         --state-file "$OUT/state.json" "${WITNESS[@]}")
     "$BIN" verify "${VARGS[@]}" > /dev/null 2>&1 || true   # the checkpoint this verifier checked
     load "$N"
     t0=$(now)
-    "$BIN" verify "${VARGS[@]}" > "$OUT/incr.json" 2> "$OUT/incr.err" || true
+    "$BIN" verify "${VARGS[@]}" --incremental > "$OUT/incr.json" 2> "$OUT/incr.err" || true
     t1=$(now)
     incr="$(secs "$t0" "$t1") s ($(tail -1 "$OUT/incr.err"))"
 fi

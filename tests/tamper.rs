@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 
 use sqlx::PgPool;
 
-use common::records::{now_us, records};
 use common::app::{run_until_idle, settings};
+use common::records::{now_us, records};
 use common::witness::{verify_witness, write_keys, Witness};
 use common::{assert_verifies, count_rows, ingest_load, verify, TestDb, TestStream, Verify};
 use event_audit::db::Db;

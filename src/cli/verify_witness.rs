@@ -28,8 +28,7 @@ pub(crate) async fn report(
     parts: Parts<'_>,
     doc: &mut serde_json::Value,
 ) -> anyhow::Result<(ExitCode, Option<bool>)> {
-    let (report, memory) = match finish(prepared, sink, parts.trees, parts.reverdict_leaves).await
-    {
+    let (report, memory) = match finish(prepared, sink, parts.trees, parts.reverdict_leaves).await {
         Ok(r) => r,
         Err(e) => {
             eprintln!("event-audit: could not verify against the witnessed checkpoints: {e}");

@@ -58,7 +58,9 @@ pub(crate) struct Finding {
 /// Why an acknowledgement cannot be taken (exit 2, nothing changed).
 #[derive(Debug, thiserror::Error)]
 pub enum AckError {
-    #[error("--acknowledge-break {id}: the state file remembers no open break (nothing to acknowledge)")]
+    #[error(
+        "--acknowledge-break {id}: the state file remembers no open break (nothing to acknowledge)"
+    )]
     NothingOpen { id: String },
     #[error("--acknowledge-break {id}: the open break is {open} ({why}); give its id")]
     OtherId {
@@ -184,7 +186,9 @@ mod tests {
             s.acknowledge("00000000", 5, now),
             Err(AckError::OtherId { .. })
         ));
-        let acked = s.acknowledge(&first.id.to_uppercase(), 5, now).expect("ack");
+        let acked = s
+            .acknowledge(&first.id.to_uppercase(), 5, now)
+            .expect("ack");
         assert_eq!(acked.acknowledged.as_ref().map(|a| a.run), Some(5));
         assert!(s.open_break().is_none());
         assert!(matches!(

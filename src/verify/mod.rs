@@ -233,8 +233,7 @@ impl VerifyStore {
         let linked_total: i64 = links.iter().map(|l| i64::from(l.row_count)).sum();
         let from = opts.from_link.unwrap_or(i64::MIN);
         let walked: Vec<LinkRow> = links.into_iter().filter(|l| l.link_seq >= from).collect();
-        let (rehashed, row_breaks) =
-            walk::rows(self, Arc::new(walked), opts.workers, sink).await?;
+        let (rehashed, row_breaks) = walk::rows(self, Arc::new(walked), opts.workers, sink).await?;
         breaks.extend(row_breaks);
         // Log order: by link (a link's own break after its rows'), stable otherwise.
         breaks.sort_by_key(|b| b.link.unwrap_or(i64::MAX));

@@ -195,12 +195,10 @@ impl World {
             .await
             .expect("run verify");
         let stdout = String::from_utf8_lossy(&out.stdout);
-        // Two JSON lines: the chain's report, then the witness's.
-        let mut lines = stdout.lines().map(|l| {
-            serde_json::from_str::<serde_json::Value>(l).unwrap_or(serde_json::Value::Null)
-        });
-        let (chain, witness) = (lines.next(), lines.next());
-        let (chain, witness) = (chain.unwrap_or_default(), witness.unwrap_or_default());
+        // One JSON document: the chain's report, the witness's inside it.
+        let chain: serde_json::Value =
+            serde_json::from_str(stdout.trim()).unwrap_or(serde_json::Value::Null);
+        let witness = &chain;
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
         assert_eq!(chain["ok"], true, "{stdout}");
