@@ -1,5 +1,5 @@
 //! Rendering a run: a table for the terminal (counts, then the accounts that are not
-//! `matched`), JSON (`counts` and `results`, the machine format), CSV (one row per account), and
+//! `matched`, by the attention each needs: [`attention`]), JSON (`counts` and `results`, the machine format), CSV (one row per account), and
 //! a self-contained HTML page ([`html`]: what changed since the previous run, a verdict-count
 //! summary `id="counts"`, a legend, and the results table `id="verdicts"`; no scripts, no
 //! external resources). Run-to-run changes render the same ways ([`changes`]); the verdicts'
@@ -8,6 +8,7 @@
 //! CSV cells that a spreadsheet would run as a formula (`=`, `+`, `@`, tab, CR first) get a
 //! leading `'`.
 
+mod attention;
 pub(crate) mod changes;
 pub(crate) mod html;
 mod legend;
@@ -248,9 +249,8 @@ pub(crate) fn table(r: &RunReport, show_matched: bool) -> String {
     }
     rows.push(vec!["total".into(), r.accounts.to_string()]);
     pad(&mut out, &rows);
-    let listed: Vec<&AccountResult> = r
-        .results
-        .iter()
+    let listed: Vec<&AccountResult> = attention::ordered(&r.results)
+        .into_iter()
         .filter(|a| {
             show_matched
                 || a.verdict != Verdict::Matched

@@ -11,7 +11,6 @@ use chrono::{DateTime, Utc};
 use super::super::diff::Diff;
 use super::super::model::{AccountResult, RunReport};
 use super::super::store::TimelineEntry;
-use super::super::verdict::Verdict;
 use super::{esc, time, LEGEND, REGISTRATION_LEGEND};
 
 /// The colour class of a verdict or registration state: ok, wait (expected to settle),
@@ -358,18 +357,16 @@ pub fn run(r: &RunReport, changes: Option<&Diff>) -> String {
     }
     o.push_str("</div>\n");
     o.push_str(
-        "<h2>Accounts</h2>\n<p class=\"meta\">Accounts that need attention first, then the matched \
+        "<h2>Accounts</h2>\n<p class=\"meta\">By the attention each needs: import problems first \
+         (identifier mismatches, then missing, erroneous or cancelled imports), then matched \
+         accounts whose registration went wrong, then what should settle by itself (awaiting an \
+         event, pending, in progress, registration in flight), then the matched and settled \
          ones; each account links to its event timeline.</p>\n<table id=\"verdicts\" class=\"wide\">\
          <thead><tr><th>Account</th><th>Verdict</th><th>Registration</th>\
          <th class=\"detail\" id=\"detail-column\">Detail</th><th>Event</th>\
          <th>Platform</th></tr></thead><tbody>\n",
     );
-    let mut rows: Vec<&AccountResult> = r.results.iter().collect();
-    let settled = |a: &AccountResult| {
-        a.verdict == Verdict::Matched && a.registration.is_none_or(|x| x.is_settled())
-    };
-    rows.sort_by_key(|a| (settled(a), a.verdict));
-    for a in rows {
+    for a in super::attention::ordered(&r.results) {
         account_row(&mut o, a);
     }
     o.push_str("</tbody></table>\n");
@@ -449,6 +446,12 @@ mod tests {
         assert!(h.contains("first completed run"));
         assert!(!h.contains("<script"));
         assert!(h.contains(">E2</a></td><td><span class=\"tag ok\">matched</span></td><td><span class=\"tag bad\">stalled</span>"), "{h}");
+        // The identifier mismatch before the matched account flagged for registration only.
+        let (mismatch, stalled) = (
+            h.find("data-verdict=\"identifier_mismatch\"><td"),
+            h.find(">E2</a>"),
+        );
+        assert!(mismatch.is_some() && mismatch < stalled, "{h}");
     }
 
     #[test]
