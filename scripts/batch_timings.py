@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Sums the sink's per-batch trace (the "batch timings" lines that `--log-json` writes with
 RUST_LOG=event_audit::ingest::sink=trace) from a log file. Prints one line: the daemon's
-"stopped" figures (messages, busy seconds, events/s; '- - -' when the log has none), then the
+"stopped" figures (messages, busy seconds: a batch in hand, events per busy second; '- - -' when the log has none), then the
 milliseconds of each step summed over the batches, rounded: ids copy observe link_commit.
 
 Usage: batch_timings.py LOG
@@ -21,5 +21,5 @@ for line in open(sys.argv[1]):
         for k in STEPS:
             sums[k] += f[k]
     if f.get("message") == "stopped":
-        run = (f["messages"], round(f["busy_secs"], 3), int(f["per_sec"]))
+        run = (f["messages"], round(f["busy_secs"], 3), int(f["per_busy_sec"]))
 print(*run, *(round(sums[k]) for k in STEPS))

@@ -62,7 +62,7 @@ for line in open(sys.argv[1]):
     except ValueError:
         continue
     if f.get("message") == "stopped":
-        print(f["messages"], round(f["busy_secs"], 3), int(f["per_sec"]))
+        print(f["messages"], round(f["busy_secs"], 3), int(f["per_busy_sec"]))
 PY
 }
 echo "(3) event-audit run ..."

@@ -280,20 +280,27 @@ fn stopped(totals: Result<Totals, IngestError>) -> anyhow::Result<Totals> {
             return Err(e.into());
         }
     };
-    let secs = totals.busy_secs();
+    // Two rates, each named by what it is over: the time a batch was in hand (how fast the
+    // daemon records), and the span from the first fetch to the last ack (idle time included:
+    // how fast messages came).
+    let (busy, span) = (totals.busy_secs(), totals.span_secs());
     tracing::info!(
         messages = totals.messages,
         inserted = totals.inserted,
         batches = totals.batches,
-        busy_secs = secs,
-        per_sec = (totals.messages as f64 / secs.max(1e-9)).round(),
+        busy_secs = busy,
+        per_busy_sec = totals.rate(busy),
+        span_secs = span,
+        per_span_sec = totals.rate(span),
         "stopped"
     );
     Ok(totals)
 }
 
-/// A token cancelled on SIGTERM or SIGINT.
-pub(crate) fn shutdown_signal() -> CancellationToken {
+/// A token cancelled on SIGTERM or SIGINT; `then` says what the process does next (logged
+/// as `shutdown requested: {then}`), each command its own: the daemon finishes the batches
+/// in hand, the witness the requests it is answering.
+pub(crate) fn shutdown_signal(then: &'static str) -> CancellationToken {
     let token = CancellationToken::new();
     let t = token.clone();
     tokio::spawn(async move {
@@ -309,7 +316,7 @@ pub(crate) fn shutdown_signal() -> CancellationToken {
             _ = term => {},
             _ = tokio::signal::ctrl_c() => {},
         }
-        tracing::info!("shutdown requested: finishing the batches in hand");
+        tracing::info!("shutdown requested: {then}");
         t.cancel();
     });
     token

@@ -273,7 +273,7 @@ pub enum BenchWhat {
 pub(crate) fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
     let settings = args.config.load(&args)?;
     super::runtime()?.block_on(async {
-        let stop = crate::app::shutdown_signal();
+        let stop = crate::app::shutdown_signal("stopping the demo");
         crate::dev::demo::run(settings, stop).await
     })?;
     Ok(ExitCode::SUCCESS)
@@ -282,7 +282,7 @@ pub(crate) fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
 pub(crate) fn simulate(args: SimArgs) -> anyhow::Result<ExitCode> {
     let settings = args.config.load(&args)?;
     super::runtime()?.block_on(async {
-        let stop = crate::app::shutdown_signal();
+        let stop = crate::app::shutdown_signal("stopping the simulator");
         crate::dev::simulator::run(&settings, stop).await
     })?;
     Ok(ExitCode::SUCCESS)

@@ -41,7 +41,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     super::runtime()?.block_on(async {
         let app = App::build(settings).await?;
         let stop = app.stop_token();
-        let signal = shutdown_signal();
+        let signal = shutdown_signal("finishing the batches in hand");
         tokio::spawn(async move {
             signal.cancelled().await;
             stop.cancel();

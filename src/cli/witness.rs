@@ -63,7 +63,11 @@ pub fn run(action: WitnessAction) -> anyhow::Result<ExitCode> {
         let server = WitnessServer::build(&settings).await?;
         // The address on stdout, for scripts that start it on port 0.
         println!("{}", server.address());
-        server.run_until_stopped(shutdown_signal()).await;
+        server
+            .run_until_stopped(shutdown_signal(
+                "answering the requests in progress, accepting no more",
+            ))
+            .await;
         Ok(ExitCode::SUCCESS)
     })
 }

@@ -197,6 +197,7 @@ impl Ingest {
             fatal: Mutex::new(None),
             abandoned: Mutex::new(Vec::new()),
             progress_every: (binding.ack_wait / 2).max(Duration::from_millis(500)),
+            busy: Default::default(),
         });
         let shutdown_timeout = self.settings.shutdown_timeout.get();
         let deadline = tokio::spawn(give_up_after(ctl.clone(), stop.clone(), shutdown_timeout));
@@ -238,6 +239,7 @@ impl Ingest {
                 totals.add(t);
             }
         }
+        totals.busy = ctl.busy.total();
         watch_stop.cancel();
         let _ = watcher.await;
         deadline.abort();

@@ -12,7 +12,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::outcome::{IngestError, Totals};
+use super::outcome::{Busy, IngestError, Totals};
 use super::sink::{BatchOutcome, Sink};
 use crate::audit::record::Record;
 use crate::db::{Class, DbError};
@@ -37,6 +37,8 @@ pub(super) struct Control {
     pub(super) abandoned: Mutex<Vec<(usize, i64)>>,
     /// How often a write in progress tells JetStream its messages are still being worked on.
     pub(super) progress_every: Duration,
+    /// How long at least one batch was in hand, over every writer.
+    pub(super) busy: Busy,
 }
 
 impl Control {
@@ -128,6 +130,7 @@ pub(super) async fn write_and_ack(
     totals: &mut Totals,
 ) {
     totals.first.get_or_insert(batch.fetched);
+    let _in_hand = ctl.busy.hold(batch.fetched);
     in_log_order(&mut batch);
     let started = Instant::now();
     let Some(outcome) = write(sink, metrics, health, ctl, &mut batch).await else {
