@@ -79,14 +79,8 @@ fn stamp(t: DateTime<Utc>) -> String {
 impl RecordedBreak {
     /// One line naming the break, its run and time, and how to acknowledge it.
     pub(crate) fn line(&self) -> String {
-        let place = match (&self.stream, self.stream_seq, self.link, &self.checkpoint) {
-            (Some(s), Some(q), _, _) => format!(" at row stream={s} stream_seq={q}"),
-            (_, _, Some(l), _) => format!(" at link {l}"),
-            (_, _, _, Some(c)) => format!(" at {c}"),
-            _ => String::new(),
-        };
         format!(
-            "break {} found by run {} at {}{place}: {} ({} break(s) in that run)",
+            "break {} found by run {} at {}: {} ({} break(s) in that run)",
             self.id, self.run, self.found_at, self.why, self.breaks_total
         )
     }

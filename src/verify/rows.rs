@@ -90,6 +90,11 @@ pub(crate) fn encoding(row: &RowView<'_>) -> Option<Vec<u8>> {
     with_canon(row, |c| c.encode()).map(|(e, _)| e)
 }
 
+/// The row's hash recomputed from its columns (`None`: a JSON column lost its recorded shape).
+pub(crate) fn recomputed(row: &RowView<'_>) -> Option<[u8; 32]> {
+    with_canon(row, |c| c.hash()).map(|(hash, _)| hash)
+}
+
 pub fn check(row: &RowView<'_>) -> Check {
     let Some((hash, payload_text)) = with_canon(row, |c| c.hash()) else {
         return Check::Broken("a JSON column no longer has its recorded shape");

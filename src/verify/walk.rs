@@ -181,7 +181,7 @@ async fn chunk(store: &VerifyStore, links: &[LinkRow]) -> Result<Chunk, VerifyEr
                     "payload column does not match the raw message (payload edited)"
                 }
                 Check::Broken(why) => {
-                    open.leaves.push(recomputed(&row).unwrap_or(stored));
+                    open.leaves.push(rows::recomputed(&row).unwrap_or(stored));
                     why
                 }
             };
@@ -205,16 +205,6 @@ async fn chunk(store: &VerifyStore, links: &[LinkRow]) -> Result<Chunk, VerifyEr
 }
 
 /// The hash of a broken row as recomputed from its columns, when it can be.
-fn recomputed(row: &rows::RowView<'_>) -> Option<[u8; 32]> {
-    let mut r = *row;
-    let zero = [0u8; 32];
-    r.row_hash = &zero;
-    match rows::check(&r) {
-        Check::Broken(_) => None,
-        Check::Ok(h) | Check::PayloadDiffers { hash: h, .. } => Some(h),
-    }
-}
-
 fn row_cap(l: &LinkRow) -> usize {
     usize::try_from(l.row_count).unwrap_or(0).min(100_000)
 }
