@@ -101,6 +101,8 @@ async fn the_routine_check_catches_an_edited_row_and_remembers_it_until_acknowle
             .is_some_and(|b| b.contains("stream_seq=42 ") && b.contains("row edited")),
         "{caught:?}"
     );
+    // The tree rebuilt from the rows' recomputed hashes no longer has the witnessed root.
+    assert_eq!(d["witness"]["ok"], false, "{caught:?}");
     let open = &d["auditor_state"]["open_break"];
     assert_eq!(open["stream_seq"], 42, "{caught:?}");
     assert_eq!(open["run"], 2, "{caught:?}");
