@@ -387,3 +387,95 @@ async fn after_the_platform_fixes_some_accounts_diff_lists_exactly_those_transit
     assert_eq!(code, 400);
     daemon.stop().await;
 }
+
+/// A run from the command line with another registration grace than the runs before it (the
+/// daemon's 30 minutes in the demo, the default 7 days here) is stored with its settings, and
+/// every comparison of it with a run of other settings says so: `reconcile diff` (table and
+/// JSON), the diff page and the report's "changed since the previous run".
+#[tokio::test]
+async fn a_run_with_other_settings_is_recorded_and_its_comparisons_say_so() {
+    let test_db = TestDb::create().await;
+    let db = test_db.url.as_str();
+    let ts = TestStream::create("batches_settings").await;
+    let sim = Sim::start_with(&ts, "SET", 30, 37, |s| {
+        s.simulator.rates = SimRates {
+            registration_stalled: 0.2,
+            ..SimRates::default()
+        };
+    })
+    .await;
+    run_until_idle(settings(&test_db, &ts)).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = sim.manifest_file(dir.path(), "set.txt");
+    assert_eq!(register_batch(db, "SET", "b1", &file).await.code, Some(0));
+
+    let args = ["--supplier", "SET", "--batch", "b1", "--format", "json"];
+    let short = [&args[..], &["--registration-grace", "30m"]].concat();
+    let first = reconcile(db, &sim.url, TOKEN, &short).await.json();
+    let second = reconcile(db, &sim.url, TOKEN, &args).await.json();
+    let (a, b) = (
+        first["run_id"].as_i64().expect("id"),
+        second["run_id"].as_i64().expect("id"),
+    );
+    assert!(map(&first["registration_counts"])["stalled"] > 0, "{first}");
+    let stored: Vec<Value> =
+        sqlx::query_scalar("SELECT settings FROM audit.reconcile_runs ORDER BY id")
+            .fetch_all(&test_db.pool)
+            .await
+            .expect("settings");
+    assert_eq!(stored[0]["registration_grace_secs"], 1800, "{stored:?}");
+    assert_eq!(
+        stored[1]["registration_grace_secs"],
+        7 * 86_400,
+        "{stored:?}"
+    );
+    assert_eq!(stored[1]["meter_points"], true, "{stored:?}");
+    assert_eq!(second["settings"], stored[1], "the report carries them");
+
+    let diff = |format: &'static str| async move {
+        let args = [
+            "reconcile",
+            "diff",
+            "--database-url",
+            db,
+            "--batch",
+            "b1",
+            "--format",
+            format,
+        ];
+        event_audit(&args, &[]).await
+    };
+    let d: Value = serde_json::from_str(&diff("json").await.stdout).expect("json");
+    assert_eq!(
+        d["settings_differ"][0], "registration grace 30m → 7d",
+        "{d}"
+    );
+    assert!(
+        map(&d["registration_transitions"]).contains_key("stalled → in_flight"),
+        "{d}"
+    );
+    let table = diff("table").await.stdout;
+    let warning = format!("runs {a} and {b} used different settings (registration grace 30m → 7d)");
+    assert!(table.contains(&format!("WARNING: {warning}")), "{table}");
+    assert!(
+        table.contains(&format!(
+            "run {a} (cli): grace 15m · registration grace 30m"
+        )),
+        "{table}"
+    );
+
+    let daemon = spawn_app(settings(&test_db, &ts)).await;
+    for page in [
+        format!("/reports/reconciliation/diff?from={a}&to={b}&format=html"),
+        format!("/reports/reconciliation?run={b}&format=html"),
+    ] {
+        let (code, html) = daemon.get(&page).await;
+        assert_eq!(code, 200, "{page}");
+        assert!(html.contains("id=\"settings-differ\""), "{page}: {html}");
+        assert!(
+            html.contains("registration grace 30m → 7d"),
+            "{page}: {html}"
+        );
+    }
+    daemon.stop().await;
+}

@@ -121,9 +121,7 @@ pub(super) async fn once(
                 continue;
             }
         };
-        let mut p = Params::scheduled(s);
-        p.since = None;
-        let p = p.for_batch(&b, manifest);
+        let p = Params::scheduled_batch(s, &b, manifest);
         let report = reconcile::execute(&store, &client, &p, &NoProgress).await;
         log(&report, &b.label());
         if report.error.is_none() {

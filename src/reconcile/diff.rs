@@ -9,6 +9,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::model::{AccountResult, RunReport};
+use super::settings::RunSettings;
 
 /// What a missing side is called in a transition.
 pub(crate) const NONE: &str = "(none)";
@@ -49,6 +50,15 @@ pub struct Diff {
     pub(crate) to_run: i64,
     pub(crate) from_finished_at: DateTime<Utc>,
     pub(crate) to_finished_at: DateTime<Utc>,
+    /// Each run's trigger (`cli`, `daemon`) and settings (`None`: stored before runs recorded
+    /// them).
+    pub(crate) from_trigger: String,
+    pub(crate) to_trigger: String,
+    pub(crate) from_settings: Option<RunSettings>,
+    pub(crate) to_settings: Option<RunSettings>,
+    /// The settings that differ between the runs (`registration grace 7d → 30m`), when both
+    /// were recorded: changes may then come from the settings, not from either side's data.
+    pub(crate) settings_differ: Vec<String>,
     /// `from → to` verdict transitions and how many accounts made each.
     pub(crate) transitions: BTreeMap<String, u64>,
     /// `from → to` registration transitions.
@@ -112,6 +122,14 @@ pub(crate) fn diff(a: &RunReport, b: &RunReport) -> Diff {
         to_run: b.run_id.unwrap_or_default(),
         from_finished_at: a.finished_at,
         to_finished_at: b.finished_at,
+        from_trigger: a.trigger.clone(),
+        to_trigger: b.trigger.clone(),
+        from_settings: a.settings.clone(),
+        to_settings: b.settings.clone(),
+        settings_differ: match (&a.settings, &b.settings) {
+            (Some(x), Some(y)) => x.differences(y),
+            _ => Vec::new(),
+        },
         transitions: BTreeMap::new(),
         registration_transitions: BTreeMap::new(),
         unchanged: 0,
@@ -187,6 +205,7 @@ mod tests {
             trigger: "cli".into(),
             suppliers: vec!["S".into()],
             parameters: serde_json::json!({}),
+            settings: None,
             outcome: Outcome::Ok,
             exit_code: 0,
             accounts: results.len() as u64,
@@ -248,5 +267,25 @@ mod tests {
         assert_eq!(changed, vec!["E1", "E2", "E3", "E5", "E6"]);
         assert_eq!(d.changes[0].detail.as_deref(), Some("detail of E1"));
         assert!(diff(&b, &b).is_empty());
+    }
+
+    #[test]
+    fn runs_with_other_settings_say_which() {
+        use crate::reconcile::Params;
+        let mut p = Params::new(vec!["S".into()], chrono::Duration::minutes(15), "daemon");
+        p.meter_points = true;
+        p.registration_grace = chrono::Duration::seconds(1800);
+        let mut a = run(1, vec![acct("E1", Verdict::Matched, None)]);
+        let mut b = run(2, vec![acct("E1", Verdict::Matched, None)]);
+        a.settings = Some(RunSettings::of(&p));
+        p.registration_grace = chrono::Duration::days(7);
+        b.settings = Some(RunSettings::of(&p));
+        let d = diff(&a, &b);
+        assert_eq!(d.settings_differ, vec!["registration grace 30m → 7d"]);
+        b.settings = a.settings.clone();
+        assert!(diff(&a, &b).settings_differ.is_empty());
+        // Not recorded (a run stored before runs recorded their settings): nothing claimed.
+        b.settings = None;
+        assert!(diff(&a, &b).settings_differ.is_empty());
     }
 }

@@ -30,6 +30,7 @@ pub(crate) mod registration;
 pub(crate) mod report;
 pub mod rest;
 mod run;
+pub(crate) mod settings;
 pub mod store;
 pub(crate) mod verdict;
 
@@ -54,6 +55,8 @@ pub(crate) struct Params {
     pub(crate) manifest: Option<Manifest>,
     pub(crate) since: Option<DateTime<Utc>>,
     pub(crate) until: Option<DateTime<Utc>>,
+    /// A moving window (the daemon's): `since` is now minus this, at every run.
+    pub(crate) window: Option<Duration>,
     pub(crate) grace: Duration,
     pub(crate) tolerances: Vec<Tolerance>,
     /// Ask the per-account endpoint about every pending account (tells `in_progress` from
@@ -101,6 +104,7 @@ impl Params {
             manifest: None,
             since: None,
             until: None,
+            window: None,
             grace,
             tolerances: Vec::new(),
             check_pending: false,
@@ -114,10 +118,21 @@ impl Params {
     pub(crate) fn scheduled(s: &ReconcileSettings) -> Params {
         let mut p = Params::new(s.suppliers.clone(), s.grace.chrono(), "daemon");
         p.registration_grace = s.registration_grace.chrono();
-        p.since = s
-            .window
-            .and_then(|w| Utc::now().checked_sub_signed(w.chrono()));
+        p.window = s.window.map(|w| w.chrono());
+        p.since = p.window.and_then(|w| Utc::now().checked_sub_signed(w));
         p
+    }
+
+    /// The daemon's scheduled run of a batch: no window (the batch's manifest decides).
+    pub(crate) fn scheduled_batch(
+        s: &ReconcileSettings,
+        b: &batch::Batch,
+        manifest: Manifest,
+    ) -> Params {
+        let mut p = Params::scheduled(s);
+        p.since = None;
+        p.window = None;
+        p.for_batch(b, manifest)
     }
 
     /// A run of batch `b` (its manifest and tolerances; meter points followed up).
@@ -200,6 +215,7 @@ fn run_report(
         trigger: p.trigger.to_owned(),
         suppliers: p.suppliers.clone(),
         parameters: parameters(p, client),
+        settings: Some(settings::RunSettings::of(p)),
         outcome,
         exit_code: outcome.exit_code(),
         accounts: results.len() as u64,

@@ -211,6 +211,9 @@ pub struct RunReport {
     pub(crate) suppliers: Vec<String>,
     /// The run's inputs: window, grace, manifest, REST URL without credentials, tolerances.
     pub(crate) parameters: serde_json::Value,
+    /// The settings that decide its verdicts and outcome; `None` for a run stored before runs
+    /// recorded them.
+    pub(crate) settings: Option<super::settings::RunSettings>,
     pub(crate) outcome: Outcome,
     pub(crate) exit_code: u8,
     pub(crate) accounts: u64,

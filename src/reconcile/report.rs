@@ -383,6 +383,7 @@ pub(crate) mod tests {
             trigger: "cli".into(),
             suppliers: vec!["S".into()],
             parameters: serde_json::json!({"manifest": {"file": "b.txt", "accounts": 2, "orders": 0}}),
+            settings: None,
             outcome: Outcome::Mismatches,
             exit_code: 1,
             accounts: 2,

@@ -4,6 +4,7 @@
 use std::fmt::Write;
 
 use super::super::diff::{Diff, NONE};
+use super::super::settings::RunSettings;
 use super::html::{page, timeline_link, tone, when};
 use super::{esc, pad, time, Format};
 
@@ -33,9 +34,46 @@ fn headline(d: &Diff) -> String {
     )
 }
 
+/// Each run's trigger and settings, one line each.
+fn settings_lines(d: &Diff) -> [String; 2] {
+    let line = |run: i64, trigger: &str, s: &Option<RunSettings>| {
+        format!(
+            "run {run} ({trigger}): {}",
+            s.as_ref().map_or_else(
+                || "settings not recorded (stored before runs recorded them)".to_owned(),
+                RunSettings::describe
+            )
+        )
+    };
+    [
+        line(d.from_run, &d.from_trigger, &d.from_settings),
+        line(d.to_run, &d.to_trigger, &d.to_settings),
+    ]
+}
+
+/// The warning when the runs compared used different settings; `None` when they did not.
+pub(crate) fn settings_warning(d: &Diff) -> Option<String> {
+    (!d.settings_differ.is_empty()).then(|| {
+        format!(
+            "runs {} and {} used different settings ({}): changes may come from the settings, \
+             not from the events or the platform",
+            d.from_run,
+            d.to_run,
+            d.settings_differ.join(", ")
+        )
+    })
+}
+
 pub(crate) fn table(d: &Diff) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "{}\n", headline(d));
+    let _ = writeln!(out, "{}", headline(d));
+    for l in settings_lines(d) {
+        let _ = writeln!(out, "  {l}");
+    }
+    if let Some(w) = settings_warning(d) {
+        let _ = writeln!(out, "WARNING: {w}");
+    }
+    out.push('\n');
     if d.is_empty() {
         return out;
     }
@@ -110,6 +148,20 @@ pub(crate) fn html(d: &Diff) -> String {
         d.to_run,
         when(Some(d.to_finished_at)),
     );
+    let [a, b] = settings_lines(d);
+    let _ = writeln!(
+        o,
+        "<p class=\"meta\" id=\"settings\">Settings of {}<br>and of {}</p>",
+        esc(&a),
+        esc(&b)
+    );
+    if let Some(w) = settings_warning(d) {
+        let _ = writeln!(
+            o,
+            "<p class=\"tag wait\" id=\"settings-differ\">{}</p>",
+            esc(&upper_first(&w))
+        );
+    }
     o.push_str("<table id=\"transitions\"><thead><tr><th>Transition</th><th class=\"n\">Accounts</th></tr></thead><tbody>\n");
     for (t, n) in &d.transitions {
         let _ = writeln!(o, "<tr><td>{}</td><td class=\"n\">{n}</td></tr>", esc(t));
@@ -172,6 +224,55 @@ mod tests {
         let v: serde_json::Value = serde_json::from_str(&render(&d, Format::Json)).expect("json");
         assert_eq!(v["transitions"]["identifier_mismatch → matched"], 1);
         assert_eq!(v["changes"][0]["to"], "matched");
+    }
+
+    #[test]
+    fn the_settings_of_both_runs_are_shown_and_a_difference_said() {
+        use crate::reconcile::settings::RunSettings;
+        use crate::reconcile::Params;
+        let mut p = Params::new(vec!["S".into()], chrono::Duration::minutes(15), "daemon");
+        p.meter_points = true;
+        p.registration_grace = chrono::Duration::seconds(1800);
+        let mut a = report();
+        a.trigger = "daemon".into();
+        a.settings = Some(RunSettings::of(&p));
+        let mut b = report();
+        b.run_id = Some(8);
+        p.registration_grace = chrono::Duration::days(7);
+        b.settings = Some(RunSettings::of(&p));
+        let d = diff(&a, &b);
+        let t = table(&d);
+        assert!(
+            t.contains("run 7 (daemon): grace 15m · registration grace 30m"),
+            "{t}"
+        );
+        assert!(
+            t.contains("run 8 (cli): grace 15m · registration grace 7d"),
+            "{t}"
+        );
+        assert!(
+            t.contains(
+                "WARNING: runs 7 and 8 used different settings (registration grace 30m → 7d)"
+            ),
+            "{t}"
+        );
+        let h = html(&d);
+        assert!(
+            h.contains("id=\"settings-differ\">Runs 7 and 8 used different settings"),
+            "{h}"
+        );
+        let v: serde_json::Value = serde_json::from_str(&render(&d, Format::Json)).expect("json");
+        assert_eq!(v["settings_differ"][0], "registration grace 30m → 7d");
+        assert_eq!(v["from_settings"]["registration_grace_secs"], 1800);
+        // The same settings: no warning; not recorded: said so, no warning either.
+        b.settings = a.settings.clone();
+        assert!(!table(&diff(&a, &b)).contains("WARNING"));
+        b.settings = None;
+        let t = table(&diff(&a, &b));
+        assert!(
+            t.contains("run 8 (cli): settings not recorded") && !t.contains("WARNING"),
+            "{t}"
+        );
     }
 
     #[test]

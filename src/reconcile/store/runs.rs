@@ -38,8 +38,8 @@ pub struct ScopeState {
 }
 
 const RUN_COLUMNS: &str = "r.id, r.started_at, r.finished_at, r.trigger, r.suppliers, \
-    r.parameters, r.counts, r.order_counts, r.accounts, r.rest, r.rest_calls, r.outcome, r.error, \
-    r.scope, r.registration_counts, r.batch_id, b.supplier AS batch_supplier, b.name AS batch_name";
+    r.parameters, r.settings, r.counts, r.order_counts, r.accounts, r.rest, r.rest_calls, \
+    r.outcome, r.error, r.scope, r.registration_counts, r.batch_id, b.supplier AS batch_supplier, b.name AS batch_name";
 
 const RUN_FROM: &str = "audit.reconcile_runs r LEFT JOIN audit.batches b ON b.id = r.batch_id";
 
@@ -86,8 +86,8 @@ impl ReconcileStore {
         let id: i64 = sqlx::query_scalar(
             "INSERT INTO audit.reconcile_runs (started_at, finished_at, trigger, suppliers, \
                parameters, counts, order_counts, accounts, rest_calls, rest, outcome, error, \
-               batch_id, scope, registration_counts) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) \
+               batch_id, scope, registration_counts, settings) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) \
              RETURNING id",
         )
         .bind(r.started_at)
@@ -105,6 +105,7 @@ impl ReconcileStore {
         .bind(r.batch.as_ref().map(|b| b.id))
         .bind(&r.scope)
         .bind(json(&r.registration_counts))
+        .bind(r.settings.as_ref().map(json))
         .fetch_one(&mut *tx)
         .await
         .ctx("insert reconcile run")?;
@@ -243,6 +244,9 @@ impl ReconcileStore {
             trigger: r.get("trigger"),
             suppliers: r.get("suppliers"),
             parameters: r.get("parameters"),
+            settings: r
+                .get::<Option<serde_json::Value>, _>("settings")
+                .and_then(|v| serde_json::from_value(v).ok()),
             counts: counts_of(r.get("counts")),
             registration_counts: registrations_of(&r),
             order_processes: counts_of(r.get("order_counts")),
