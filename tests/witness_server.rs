@@ -1,13 +1,19 @@
 //! The independent witness as a real process (`event-audit witness serve`), driven by a plain
-//! HTTP client: every answer C2SP tlog-witness specifies (200 with a cosignature, 404, 403,
-//! 400, 409 with `text/x.tlog.size` and the size it knows, 422), cosignatures checked by a
-//! verifier written from the spec (tests/spec/cosignature_check.py, not the project's note
-//! code) including the key id, concurrent submissions that never lower its state, and a restart
-//! that keeps it. Also `keygen --witness`, unique default origins and keys never written
-//! through a symlink.
+//! HTTP client: every answer C2SP tlog-witness specifies as it stands now (200 with a
+//! cosignature, 404, 403, 400, 409 with `text/x.tlog.size` and the size it knows, 422 for a
+//! failed proof, a proof from old size 0 and another root at the size it cosigned), cosignatures
+//! checked by a verifier written from the spec (tests/spec/cosignature_check.py, not the
+//! project's note code) including the key id, concurrent submissions that never lower its
+//! state, and a restart that keeps it; a hostile client's flood (mutated, truncated, oversized,
+//! slow and idle requests) with no 5xx, memory flat, every refusal counted by status, and a
+//! valid checkpoint cosigned after it. Also `keygen --witness`, unique default origins and keys
+//! never written through a symlink.
 
 mod common;
+#[path = "witness_server/hostile.rs"]
+mod hostile;
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use base64::Engine;
@@ -113,10 +119,12 @@ async fn the_witness_answers_as_the_spec_says_and_never_rolls_back() {
     assert_eq!(s, 403);
     let (s, _, _) = add(&client, &w.url, "old 0\nno empty line".into()).await;
     assert_eq!(s, 400);
-    // Old size above the checkpoint's: 400.
+    // Old size above the checkpoint's: 400. Proof lines with old size 0: 422.
     let n4 = sign(&log, origin, &t, 4);
     let (s, _, _) = add(&client, &w.url, body(5, &[], &n4)).await;
     assert_eq!(s, 400);
+    let (s, _, _) = add(&client, &w.url, body(0, &t.consistency(2, 4), &n4)).await;
+    assert_eq!(s, 422);
 
     // The first checkpoint: 200 with a cosignature line the spec's verifier accepts.
     let (s, ct, line) = add(&client, &w.url, body(0, &[], &n4)).await;
@@ -150,7 +158,7 @@ async fn the_witness_answers_as_the_spec_says_and_never_rolls_back() {
         (s, ct.as_str(), b.as_str()),
         (409, "text/x.tlog.size", "4\n")
     );
-    // A proof that fails: 422; the same size with another root: 409.
+    // A proof that fails: 422; the same size with another root: 422 (409 in v1.0.0).
     let (s, _, _) = add(&client, &w.url, body(4, &t.consistency(3, 10), &n10)).await;
     assert_eq!(s, 422);
     let other4 = log.sign(&Checkpoint {
@@ -158,15 +166,25 @@ async fn the_witness_answers_as_the_spec_says_and_never_rolls_back() {
         size: 4,
         root: [7; 32],
     });
-    let (s, ct, b) = add(&client, &w.url, body(4, &[], &other4)).await;
+    let (s, _, b) = add(&client, &w.url, body(4, &[], &other4)).await;
     assert_eq!(
-        (s, ct.as_str(), b.as_str()),
-        (409, "text/x.tlog.size", "4\n")
+        (s, b.as_str()),
+        (422, "another root at the size last cosigned\n")
     );
     // The consistent extension: 200; the re-verdict runs' origin is the log key's too.
     let (s, _, b) = add(&client, &w.url, body(4, &t.consistency(4, 10), &n10)).await;
     assert_eq!(s, 200, "{b}");
+    // Size 0 only with the empty tree's root (SHA-256 of nothing): 422 otherwise.
     let rv = format!("{origin}/reverdicts");
+    let (o, size, root) = (rv.clone(), 0, [1; 32]);
+    let bad0 = log.sign(&Checkpoint {
+        origin: o,
+        size,
+        root,
+    });
+    assert_eq!(add(&client, &w.url, body(0, &[], &bad0)).await.0, 422);
+    let (s, _, _) = add(&client, &w.url, body(0, &[], &sign(&log, &rv, &t, 0))).await;
+    assert_eq!(s, 200);
     let (s, _, _) = add(&client, &w.url, body(0, &[], &sign(&log, &rv, &t, 2))).await;
     assert_eq!(s, 200);
 
@@ -252,6 +270,114 @@ async fn the_witness_answers_as_the_spec_says_and_never_rolls_back() {
     assert_eq!(
         spec_check(tmp.path(), &wpub, &format!("{n40}{line}")).0,
         Some(0)
+    );
+}
+
+/// The value of the metric line starting with `name` (with its labels), if any.
+fn metric(text: &str, name: &str) -> Option<f64> {
+    let line = text.lines().find(|l| l.starts_with(name))?;
+    line.rsplit(' ').next()?.parse().ok()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_hostile_client_cannot_stop_the_witness_nor_its_cosigning() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let origin = "log.example/hostile";
+    let (_, log_pub, log) = write_keys(tmp.path(), origin, 6);
+    let (wkey, wpub, _) = write_witness_key(tmp.path(), "witness.example/w6", 7);
+    let state = tmp.path().join("state");
+    let w = WitnessProcess::start(&wkey, std::slice::from_ref(&log_pub), &state).await;
+    let client = reqwest::Client::new();
+    let t = tree(40);
+    let n4 = sign(&log, origin, &t, 4);
+    assert_eq!(add(&client, &w.url, body(0, &[], &n4)).await.0, 200);
+    let n10 = sign(&log, origin, &t, 10);
+    let valid = body(4, &t.consistency(4, 10), &n10);
+    let pid = w.pid().expect("running");
+    let before = hostile::rss_kib(pid);
+
+    // Slow clients beside the flood: a body a byte at a time, a head that never ends.
+    let slow: Vec<_> = (0..8)
+        .map(|i| {
+            let (addr, v) = (w.addr.clone(), valid.clone());
+            tokio::spawn(async move {
+                let r = match i % 2 {
+                    0 => hostile::slow_body(v.as_bytes()),
+                    _ => hostile::slow_head(),
+                };
+                (r.kind, hostile::send(&addr, &r).await)
+            })
+        })
+        .collect();
+    // 3,000 mutated, truncated, oversized and malformed requests, 48 at a time.
+    let mut rng = hostile::rng(27);
+    let flood: Vec<hostile::Request> = (0..3000)
+        .map(|i| hostile::request(&mut rng, i, valid.as_bytes(), &n10))
+        .collect();
+    let mut seen: BTreeMap<(&str, Option<u16>), usize> = BTreeMap::new();
+    let mut peak = before;
+    for chunk in flood.chunks(48) {
+        let sent = chunk.iter().map(|r| hostile::send(&w.addr, r));
+        for (r, a) in chunk.iter().zip(futures::future::join_all(sent).await) {
+            *seen.entry((r.kind, a)).or_default() += 1;
+        }
+        peak = peak.max(hostile::rss_kib(pid));
+    }
+    for s in slow {
+        let (kind, a) = s.await.expect("slow client");
+        *seen.entry((kind, a)).or_default() += 1;
+    }
+    eprintln!("answers by kind and status: {seen:?}; RSS {before} KiB before, peak {peak} KiB");
+    assert!(
+        !seen.keys().any(|(_, a)| a.is_some_and(|c| c >= 500)),
+        "a 5xx: {seen:?}"
+    );
+    let got = |k: &str, c: u16| seen.get(&(k, Some(c))).copied().unwrap_or(0);
+    assert_eq!(got("slow body", 408), 4, "{seen:?}");
+    assert_eq!(seen.get(&("slow head", None)), Some(&4), "{seen:?}");
+    assert!(
+        got("oversized", 413) > 0 && got("large head", 431) > 0,
+        "{seen:?}"
+    );
+    assert!(
+        got("64 proof lines", 400) == 250 && got("not UTF-8", 400) == 250,
+        "{seen:?}"
+    );
+    // Memory flat: a loose bound (the flood would need hundreds of MiB if bodies piled up).
+    assert!(
+        peak < before + 64 * 1024,
+        "RSS {before} KiB before, peak {peak} KiB"
+    );
+
+    // Idle connections past the cap (256) make room for a new one; then a valid checkpoint,
+    // from the size the witness tells, is cosigned.
+    let mut idle = Vec::new();
+    for _ in 0..300 {
+        idle.extend(tokio::net::TcpStream::connect(&w.addr).await.ok());
+    }
+    let client = reqwest::Client::new();
+    let (s, ct, known) = add(&client, &w.url, body(0, &[], &n10)).await;
+    assert_eq!((s, ct.as_str()), (409, "text/x.tlog.size"), "{known}");
+    let k: u64 = known.trim().parse().expect("a size");
+    let n20 = sign(&log, origin, &t, 20);
+    let (s, _, line) = add(&client, &w.url, body(k, &t.consistency(k, 20), &n20)).await;
+    assert_eq!(s, 200, "{line}");
+    let (code, out) = spec_check(tmp.path(), &wpub, &format!("{n20}{line}"));
+    assert_eq!(code, Some(0), "{out}");
+    drop(idle);
+
+    // Every refusal counted by its status.
+    let m = client.get(format!("{}/metrics", w.url)).send().await;
+    let m = m.expect("metrics").text().await.expect("text");
+    let count = |code: &str| {
+        let name = format!("event_audit_witness_rejected_requests_total{{code=\"{code}\"}}");
+        metric(&m, &name).unwrap_or(0.0)
+    };
+    assert!(count("413") == 500.0 && count("408") == 4.0, "{m}");
+    assert!(count("400") >= 500.0 && count("409") >= 1.0, "{m}");
+    assert!(
+        count("404") + count("405") > 0.0 && count("500") == 0.0,
+        "{m}"
     );
 }
 

@@ -1,10 +1,12 @@
 //! The log's side of C2SP tlog-witness: each new checkpoint is submitted to every witness of
 //! the policy (`POST <url>/add-checkpoint`: `old <size>`, the consistency proof from the size
 //! the witness last cosigned, an empty line, the signed note), and the cosignature lines that
-//! verify with the witness's key are kept. The size each witness knows is remembered per origin
-//! and learnt from a 409 (`text/x.tlog.size`), after which the submission is retried once with
-//! the proof from that size. A witness that has seen a larger tree, or another root at the same
-//! size, or refuses the proof, is evidence against the log: the signer stops.
+//! verify with the witness's key (and carry a time, never zero) are kept. The size each witness
+//! knows is remembered per origin and learnt from a 409 (`text/x.tlog.size`: a stale view,
+//! routine), after which the submission is retried once with the proof from that size. A
+//! witness that has seen a larger tree, or another root at the same size (422 since C2SP
+//! tlog-witness moved on from v1.0.0; a 409 naming the size submitted from, from a witness of
+//! v1.0.0), or refuses the proof (422), is evidence against the log: the signer stops.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -150,7 +152,7 @@ where
             Ok(answer) => answer,
             Err(why) => return (learnt, Err(unavailable(&name, why))),
         };
-        let k = match read_answer(w, note, status, &text, old) {
+        let k = match read_answer(w, note, status, &text, (old, size)) {
             Answer::Cosigned(line) => return (Some(size), Ok(line)),
             Answer::Failed(f) => return (learnt, Err(f)),
             Answer::Knows(k) => k,
@@ -166,7 +168,8 @@ where
             );
         }
         if k == old {
-            // The same size it knows, yet a conflict: another root at that size.
+            // The same size it knows, yet a conflict: another root at that size (how a witness
+            // of tlog-witness v1.0.0 answers a fork; the current text answers 422).
             return (
                 learnt,
                 Err(Failure::Fork {
@@ -239,8 +242,14 @@ enum Answer {
     Failed(Failure),
 }
 
-/// Reads the answer to a submission whose proof started at `old`.
-fn read_answer(w: &PolicyWitness, note: &str, status: u16, text: &str, old: u64) -> Answer {
+/// Reads the answer to a submission of a checkpoint of `size` whose proof started at `old`.
+fn read_answer(
+    w: &PolicyWitness,
+    note: &str,
+    status: u16,
+    text: &str,
+    (old, size): (u64, u64),
+) -> Answer {
     let name = &w.key.name;
     match status {
         200 => match verified_line(w, note, text) {
@@ -257,6 +266,11 @@ fn read_answer(w: &PolicyWitness, note: &str, status: u16, text: &str, old: u64)
                 format!("409 without a tree size: {}", text.trim()),
             )),
         },
+        // From the size it cosigned to the same size: only another root is refused (a fork).
+        422 if old == size && old > 0 => Answer::Failed(Failure::Fork {
+            witness: name.clone(),
+            size,
+        }),
         422 => Answer::Failed(Failure::Inconsistent {
             witness: name.clone(),
             from: old,
@@ -274,6 +288,51 @@ fn verified_line(w: &PolicyWitness, note: &str, body: &str) -> Option<String> {
         let with = format!("{note}{line}\n");
         let n = Note::parse(&with).ok()?;
         let own = n.by(&w.key.name, &w.key.id).any(|s| s.line == line);
-        (own && w.key.cosigned(&n).ok()?.is_some()).then(|| format!("{line}\n"))
+        // C2SP tlog-witness: a witness's cosignature carries its time, never zero.
+        let timed = matches!(w.key.cosigned(&n), Ok(Some(t)) if t > 0);
+        (own && timed).then(|| format!("{line}\n"))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::cosign::WitnessSigner;
+    use crate::audit::note::{Checkpoint, PrivateKey};
+
+    #[test]
+    fn answers_are_read_as_the_current_text_says() {
+        let log = PrivateKey::from_seed("log.example/s", &[1; 32]).unwrap();
+        let note = log.sign(&Checkpoint {
+            origin: "log.example/s".into(),
+            size: 4,
+            root: [2; 32],
+        });
+        let signer = WitnessSigner::from_seed("witness.example/s", &[3; 32]).unwrap();
+        let w = PolicyWitness {
+            key: signer.public(),
+            url: "http://127.0.0.1:1".into(),
+        };
+        let text = Note::parse(&note).unwrap().text.to_owned();
+        let read = |status, body: &str, sizes| read_answer(&w, &note, status, body, sizes);
+        // A cosignature with a time is kept; one with time zero is not.
+        let line = signer.cosign(&text, 1_700_000_000);
+        assert!(matches!(read(200, &line, (0, 4)), Answer::Cosigned(l) if l == line));
+        let zero = signer.cosign(&text, 0);
+        assert!(matches!(
+            read(200, &zero, (0, 4)),
+            Answer::Failed(Failure::Unavailable { .. })
+        ));
+        // 409: the size it knows (retried); 422 from the size it cosigned to the same size: a
+        // fork; any other 422: a refused proof. Both are evidence.
+        assert!(matches!(read(409, "3\n", (0, 4)), Answer::Knows(3)));
+        let Answer::Failed(fork) = read(422, "x\n", (4, 4)) else {
+            panic!("not a failure")
+        };
+        assert!(matches!(fork, Failure::Fork { size: 4, .. }) && fork.is_evidence());
+        let Answer::Failed(proof) = read(422, "x\n", (2, 4)) else {
+            panic!("not a failure")
+        };
+        assert!(matches!(proof, Failure::Inconsistent { from: 2, .. }) && proof.is_evidence());
+    }
 }

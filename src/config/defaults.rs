@@ -102,8 +102,14 @@ pub(crate) const CHECKPOINT_SUBJECT_PREFIX: &str = "event-audit.checkpoints";
 pub(crate) const CHECKPOINT_PUBLISH_TIMEOUT: Dur = Dur::secs(5);
 /// The independent witness's default listen address (`witness serve`).
 pub(crate) const WITNESS_LISTEN: &str = "127.0.0.1:9189";
-/// The largest `add-checkpoint` request body the witness reads.
-pub(crate) const WITNESS_MAX_BODY: usize = 64 * 1024;
+/// The largest `add-checkpoint` request body the witness reads (413 past it): an old size
+/// line, 63 proof lines (2.9 KiB) and a checkpoint with a few dozen signature lines fit.
+pub(crate) const WITNESS_MAX_BODY: usize = 8 * 1024;
+/// How long the witness waits for a request body once its head arrived (408 after it).
+pub(crate) const WITNESS_BODY_TIMEOUT: Dur = Dur::secs(10);
+/// How long one connection to the witness may stay open: then it closes after the request in
+/// progress (a client reconnects; a hostile one cannot hold a connection forever).
+pub(crate) const WITNESS_CONNECTION_AGE: Dur = Dur::secs(300);
 /// The prefix of the default origin: `event-audit/<database name>/<random>`.
 pub(crate) const ORIGIN_PREFIX: &str = "event-audit/";
 // Catalogue evolution.

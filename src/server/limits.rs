@@ -1,6 +1,7 @@
 //! What keeps the HTTP listener from starving the daemon: a connection must send its request
 //! head within `header_timeout` (slow clients are closed, and so are kept-alive connections
-//! that send nothing more), one that moves no byte for `idle_timeout` is closed, request heads
+//! that send nothing more), one that moves no byte for `idle_timeout` is closed, one older than
+//! `max_age` (when set: the witness) closes after its request in progress, request heads
 //! over `max_header_bytes` get 431, and at most `max_connections` are served at once: at the
 //! cap, a new connection replaces the oldest one that is not serving a request (so `/metrics`
 //! and `/healthz` keep answering however many idle connections someone opens). At start-up the
@@ -30,6 +31,8 @@ pub struct Limits {
     pub(crate) idle_timeout: Duration,
     pub(crate) max_connections: usize,
     pub(crate) max_header_bytes: usize,
+    /// How long a connection may stay open at most (none: as long as it is used).
+    pub(crate) max_age: Option<Duration>,
 }
 
 impl Limits {
@@ -39,6 +42,7 @@ impl Limits {
             idle_timeout: s.idle_timeout.get(),
             max_connections: s.max_connections,
             max_header_bytes: s.max_header_bytes,
+            max_age: None,
         }
     }
 }

@@ -146,7 +146,8 @@ pub async fn serve(listener: TcpListener, router: Router, limits: Limits, stop: 
 }
 
 /// One connection: HTTP/1.1 with the head limits, closed when idle too long, when its slot is
-/// given to a newer connection, or (after its request in progress) when the listener stops.
+/// given to a newer connection, or (after its request in progress) when the listener stops or
+/// it is older than `max_age`.
 async fn serve_one(
     sock: TcpStream,
     router: Router,
@@ -181,11 +182,22 @@ async fn serve_one(
     let mut tick = tokio::time::interval((limits.idle_timeout / 4).max(Duration::from_millis(100)));
     let idle_ms = i64::try_from(limits.idle_timeout.as_millis()).unwrap_or(i64::MAX);
     let mut draining = false;
+    let aged = async {
+        match limits.max_age {
+            Some(age) => tokio::time::sleep(age).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(aged);
     loop {
         tokio::select! {
             _ = conn.as_mut() => break,
             _ = slot.close.cancelled() => break,
             _ = stop.cancelled(), if !draining => {
+                draining = true;
+                conn.as_mut().graceful_shutdown();
+            }
+            _ = &mut aged, if !draining => {
                 draining = true;
                 conn.as_mut().graceful_shutdown();
             }

@@ -1,15 +1,18 @@
-//! `add-checkpoint`, as C2SP tlog-witness specifies it: the request body parsed (`old <size>`,
-//! at most 63 base64 proof lines, an empty line, the signed checkpoint), and the decision in the
-//! spec's order — unknown origin 404, no signature by a trusted key 403, old size above the
-//! checkpoint's 400, old size not the one last cosigned (a stale view, routine) or the same size
-//! with another root (a fork, evidence) 409 with the size it knows, a consistency proof that fails 422 — else the new checkpoint, to be
+//! `add-checkpoint`, as C2SP tlog-witness specifies it (the text of C2SP commit 95978ca, after
+//! v1.0.0; docs/witness.md): the request body parsed (`old <size>`, at most 63 base64 proof
+//! lines, an empty line, the signed checkpoint), and the decision in the spec's order — unknown
+//! origin 404; no signature by a trusted key, or a signature line naming a trusted key that does
+//! not verify, 403; old size above the checkpoint's 400; old size not the one last cosigned (a
+//! stale view, routine) 409 with the size it knows; then 422 for a checkpoint of size 0 without
+//! the empty tree's root, a proof sent with old size 0, a consistency proof that fails, or the
+//! size last cosigned with another root (a fork, evidence) — else the new checkpoint, to be
 //! stored before the cosignature is returned. Pure: the caller holds the lock, stores and signs.
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 
 use crate::audit::note::{self, parse_decimal, Checkpoint, PublicKey};
-use crate::audit::tlog::{verify_consistency, Hash};
+use crate::audit::tlog::{empty_root, verify_consistency, Hash};
 
 use super::state::Latest;
 
@@ -66,6 +69,8 @@ pub(crate) enum Refused {
     UnknownOrigin,
     /// No signature verifies with a trusted key.
     Unsigned,
+    /// A signature line names a trusted key (name and key id) but does not verify.
+    BadSignature,
     /// The old size is above the checkpoint's size.
     OldTooLarge,
     /// The old size is not the one last cosigned: the client's view is stale (routine when
@@ -74,9 +79,11 @@ pub(crate) enum Refused {
         known: u64,
     },
     /// The same size as the one last cosigned, with another root: a fork.
-    Conflict {
-        known: u64,
-    },
+    Conflict,
+    /// A checkpoint of size 0 whose root is not the empty tree's (`SHA-256("")`).
+    EmptyRoot,
+    /// Consistency proof lines with old size 0 (the empty tree needs no proof).
+    ProofFromEmpty,
     /// The consistency proof does not verify.
     Inconsistent,
 }
@@ -87,9 +94,28 @@ impl Refused {
         match self {
             Refused::Malformed(_) | Refused::OldTooLarge => 400,
             Refused::UnknownOrigin => 404,
-            Refused::Unsigned => 403,
-            Refused::Stale { .. } | Refused::Conflict { .. } => 409,
-            Refused::Inconsistent => 422,
+            Refused::Unsigned | Refused::BadSignature => 403,
+            Refused::Stale { .. } => 409,
+            Refused::Conflict
+            | Refused::EmptyRoot
+            | Refused::ProofFromEmpty
+            | Refused::Inconsistent => 422,
+        }
+    }
+
+    /// What the answer's body says (a refusal never echoes the request).
+    pub(crate) fn text(&self) -> &'static str {
+        match self {
+            Refused::Malformed(why) => why,
+            Refused::UnknownOrigin => "unknown log origin",
+            Refused::Unsigned => "no signature by a trusted log key",
+            Refused::BadSignature => "a signature line by a trusted log key does not verify",
+            Refused::OldTooLarge => "old size larger than the checkpoint's",
+            Refused::Stale { .. } => "old size is not the size last cosigned",
+            Refused::Conflict => "another root at the size last cosigned",
+            Refused::EmptyRoot => "a checkpoint of size 0 without the empty tree's root",
+            Refused::ProofFromEmpty => "consistency proof lines with old size 0",
+            Refused::Inconsistent => "the consistency proof does not verify",
         }
     }
 
@@ -97,7 +123,8 @@ impl Refused {
     pub(crate) fn evidence(&self) -> Option<&'static str> {
         match self {
             Refused::OldTooLarge => Some("old_size"),
-            Refused::Conflict { .. } => Some("conflict"),
+            Refused::Conflict => Some("conflict"),
+            Refused::EmptyRoot => Some("empty_root"),
             Refused::Inconsistent => Some("inconsistent"),
             _ => None,
         }
@@ -115,10 +142,15 @@ pub(crate) fn authenticate(
     if keys.is_empty() {
         return Err(Refused::UnknownOrigin);
     }
-    keys.iter()
-        .find_map(|k| note::open(&req.note, k).ok())
-        .filter(|cp| cp.origin == claimed.origin)
-        .ok_or(Refused::Unsigned)
+    let mut found = None;
+    for k in &keys {
+        match note::open(&req.note, k) {
+            Ok(cp) if cp.origin == claimed.origin => found = found.or(Some(cp)),
+            Err(note::NoteError::BadSignature(_)) => return Err(Refused::BadSignature),
+            _ => {}
+        }
+    }
+    found.ok_or(Refused::Unsigned)
 }
 
 /// The decision on an authenticated checkpoint against the latest one cosigned: `Ok` with the
@@ -135,31 +167,23 @@ pub(crate) fn decide(
     if req.old != known {
         return Err(Refused::Stale { known });
     }
-    let next = Latest {
+    if cp.size == 0 && cp.root != empty_root() {
+        return Err(Refused::EmptyRoot);
+    }
+    if req.old == 0 && !req.proof.is_empty() {
+        return Err(Refused::ProofFromEmpty);
+    }
+    match latest {
+        Some(l) if l.size == cp.size && l.root != cp.root => return Err(Refused::Conflict),
+        Some(l) => verify_consistency(l.size, cp.size, &l.root, &cp.root, &req.proof)
+            .map_err(|_| Refused::Inconsistent)?,
+        None => {}
+    }
+    Ok(Latest {
         size: cp.size,
         root: cp.root,
         note: req.note.clone(),
-    };
-    match latest {
-        None => {
-            if !req.proof.is_empty() {
-                return Err(Refused::Inconsistent);
-            }
-        }
-        Some(l) if l.size == cp.size => {
-            if l.root != cp.root {
-                return Err(Refused::Conflict { known });
-            }
-            if !req.proof.is_empty() {
-                return Err(Refused::Inconsistent);
-            }
-        }
-        Some(l) => {
-            verify_consistency(l.size, cp.size, &l.root, &cp.root, &req.proof)
-                .map_err(|_| Refused::Inconsistent)?;
-        }
-    }
-    Ok(next)
+    })
 }
 
 #[cfg(test)]
@@ -234,13 +258,24 @@ mod tests {
                 .status(),
             400
         );
-        // The same size again: the same root is cosigned again, another root is 409.
+        // The same size again: the same root is cosigned again, another root is 422 (a fork,
+        // evidence; 409 before C2SP tlog-witness moved on from v1.0.0).
         assert!(run(&body(4, &[], &n4), Some(&l4)).is_ok());
         let other = sign(4, [9; 32]);
         assert_eq!(
             run(&body(4, &[], &other), Some(&l4)),
-            Err(Refused::Conflict { known: 4 })
+            Err(Refused::Conflict)
         );
+        assert_eq!(Refused::Conflict.status(), 422);
+        // Size 0 only with the empty tree's root; no proof lines with old size 0: 422.
+        assert!(run(&body(0, &[], &sign(0, t.root(0))), None).is_ok());
+        assert_eq!(
+            run(&body(0, &[], &sign(0, [0; 32])), None),
+            Err(Refused::EmptyRoot)
+        );
+        let r = run(&body(0, &[[1; 32]], &n4), None);
+        assert_eq!(r, Err(Refused::ProofFromEmpty));
+        assert_eq!(r.unwrap_err().evidence(), None);
         // Unknown origin 404; another key 403; malformed 400.
         let stranger = PrivateKey::from_seed("log.example/b", &[2; 32]).unwrap();
         let nb = stranger.sign(&Checkpoint {
@@ -256,6 +291,19 @@ mod tests {
             root: t.root(4),
         });
         assert_eq!(run(&body(0, &[], &nf), None).unwrap_err().status(), 403);
+        // A line naming a trusted key that does not verify: 403, even beside a good one; a
+        // line by a key it does not trust is ignored.
+        let two = |o: &str| [keys(o), vec![forged.public()]].concat();
+        let line = nf.lines().last().unwrap();
+        let req = parse(&body(0, &[], &format!("{n4}{line}\n"))).unwrap();
+        assert!(authenticate(&req, two).is_ok());
+        let mut broken = line.as_bytes().to_vec();
+        let at = broken.len() - 20;
+        broken[at] = if broken[at] == b'A' { b'B' } else { b'A' };
+        let broken = String::from_utf8(broken).unwrap();
+        let req = parse(&body(0, &[], &format!("{n4}{broken}\n"))).unwrap();
+        assert_eq!(authenticate(&req, keys).map(|c| c.size), Ok(4));
+        assert_eq!(authenticate(&req, two), Err(Refused::BadSignature));
         for bad in ["", "old 01\n\n", "old 1\nnot base64\n\n", "new 1\n\n"] {
             assert_eq!(run(bad, None).unwrap_err().status(), 400, "{bad:?}");
         }

@@ -4,9 +4,12 @@
 //! only a checkpoint signed by the log's key that extends it ([`add`]); the check and the update
 //! are one step under one lock, and the new state is on disk before the answer. It needs no
 //! PostgreSQL and no NATS. Refusals of validly signed checkpoints are logged and counted: they
-//! are evidence of a log that rewrote its history.
+//! are evidence of a log that rewrote its history. Its clients are the log's operators, the
+//! party it guards against: bodies, times and connections are bounded ([`http`]), nothing a
+//! client sends gets a 5xx, and every refusal is counted by status.
 
 mod add;
+mod http;
 mod state;
 
 use std::collections::HashMap;
@@ -14,8 +17,9 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 
+use axum::body::Body;
 use axum::extract::State;
-use axum::http::{header, StatusCode};
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
@@ -29,6 +33,7 @@ use crate::config::{defaults, Settings};
 use crate::telemetry::metrics::witness::WitnessServerMetrics;
 use crate::telemetry::metrics::Registry;
 use add::Refused;
+use http::text;
 use state::StateDir;
 
 /// Why the witness cannot start.
@@ -146,7 +151,10 @@ impl WitnessServer {
             }),
             listener,
             address,
-            limits: crate::server::limits::Limits::from_settings(&settings.http),
+            limits: crate::server::limits::Limits {
+                max_age: Some(defaults::WITNESS_CONNECTION_AGE.get()),
+                ..crate::server::limits::Limits::from_settings(&settings.http)
+            },
         })
     }
 
@@ -162,6 +170,10 @@ impl WitnessServer {
             .route("/metrics", get(metrics))
             .layer(axum::extract::DefaultBodyLimit::max(
                 defaults::WITNESS_MAX_BODY,
+            ))
+            .layer(axum::middleware::from_fn_with_state(
+                self.inner.clone(),
+                http::count_errors,
             ))
             .with_state(self.inner);
         crate::server::serve(self.listener, router, self.limits, stop).await;
@@ -186,12 +198,11 @@ async fn metrics(State(w): State<Arc<Inner>>) -> Response {
         .into_response()
 }
 
-fn text(status: u16, body: String, content_type: &'static str) -> Response {
-    let code = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    (code, [(header::CONTENT_TYPE, content_type)], body).into_response()
-}
-
-async fn add_checkpoint(State(w): State<Arc<Inner>>, body: String) -> Response {
+async fn add_checkpoint(State(w): State<Arc<Inner>>, headers: HeaderMap, body: Body) -> Response {
+    let body = match http::read_body(&headers, body).await {
+        Ok(b) => b,
+        Err(refused) => return refused,
+    };
     let req = match add::parse(&body) {
         Ok(r) => r,
         Err(why) => return refuse(&w, None, Refused::Malformed(why)),
@@ -200,12 +211,32 @@ async fn add_checkpoint(State(w): State<Arc<Inner>>, body: String) -> Response {
         Ok(cp) => cp,
         Err(r) => return refuse(&w, None, r),
     };
+    // Parsed by `authenticate` already; the text the cosignature signs.
+    let Ok(signed) = crate::audit::note::Note::parse(&req.note).map(|n| n.text.to_owned()) else {
+        return refuse(&w, None, Refused::Malformed("not a signed checkpoint"));
+    };
+    // C2SP: a cosignature's timestamp is never zero (nor before 1970).
+    let Some(now) = u64::try_from(chrono::Utc::now().timestamp())
+        .ok()
+        .filter(|t| *t > 0)
+    else {
+        tracing::error!("the witness's clock is not after 1970; refusing to cosign");
+        return text(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "witness clock unset\n".into(),
+            "text/plain",
+        );
+    };
     let _held = w.lock.lock().await;
     let latest = match w.state.load(&cp.origin) {
         Ok(l) => l,
         Err(e) => {
             tracing::error!(origin = %cp.origin, error = %e, "the witness's state cannot be read; refusing to cosign");
-            return text(500, "witness state unreadable\n".into(), "text/plain");
+            return text(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "witness state unreadable\n".into(),
+                "text/plain",
+            );
         }
     };
     let next = match add::decide(&req, &cp, latest.as_ref()) {
@@ -220,54 +251,28 @@ async fn add_checkpoint(State(w): State<Arc<Inner>>, body: String) -> Response {
     };
     if let Err(e) = w.state.store(&cp.origin, &next) {
         tracing::error!(origin = %cp.origin, error = %e, "the witness's state cannot be written; refusing to cosign");
-        return text(500, "witness state not written\n".into(), "text/plain");
+        return text(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "witness state not written\n".into(),
+            "text/plain",
+        );
     }
-    let body = match crate::audit::note::Note::parse(&req.note) {
-        Ok(n) => n.text.to_owned(),
-        Err(_) => return text(400, "not a signed note\n".into(), "text/plain"),
-    };
-    let now = u64::try_from(chrono::Utc::now().timestamp()).unwrap_or(0);
-    let line = w.signer.cosign(&body, now);
+    let line = w.signer.cosign(&signed, now);
     w.metrics.cosigned.with_label_values(&[&cp.origin]).inc();
     tracing::debug!(origin = %cp.origin, size = cp.size, "checkpoint cosigned");
-    text(200, line, "text/plain; charset=utf-8")
+    text(StatusCode::OK, line, "text/plain; charset=utf-8")
 }
 
-/// The answer to a refused request; one validly signed is logged and counted as evidence.
+/// The answer to a refused request (counted by status in [`http::count_errors`]); one validly
+/// signed that shows a misbehaving log is logged and counted by reason as evidence.
 fn refuse(w: &Inner, signed: Option<(&str, u64, Option<u64>)>, r: Refused) -> Response {
-    let status = r.status();
-    match (signed, r.evidence()) {
-        (Some((origin, size, known)), Some(reason)) => {
-            w.metrics.refused.with_label_values(&[origin, reason]).inc();
-            tracing::warn!(%origin, size, known = known.unwrap_or(0), reason, status, "refused a checkpoint signed by the log's key: the log shows a history that does not extend what this witness cosigned");
-        }
-        _ => {
-            w.metrics
-                .rejected
-                .with_label_values(&[&status.to_string()])
-                .inc();
-        }
+    let status = StatusCode::from_u16(r.status()).unwrap_or(StatusCode::BAD_REQUEST);
+    if let (Some((origin, size, known)), Some(reason)) = (signed, r.evidence()) {
+        w.metrics.refused.with_label_values(&[origin, reason]).inc();
+        tracing::warn!(%origin, size, known = known.unwrap_or(0), reason, status = status.as_u16(), "refused a checkpoint signed by the log's key: the log shows a history that does not extend what this witness cosigned");
     }
     match r {
-        Refused::Stale { known } | Refused::Conflict { known } => {
-            text(409, format!("{known}\n"), "text/x.tlog.size")
-        }
-        Refused::Malformed(why) => text(400, format!("{why}\n"), "text/plain"),
-        Refused::OldTooLarge => text(
-            400,
-            "old size larger than the checkpoint's\n".into(),
-            "text/plain",
-        ),
-        Refused::UnknownOrigin => text(404, "unknown log origin\n".into(), "text/plain"),
-        Refused::Unsigned => text(
-            403,
-            "no signature by a trusted log key\n".into(),
-            "text/plain",
-        ),
-        Refused::Inconsistent => text(
-            422,
-            "the consistency proof does not verify\n".into(),
-            "text/plain",
-        ),
+        Refused::Stale { known } => text(status, format!("{known}\n"), "text/x.tlog.size"),
+        r => text(status, format!("{}\n", r.text()), "text/plain"),
     }
 }

@@ -200,6 +200,11 @@ impl WitnessProcess {
         }
     }
 
+    /// Its process id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref()?.id()
+    }
+
     /// What it logged.
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.stderr).unwrap_or_default()

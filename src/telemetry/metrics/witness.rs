@@ -100,13 +100,18 @@ pub(crate) struct WitnessServerMetrics {
     pub(crate) cosigned: IntCounterVec,
     /// Refused requests whose checkpoint signature was valid: evidence of a misbehaving log.
     pub(crate) refused: IntCounterVec,
-    /// Requests refused before a valid signature was seen (unknown origin, bad signature,
-    /// malformed), by HTTP status.
+    /// Every answer with an error status, by status ([`WITNESS_CODES`]; `other` for the rest).
     pub(crate) rejected: IntCounterVec,
 }
 
 /// The `reason` vocabulary of refused requests.
-pub(crate) const WITNESS_REFUSALS: &[&str] = &["old_size", "conflict", "inconsistent"];
+pub(crate) const WITNESS_REFUSALS: &[&str] =
+    &["old_size", "conflict", "empty_root", "inconsistent"];
+
+/// The `code` vocabulary of the witness's error answers; any other status is `other`.
+pub(crate) const WITNESS_CODES: &[&str] = &[
+    "400", "403", "404", "405", "408", "409", "413", "422", "431", "500", "503",
+];
 
 impl WitnessServerMetrics {
     pub fn new(r: &Registry, origins: &[String]) -> WitnessServerMetrics {
@@ -126,7 +131,7 @@ impl WitnessServerMetrics {
             rejected: counter_vec(
                 r,
                 "event_audit_witness_rejected_requests_total",
-                "Requests refused without evidence against the log (unknown origin, bad signature, malformed, or a stale old size: 409, which the client retries), by status",
+                "Requests the witness answered with an error status, by status: every refusal (malformed, too large or too slow 400/413/408, unknown origin 404, bad signature 403, a stale old size 409 the client retries, 422); those that are evidence against the log are also in event_audit_witness_refusals_total",
                 &["code"],
             ),
         };
@@ -136,7 +141,7 @@ impl WitnessServerMetrics {
                 m.refused.with_label_values(&[o.as_str(), reason]);
             }
         }
-        for code in ["400", "403", "404"] {
+        for code in WITNESS_CODES.iter().chain(&["other"]) {
             m.rejected.with_label_values(&[code]);
         }
         m
