@@ -24,8 +24,8 @@ const SQL_ROOMS: &[&str] = &[
     "verify::findings",
     "reconcile::store",
     "checkpoint::store",
-    "drift::store",
-    "reprocess::store",
+    "evolution::drift::store",
+    "evolution::reprocess::store",
 ];
 
 fn repo() -> PathBuf {
@@ -56,8 +56,8 @@ const LAYERS: &[&[&str]] = &[
     &["verify"],
     &["checkpoint", "witness"],
     &["server"],
-    &["tree", "ingest", "reconcile", "drift", "reprocess"],
-    &["compat", "db", "bus", "audit", "telemetry", "files"],
+    &["tree", "ingest", "reconcile", "evolution"],
+    &["db", "bus", "audit", "telemetry", "files"],
     &["decode", "config"],
 ];
 

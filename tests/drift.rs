@@ -122,7 +122,7 @@ async fn drift_reports_a_known_mix() {
         .expect("run patch");
     assert!(applied.status.success(), "{applied:?}\n{}", s.stdout);
     let cat =
-        event_audit::compat::load(&dir.path().join("catalogue")).expect("patched catalogue loads");
+        event_audit::evolution::compat::load(&dir.path().join("catalogue")).expect("patched catalogue loads");
     let field = |event: &str, name: &str| {
         cat.events
             .iter()

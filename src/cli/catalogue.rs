@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::bail;
 
-use crate::compat::{self, diff};
+use crate::evolution::compat::{self, diff};
 use crate::decode::catalogue::{
     find_event, find_shape, FieldSpec, TypeSpec, EVENTS, FINGERPRINT, SHAPES,
 };

@@ -101,7 +101,7 @@ fn hint(name: &str, status: Status, event_type: Option<&str>) -> Option<String> 
             versions.join(", ")
         ));
     }
-    let close = crate::compat::close_names(name, EVENTS.iter().map(|e| e.name));
+    let close = crate::evolution::compat::close_names(name, EVENTS.iter().map(|e| e.name));
     (!close.is_empty()).then(|| {
         format!(
             "`{name}` is not in the catalogue; did you mean {}?",

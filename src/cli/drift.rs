@@ -13,7 +13,7 @@ use super::args::{ConfigArg, DatabaseArgs};
 use super::catalogue::ListFormat;
 use crate::db::Db;
 use crate::decode::catalogue::FINGERPRINT;
-use crate::drift::{self, store::DriftStore, Range};
+use crate::evolution::drift::{self, store::DriftStore, Range};
 
 /// Options of `event-audit drift`.
 #[derive(clap::Args, Debug, Clone, Serialize)]
@@ -62,7 +62,7 @@ pub fn run(args: DriftArgs) -> anyhow::Result<ExitCode> {
                 .with_context(|| format!("read {} (set --catalogue-dir)", path.display()))
         };
         let (events, shapes) = (read("events.toml")?, read("shapes.toml")?);
-        let cat = crate::compat::load(&args.catalogue_dir)?;
+        let cat = crate::evolution::compat::load(&args.catalogue_dir)?;
         let s = drift::suggest::suggest(&report, &cat, &events, &shapes);
         print!("{}", s.patch);
         for n in &s.notes {

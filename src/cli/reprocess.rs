@@ -10,12 +10,12 @@ use serde::Serialize;
 
 use super::args::{ConfigArg, StatementDatabaseArgs};
 use super::catalogue::ListFormat;
-use crate::compat;
+use crate::evolution::compat;
 use crate::config::defaults;
 use crate::db::Db;
 use crate::decode::verdict::Status;
-use crate::drift::parse_time;
-use crate::reprocess::{self, store::ReprocessStore, Judge, Selection};
+use crate::evolution::drift::parse_time;
+use crate::evolution::reprocess::{self, store::ReprocessStore, Judge, Selection};
 
 /// Options of `event-audit reprocess`.
 #[derive(clap::Args, Debug, Clone, Serialize)]

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use crate::audit::note::{self, Checkpoint, PublicKey};
 use crate::audit::tlog::Frontier;
 
-use super::breaks::{Finding, RecordedBreak};
+use super::breaks::{Breaks, Finding, RecordedBreak};
 
 /// The format written; `/1` (no breaks, no run count) is still read.
 const FORMAT: &str = "event-audit-verify-state/2";
@@ -42,7 +42,7 @@ struct File {
     runs: u64,
     /// Every break found, in the order found (v2).
     #[serde(default)]
-    breaks: Vec<RecordedBreak>,
+    breaks: Breaks,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -59,7 +59,7 @@ pub(crate) struct AuditorState {
     /// How many runs used this state (the run that saves it included).
     pub(crate) runs: u64,
     /// Every break found, in the order found; acknowledged ones say when.
-    pub(crate) breaks: Vec<RecordedBreak>,
+    pub(crate) breaks: Breaks,
 }
 
 /// Why the state cannot be used (exit 2 unless `--no-state`).
@@ -194,10 +194,10 @@ impl Memory {
         };
         let now = chrono::Utc::now();
         let run = self.saved.runs + 1;
-        let clean = finding.is_none() && self.saved.open_break().is_none();
+        let clean = finding.is_none() && self.saved.breaks.open().is_none();
         let mut state = if clean { self.proposed } else { self.saved };
         state.runs = run;
-        let recorded = finding.and_then(|f| state.remember(f, run, now));
+        let recorded = finding.and_then(|f| state.breaks.remember(f, run, now));
         state.save(&path, &self.key).map_err(|e| StateError {
             path: path.display().to_string(),
             why: format!("cannot be written: {e}"),
@@ -206,7 +206,7 @@ impl Memory {
             path: Some(path.display().to_string()),
             run,
             recorded_now: recorded.is_some(),
-            open_break: state.open_break().cloned(),
+            open_break: state.breaks.open().cloned(),
             acknowledged: self.acknowledged,
         })
     }

@@ -7,8 +7,6 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::auditor::AuditorState;
-
 /// A break a run found, as the state keeps it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -86,10 +84,15 @@ impl RecordedBreak {
     }
 }
 
-impl AuditorState {
+/// Every break found, in the order found (the auditor's state keeps them).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub(crate) struct Breaks(pub(crate) Vec<RecordedBreak>);
+
+impl Breaks {
     /// The break found and not yet acknowledged, if any (at most one is open at a time).
-    pub(crate) fn open_break(&self) -> Option<&RecordedBreak> {
-        self.breaks.iter().find(|b| b.acknowledged.is_none())
+    pub(crate) fn open(&self) -> Option<&RecordedBreak> {
+        self.0.iter().find(|b| b.acknowledged.is_none())
     }
 
     /// Marks the open break `id` acknowledged by run `run` at `now`.
@@ -99,7 +102,7 @@ impl AuditorState {
         run: u64,
         now: DateTime<Utc>,
     ) -> Result<RecordedBreak, AckError> {
-        let Some(open) = self.breaks.iter_mut().find(|b| b.acknowledged.is_none()) else {
+        let Some(open) = self.0.iter_mut().find(|b| b.acknowledged.is_none()) else {
             return Err(AckError::NothingOpen { id: id.into() });
         };
         if !open.id.eq_ignore_ascii_case(id.trim()) {
@@ -124,7 +127,7 @@ impl AuditorState {
         run: u64,
         now: DateTime<Utc>,
     ) -> Option<RecordedBreak> {
-        if self.open_break().is_some() {
+        if self.open().is_some() {
             return None;
         }
         let found_at = stamp(now);
@@ -132,7 +135,7 @@ impl AuditorState {
         h.update(found_at.as_bytes());
         h.update(run.to_be_bytes());
         h.update(f.why.as_bytes());
-        h.update((self.breaks.len() as u64).to_be_bytes());
+        h.update((self.0.len() as u64).to_be_bytes());
         let d = h.finalize();
         let id = crate::audit::note::hex4(&[d[0], d[1], d[2], d[3]]);
         let b = RecordedBreak {
@@ -147,7 +150,7 @@ impl AuditorState {
             breaks_total: f.breaks_total,
             acknowledged: None,
         };
-        self.breaks.push(b.clone());
+        self.0.push(b.clone());
         Some(b)
     }
 }
@@ -169,13 +172,13 @@ mod tests {
     #[test]
     fn the_first_break_stays_open_until_acknowledged_by_its_id() {
         let now = Utc::now();
-        let mut s = AuditorState::default();
+        let mut s = Breaks::default();
         let first = s.remember(finding("row edited"), 3, now).expect("recorded");
         assert_eq!(first.id.len(), 8);
         assert!(first.line().contains("stream_seq=42"), "{}", first.line());
         // A second break while the first is open is not recorded over it.
         assert!(s.remember(finding("another"), 4, now).is_none());
-        assert_eq!(s.open_break().map(|b| b.why.as_str()), Some("row edited"));
+        assert_eq!(s.open().map(|b| b.why.as_str()), Some("row edited"));
         assert!(matches!(
             s.acknowledge("00000000", 5, now),
             Err(AckError::OtherId { .. })
@@ -184,7 +187,7 @@ mod tests {
             .acknowledge(&first.id.to_uppercase(), 5, now)
             .expect("ack");
         assert_eq!(acked.acknowledged.as_ref().map(|a| a.run), Some(5));
-        assert!(s.open_break().is_none());
+        assert!(s.open().is_none());
         assert!(matches!(
             s.acknowledge(&first.id, 6, now),
             Err(AckError::NothingOpen { .. })
@@ -192,6 +195,6 @@ mod tests {
         // Once acknowledged, a new break is recorded again, with another id.
         let second = s.remember(finding("row edited"), 7, now).expect("recorded");
         assert_ne!(second.id, first.id);
-        assert_eq!(s.breaks.len(), 2);
+        assert_eq!(s.0.len(), 2);
     }
 }

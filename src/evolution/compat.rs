@@ -215,6 +215,20 @@ impl Ty {
 mod tests {
     use super::*;
 
+    /// The catalogue read at run time judges a name without payload as the generated decoders
+    /// do: malformed, `no_payload`, its name kept.
+    #[test]
+    fn a_name_without_payload_is_no_payload_with_the_dynamic_catalogue_too() {
+        use crate::decode::catalogue::rt::ErrorCode;
+        use crate::decode::verdict::{decode_with, Status};
+        let c = dynamic(&builtin());
+        let v = decode_with(br#"{"event": "account.created-v1"}"#, None, &c);
+        assert_eq!(v.status, Status::Malformed);
+        assert_eq!(v.type_and_version(), (Some("account.created"), Some("v1")));
+        assert_eq!(v.errors.len(), 1);
+        assert_eq!(v.errors[0].code, ErrorCode::NoPayload);
+    }
+
     fn copy_catalogue() -> tempfile::TempDir {
         let dir = tempfile::tempdir().expect("temp dir");
         let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("catalogue");

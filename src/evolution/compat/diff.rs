@@ -242,7 +242,7 @@ pub(crate) fn describe(c: &Change) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compat::model::Field;
+    use crate::evolution::compat::model::Field;
     use proptest::prelude::*;
 
     const TYPES: [Ty; 5] = [Ty::String, Ty::Integer, Ty::Number, Ty::Boolean, Ty::Object];
@@ -340,7 +340,7 @@ mod tests {
     #[test]
     fn shapes_compare_by_their_fields() {
         let diffs = between(
-            &crate::compat::builtin(),
+            &crate::evolution::compat::builtin(),
             "account.created-v1",
             "account.updated-v1",
         );

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 
 use super::Drift;
-use crate::compat::{Catalogue, Field, Ty};
+use crate::evolution::compat::{Catalogue, Field, Ty};
 
 /// A patch and what it leaves to a person.
 #[derive(Debug, Default)]
@@ -288,8 +288,8 @@ fn unified(file: &str, lines: &[&str], inserts: &[(usize, Vec<String>)]) -> Stri
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compat::{Event, Shape};
-    use crate::drift::{EventDrift, Seen, Undeclared};
+    use crate::evolution::compat::{Event, Shape};
+    use crate::evolution::drift::{EventDrift, Seen, Undeclared};
 
     fn und(path: &str, kinds: &[&str]) -> Undeclared {
         Undeclared {
