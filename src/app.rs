@@ -17,7 +17,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::audit::record::Naming;
+use crate::row::record::Naming;
 use crate::bus::{Bus, BusError};
 use crate::config::{secrets, Settings};
 use crate::db::{Db, DbError};

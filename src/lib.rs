@@ -31,6 +31,7 @@ mod files;
 pub mod ingest;
 pub mod prove;
 pub mod reconcile;
+pub mod row;
 mod server;
 pub mod telemetry;
 pub mod tree;

@@ -6,9 +6,9 @@
 mod common;
 
 use common::TestDb;
-use event_audit::audit::columns;
-use event_audit::audit::pgcopy::CopyBuf;
-use event_audit::audit::row::RowView;
+use event_audit::row::columns;
+use event_audit::row::pgcopy::CopyBuf;
+use event_audit::row::view::RowView;
 use event_audit::db::Db;
 use event_audit::verify::copy::Tuples;
 use event_audit::verify::store::stored_row;

@@ -13,7 +13,7 @@ use std::time::Duration;
 use common::app::{run_until_idle, settings, spawn_app};
 use common::witness::{verify_witness, witness_with_policy, write_keys, Witness};
 use common::{TestDb, TestStream};
-use event_audit::audit::chain::{batch_digest, link_hash_v2};
+use event_audit::row::chain::{batch_digest, link_hash_v2};
 use event_audit::audit::cosign::WitnessPolicy;
 use event_audit::audit::note::{self, Checkpoint, PrivateKey};
 use event_audit::audit::tlog::{leaf_hash, Frontier};

@@ -17,7 +17,7 @@ use common::app::{run_until_idle, settings};
 use common::cli::event_audit;
 use common::witness::{verify_witness, write_keys, Witness};
 use common::{nats_url, TestDb, TestStream};
-use event_audit::audit::chain::{batch_digest, link_hash_v2};
+use event_audit::row::chain::{batch_digest, link_hash_v2};
 use event_audit::audit::note::{self, Checkpoint, PrivateKey, PublicKey};
 use event_audit::audit::tlog::{self, Frontier};
 use event_audit::config::{Dur, Settings};
@@ -50,7 +50,7 @@ async fn forge(pool: &PgPool, seq: i64) {
         .expect("edit");
     let sql = format!(
         "SELECT {} FROM audit.events e WHERE e.stream_seq = $1",
-        event_audit::audit::columns::select_list("e")
+        event_audit::row::columns::select_list("e")
     );
     let row: StoredRow = sqlx::query_as(&sql)
         .bind(seq)

@@ -26,7 +26,7 @@ use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
 use crate::audit::note::{self, Checkpoint, PrivateKey, PublicKey, REVERDICTS_SUFFIX};
-use crate::audit::reverdict::chain_order;
+use crate::row::reverdict::chain_order;
 use crate::audit::tlog::Frontier;
 use crate::bus::{Bus, BusError};
 use crate::config::WitnessSettings;

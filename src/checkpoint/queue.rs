@@ -4,7 +4,7 @@
 //! stops the signer at once), then written to the directory and the stream, in order.
 
 use crate::audit::note::{self, PublicKey};
-use crate::audit::reverdict::chain_order;
+use crate::row::reverdict::chain_order;
 use crate::audit::tlog::MemTree;
 use crate::db::DbError;
 

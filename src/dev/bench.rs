@@ -8,7 +8,7 @@ use bytes::Bytes;
 use chrono::Utc;
 use futures::StreamExt;
 
-use crate::audit::record::{record, Meta, Naming};
+use crate::row::record::{record, Meta, Naming};
 use crate::bus::Bus;
 use crate::config::{DatabaseSettings, Dur, NatsSettings};
 use crate::db::Db;

@@ -13,8 +13,8 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use crate::audit::canon::{canonical_errors, canonical_strings, clean};
-use crate::audit::reverdict::Reverdict;
+use crate::row::canon::{canonical_errors, canonical_strings, clean};
+use crate::row::reverdict::Reverdict;
 use crate::db::DbError;
 use crate::decode::catalogue::rt::dynamic::DynCatalogue;
 use crate::decode::catalogue::rt::FieldError;

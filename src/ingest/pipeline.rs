@@ -26,7 +26,7 @@ use super::sink::Sink;
 use super::source::{self, Binding, Bus, BusError, ConsumerCheck, PullConsumer};
 use super::unparsed;
 use super::writer::{self, Batch, Control};
-use crate::audit::record::{record, Naming};
+use crate::row::record::{record, Naming};
 use crate::config::IngestSettings;
 use crate::telemetry::health::Health;
 use crate::telemetry::metrics::Metrics;

@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::sink::Sink;
 use super::source::{Binding, Bus, PullConsumer};
-use crate::audit::record::{record_unparsed, Naming};
+use crate::row::record::{record_unparsed, Naming};
 use crate::telemetry::health::Health;
 use crate::telemetry::metrics::Metrics;
 

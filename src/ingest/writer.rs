@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::outcome::{Busy, IngestError, Totals};
 use super::sink::{BatchOutcome, Sink};
-use crate::audit::record::Record;
+use crate::row::record::Record;
 use crate::db::{Class, DbError};
 use crate::telemetry::health::Health;
 use crate::telemetry::metrics::ingest::IngestMetrics;

@@ -3,15 +3,15 @@
 //! complete tuple as a [`RowView`] borrowing its bytes. Pure: no I/O.
 
 use super::rows::RowView;
-pub use crate::audit::pgcopy::CopyError;
-use crate::audit::pgcopy::{int8, Field};
+pub use crate::row::pgcopy::CopyError;
+use crate::row::pgcopy::{int8, Field};
 
 /// The binary COPY signature, flags and header extension length.
 const HEADER: &[u8] = b"PGCOPY\n\xff\r\n\0";
 const HEADER_LEN: usize = HEADER.len() + 8;
 /// The columns of a verify tuple: `link_seq`, then the columns of `audit.events` in
-/// [`crate::audit::columns::EVENTS`] order.
-pub(crate) const FIELDS: usize = 1 + crate::audit::columns::EVENTS.len();
+/// [`crate::row::columns::EVENTS`] order.
+pub(crate) const FIELDS: usize = 1 + crate::row::columns::EVENTS.len();
 
 /// Accumulates COPY chunks; yields whole tuples.
 #[derive(Default)]

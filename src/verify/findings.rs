@@ -10,7 +10,7 @@ use futures::TryStreamExt;
 use sqlx::Row;
 
 use super::Break;
-use crate::audit::columns;
+use crate::row::columns;
 use crate::db::{Ctx, Db, DbError};
 
 /// A row's place in the log: (stream, stream sequence, bus time).

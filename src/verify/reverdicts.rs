@@ -7,7 +7,7 @@ use futures::TryStreamExt;
 use sha2::{Digest, Sha256};
 use sqlx::Row;
 
-use crate::audit::reverdict::{recanonical_errors, recanonical_strings, run_hash, Reverdict};
+use crate::row::reverdict::{recanonical_errors, recanonical_strings, run_hash, Reverdict};
 use crate::db::{Ctx, Db, DbError};
 
 /// `Ok(Some(why))` names the first re-verdict, run or run end that does not match; with the

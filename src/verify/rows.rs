@@ -5,12 +5,12 @@
 
 use std::collections::BTreeMap;
 
-use crate::audit::canon::{canonical_errors, canonical_headers, canonical_strings, Canon};
-use crate::audit::jsonb::jsonb_text;
-use crate::audit::record::range_in;
+use crate::row::canon::{canonical_errors, canonical_headers, canonical_strings, Canon};
+use crate::row::jsonb::jsonb_text;
+use crate::row::record::range_in;
 use crate::decode::catalogue::rt::FieldError;
 
-pub use crate::audit::row::RowView;
+pub use crate::row::view::RowView;
 
 /// What a row check found.
 #[derive(Debug, PartialEq, Eq)]

@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use futures::stream::BoxStream;
 use sqlx::postgres::PgPoolCopyExt;
 
-use crate::audit::columns;
+use crate::row::columns;
 use crate::db::{Ctx, Db, DbError};
 
 /// One row of `audit.chain_links`.
@@ -92,7 +92,7 @@ macro_rules! stored_row {
     };
 }
 
-crate::audit::columns::events_row!(stored_row);
+crate::row::columns::events_row!(stored_row);
 
 /// A row whose batch has no chain link.
 #[derive(Debug, Clone, sqlx::FromRow)]

@@ -15,7 +15,7 @@ use super::copy::{CopyError, Tuples};
 use super::rows::{self, Check};
 use super::store::LinkRow;
 use super::{Break, VerifyError, VerifyStore};
-use crate::audit::chain::{batch_digest, stored_link_hash};
+use crate::row::chain::{batch_digest, stored_link_hash};
 use crate::db::{Ctx, DbError};
 
 /// Rows per chunk, at most (a link is never split).

@@ -10,7 +10,7 @@ use sha2::{Digest, Sha256};
 
 use super::BIN;
 use event_audit::audit::bundle::{fields, leaf};
-use event_audit::audit::canon::Canon;
+use event_audit::row::canon::Canon;
 use event_audit::audit::cosign::WitnessSigner;
 use event_audit::audit::note::{Checkpoint, Note, PrivateKey};
 use event_audit::audit::tlog::{leaf_hash, MemTree};

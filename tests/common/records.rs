@@ -6,7 +6,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
 
-use event_audit::audit::record::{record, Meta, Naming, Record};
+use event_audit::row::record::{record, Meta, Naming, Record};
 use event_audit::dev::sample::Mix;
 
 /// Bus metadata of message `seq` of `stream` on subject `STREAM.load`, published at

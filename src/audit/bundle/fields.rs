@@ -11,7 +11,7 @@
 use chrono::{DateTime, Datelike, NaiveDate};
 
 use super::json::{self, Json, Keys};
-use crate::audit::canon::Canon;
+use crate::row::canon::Canon;
 
 /// Every key `columns` may hold: `stream` and `stream_seq` (also at the entry's top level),
 /// then the columns `prove` writes, in its order.

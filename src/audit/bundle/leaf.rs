@@ -1,11 +1,11 @@
 //! A leaf's data read back into the row it encodes, strictly by the grammar of
-//! [`crate::audit::canon`] (versions 1 and 2): the version tag, then each field exactly as
+//! [`crate::row::canon`] (versions 1 and 2): the version tag, then each field exactly as
 //! `Canon::encode` writes it, every byte used, nothing after the raw message; NULL
 //! (`u64::MAX` as the length) only where the encoding can write one; text fields UTF-8. So the
 //! raw message a bundle shows is the leaf's raw field itself, never a tail that merely looks
 //! length-prefixed. Pure.
 
-use crate::audit::canon::Canon;
+use crate::row::canon::Canon;
 
 /// The tag of each encoding version (as `canon.rs` writes them).
 pub(crate) const TAG_V1: &[u8] = b"event-audit row v1\0";

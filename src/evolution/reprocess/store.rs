@@ -5,7 +5,7 @@ use futures::TryStreamExt;
 use sqlx::Row;
 
 use super::{Cursor, Latest, Selection, Stored, Transition};
-use crate::audit::reverdict::{recanonical_errors, recanonical_strings, run_hash, Reverdict};
+use crate::row::reverdict::{recanonical_errors, recanonical_strings, run_hash, Reverdict};
 use crate::db::{Ctx, Db, DbError};
 
 /// Serializes the closing of runs (the chain of run ends).

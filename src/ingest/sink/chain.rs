@@ -6,7 +6,7 @@
 
 use sqlx::PgConnection;
 
-use crate::audit::chain::link_hash_v2;
+use crate::row::chain::link_hash_v2;
 use crate::audit::tlog::{leaf_hash, Frontier, Hash};
 use crate::db::{Ctx, DbError};
 

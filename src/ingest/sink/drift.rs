@@ -8,9 +8,9 @@ use std::collections::{BTreeMap, HashSet};
 use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, Row};
 
-use crate::audit::canon::clean;
-use crate::audit::pgcopy::CopyBuf;
-use crate::audit::record::Record;
+use crate::row::canon::clean;
+use crate::row::pgcopy::CopyBuf;
+use crate::row::record::Record;
 use crate::db::{Ctx, DbError};
 use crate::decode::catalogue::kind::{fold_indexes, JsonKind};
 use crate::decode::catalogue::rt::{ErrorCode, FieldError};
@@ -253,7 +253,7 @@ mod tests {
     #[test]
     fn paths_are_folded_and_cleaned() {
         let raw = br#"{"specversion":"1.0","type":"account.occupied-v1","id":"i","data":{"account_number":"A","a\u0000b":1,"l":[{"x":1}]}}"#;
-        let meta = crate::audit::record::Meta {
+        let meta = crate::row::record::Meta {
             stream: std::sync::Arc::from("S"),
             stream_seq: 1,
             published_at: DateTime::UNIX_EPOCH,
@@ -261,8 +261,8 @@ mod tests {
             delivery_count: 1,
             headers: vec![],
         };
-        let naming = crate::audit::record::Naming::default();
-        let r = crate::audit::record::record(
+        let naming = crate::row::record::Naming::default();
+        let r = crate::row::record::record(
             meta,
             bytes::Bytes::from_static(raw),
             &naming,

@@ -8,9 +8,9 @@ use chrono::{DateTime, Utc};
 use sha2::{Digest, Sha256};
 use sqlx::{Executor, PgConnection, Row};
 
-use crate::audit::columns;
-use crate::audit::pgcopy::CopyBuf;
-use crate::audit::record::Record;
+use crate::row::columns;
+use crate::row::pgcopy::CopyBuf;
+use crate::row::record::Record;
 use crate::db::{Ctx, DbError};
 
 /// A later message with an envelope id already seen.

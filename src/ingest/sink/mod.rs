@@ -7,12 +7,12 @@ mod ids;
 mod redelivery;
 mod refused;
 
-use crate::audit::chain::batch_digest;
-use crate::audit::columns;
+use crate::row::chain::batch_digest;
+use crate::row::columns;
 use sqlx::{Connection, PgConnection};
 
-use crate::audit::pgcopy::CopyBuf;
-use crate::audit::record::Record;
+use crate::row::pgcopy::CopyBuf;
+use crate::row::record::Record;
 use crate::db::{backend_pid, forget, Class, Ctx, Db, DbError};
 use ids::{id_findings, insert_findings};
 

@@ -7,7 +7,7 @@ use std::collections::{HashMap, HashSet};
 use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
 
-use crate::audit::record::Record;
+use crate::row::record::Record;
 use crate::db::{Ctx, DbError};
 
 /// Clears `keep[i]` for every record already in the log.

@@ -5,7 +5,7 @@
 
 use sqlx::PgConnection;
 
-use crate::audit::record::Record;
+use crate::row::record::Record;
 use crate::db::{Class, Ctx, DbError};
 
 /// Whether PostgreSQL accepts every payload of `items` as jsonb; `Err` for anything but a

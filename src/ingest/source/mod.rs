@@ -14,7 +14,7 @@ use async_nats::jetstream::context::ConsumerInfoErrorKind;
 use async_nats::jetstream::{self, consumer::pull, stream};
 use chrono::DateTime;
 
-use crate::audit::record::Meta;
+use crate::row::record::Meta;
 pub use crate::bus::{is_not_found, Bus, BusError};
 use crate::bus::{js_err, API_TIMEOUT};
 use crate::config::{IngestSettings, StreamSettings};

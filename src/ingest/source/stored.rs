@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
-use crate::audit::record::Meta;
+use crate::row::record::Meta;
 use crate::bus::{js_err, Bus, BusError, API_TIMEOUT};
 
 impl Bus {

@@ -172,8 +172,8 @@ impl Record {
 impl Record {
     /// The row this record is written as, in batch `batch_id`: the one place where a record's
     /// fields become the columns of `audit.events`.
-    pub fn view(&self, batch_id: i64) -> super::row::RowView<'_> {
-        super::row::RowView {
+    pub fn view(&self, batch_id: i64) -> super::view::RowView<'_> {
+        super::view::RowView {
             stream: &self.stream,
             stream_seq: self.stream_seq,
             published_at_us: self.published_at.timestamp_micros(),

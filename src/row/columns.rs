@@ -31,7 +31,7 @@ pub(crate) const CLAIMS_ITS_ID: &str = "(e.event_id IS NOT NULL AND e.event_type
      AND (e.payload IS NOT NULL OR e.payload_error IS NOT NULL))";
 
 /// The columns of `audit.events`, in COPY order, written once. Each entry: the field of
-/// [`crate::audit::row::RowView`], the column, its type, and `req` (NOT NULL) or `opt`. The macro
+/// [`crate::row::view::RowView`], the column, its type, and `req` (NOT NULL) or `opt`. The macro
 /// hands the list to `$m!`, which generates from it: [`EVENTS`] here; in `audit::row` the row
 /// view, its binary COPY writer and its parser; in `verify::store` the row read by name. Adding
 /// a column is a line here and a migration (and the places that give it a value: a record's

@@ -130,4 +130,5 @@ macro_rules! row_view {
 events_row!(row_view);
 
 #[cfg(test)]
+#[path = "view_tests.rs"]
 mod tests;
