@@ -17,7 +17,6 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::row::record::Naming;
 use crate::bus::{Bus, BusError};
 use crate::config::{secrets, Settings};
 use crate::db::{Db, DbError};
@@ -27,6 +26,7 @@ use crate::ingest::{Ingest, IngestError, Totals};
 use crate::reconcile::rest::token::Tokens;
 use crate::reconcile::rest::{RestConfig, RestConfigError, RestError};
 use crate::reconcile::store::ReconcileStore;
+use crate::row::record::Naming;
 use crate::server::reports::ReportState;
 use crate::telemetry::health::Health;
 use crate::telemetry::metrics::Metrics;

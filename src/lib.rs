@@ -17,23 +17,23 @@
 //! - `app::App::build(settings)` and `run_until_stopped()` run the daemon in-process.
 
 pub mod app;
-pub mod audit;
 pub mod bus;
 pub mod checkpoint;
 pub mod cli;
 pub mod config;
 pub mod db;
 pub mod decode;
-pub mod evolution;
 #[cfg(feature = "dev")]
 pub mod dev;
+pub mod evidence;
+pub mod evolution;
 mod files;
 pub mod ingest;
-pub mod prove;
 pub mod reconcile;
 pub mod row;
 mod server;
 pub mod telemetry;
+pub mod tlog;
 pub mod tree;
 pub mod verify;
 mod witness;

@@ -23,11 +23,11 @@ use common::cli::{event_audit, Run};
 use common::records::{now_us, records};
 use common::witness::{write_keys, Witness};
 use common::{TestDb, TestStream};
-use event_audit::audit::bundle::fields::{time_text, time_us};
-use event_audit::audit::bundle::json::{self, Json, Keys};
-use event_audit::audit::cosign::WitnessSigner;
-use event_audit::audit::note::PrivateKey;
 use event_audit::config::{Dur, Settings};
+use event_audit::evidence::bundle::fields::{time_text, time_us};
+use event_audit::evidence::bundle::json::{self, Json, Keys};
+use event_audit::tlog::cosign::WitnessSigner;
+use event_audit::tlog::note::PrivateKey;
 
 const ORIGIN: &str = "event-audit/ea_bundle_test";
 

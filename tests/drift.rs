@@ -121,8 +121,8 @@ async fn drift_reports_a_known_mix() {
         .output()
         .expect("run patch");
     assert!(applied.status.success(), "{applied:?}\n{}", s.stdout);
-    let cat =
-        event_audit::evolution::compat::load(&dir.path().join("catalogue")).expect("patched catalogue loads");
+    let cat = event_audit::evolution::compat::load(&dir.path().join("catalogue"))
+        .expect("patched catalogue loads");
     let field = |event: &str, name: &str| {
         cat.events
             .iter()

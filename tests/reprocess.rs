@@ -10,10 +10,10 @@ use std::path::Path;
 
 use common::cli::event_audit;
 use common::{assert_verifies, mix, verify, TestDb};
-use event_audit::evolution::compat;
 use event_audit::db::Db;
 use event_audit::decode::verdict;
 use event_audit::dev::sample::Mix;
+use event_audit::evolution::compat;
 use event_audit::ingest::sink::Sink;
 
 /// A copy of catalogue/ where account.created-v1 gains an optional integer `score` and
@@ -304,7 +304,9 @@ async fn reprocess_resumes_a_run() {
     let dir = fixture.path().to_str().expect("utf-8");
     let cat = compat::dynamic(&compat::load(fixture.path()).expect("fixture loads"));
     let judge = event_audit::evolution::reprocess::Judge::Loaded(&cat);
-    let store = event_audit::evolution::reprocess::store::ReprocessStore::new(Db::from_pool(db.pool.clone()));
+    let store = event_audit::evolution::reprocess::store::ReprocessStore::new(Db::from_pool(
+        db.pool.clone(),
+    ));
     let sel = event_audit::evolution::reprocess::Selection::default();
     let id = store
         .open_run(
@@ -317,7 +319,8 @@ async fn reprocess_resumes_a_run() {
         .page(&sel, &event_audit::evolution::reprocess::Cursor::start(), 3)
         .await
         .expect("page");
-    let first = event_audit::evolution::reprocess::judge_page(&judge, &judge.fingerprint(), &page, id);
+    let first =
+        event_audit::evolution::reprocess::judge_page(&judge, &judge.fingerprint(), &page, id);
     store.write(id, &first).await.expect("write a page");
     let resumed = transitions(
         &db.url,

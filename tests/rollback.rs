@@ -15,10 +15,10 @@ use common::app::{run_until_idle, run_until_idle_logging, settings};
 use common::db::admin_url;
 use common::witness::{verify_witness, witness_with_policy, write_keys, Witness};
 use common::{TestDb, TestStream};
-use event_audit::audit::cosign::WitnessPolicy;
-use event_audit::audit::note::{self, Checkpoint};
 use event_audit::config::{Dur, Settings};
 use event_audit::db::Db;
+use event_audit::tlog::cosign::WitnessPolicy;
+use event_audit::tlog::note::{self, Checkpoint};
 use event_audit::tree::TreeStore;
 
 fn signing(

@@ -6,10 +6,10 @@
 mod common;
 
 use common::TestDb;
+use event_audit::db::Db;
 use event_audit::row::columns;
 use event_audit::row::pgcopy::CopyBuf;
 use event_audit::row::view::RowView;
-use event_audit::db::Db;
 use event_audit::verify::copy::Tuples;
 use event_audit::verify::store::stored_row;
 use futures::StreamExt;

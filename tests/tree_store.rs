@@ -6,9 +6,9 @@ mod common;
 
 use common::records::{now_us, records};
 use common::TestDb;
-use event_audit::audit::tlog::{self, MemTree};
 use event_audit::db::Db;
 use event_audit::ingest::sink::Sink;
+use event_audit::tlog::merkle::{self, MemTree};
 use event_audit::tree::TreeStore;
 
 #[tokio::test]
@@ -47,7 +47,7 @@ async fn stored_tree_proofs_equal_a_reference_tree() {
     .expect("rows in log order");
     assert_eq!(rows.len(), 1300);
     let mem = MemTree {
-        leaves: rows.iter().map(|(_, _, h)| tlog::leaf_hash(h)).collect(),
+        leaves: rows.iter().map(|(_, _, h)| merkle::leaf_hash(h)).collect(),
     };
     let store = TreeStore::new(Db::from_pool(db.pool.clone()));
 

@@ -17,11 +17,11 @@ use common::app::{run_until_idle, settings};
 use common::cli::event_audit;
 use common::witness::{verify_witness, write_keys, Witness};
 use common::{nats_url, TestDb, TestStream};
-use event_audit::row::chain::{batch_digest, link_hash_v2};
-use event_audit::audit::note::{self, Checkpoint, PrivateKey, PublicKey};
-use event_audit::audit::tlog::{self, Frontier};
 use event_audit::config::{Dur, Settings};
-use event_audit::prove::leaf_data;
+use event_audit::evidence::prove::leaf_data;
+use event_audit::row::chain::{batch_digest, link_hash_v2};
+use event_audit::tlog::merkle::{self, Frontier};
+use event_audit::tlog::note::{self, Checkpoint, PrivateKey, PublicKey};
 use event_audit::verify::store::StoredRow;
 
 fn signing(db: &TestDb, ts: &TestStream, key: &Path, stream: &str, dir: &Path) -> Settings {
@@ -90,7 +90,7 @@ async fn forge(pool: &PgPool, seq: i64) {
         let digest = batch_digest(&hashes);
         let mut nodes = Vec::new();
         for r in &hashes {
-            tree.append(tlog::leaf_hash(r), |n, h| {
+            tree.append(merkle::leaf_hash(r), |n, h| {
                 if n.level > 0 && n.level % 8 == 0 {
                     nodes.push((n.level as i16, n.index as i64, h.to_vec()));
                 }
@@ -255,10 +255,10 @@ async fn the_witness_detects_a_history_rewritten_inside_the_database() {
                 .expect("32")
         })
         .collect();
-    tlog::verify_inclusion(
+    merkle::verify_inclusion(
         e["leaf_index"].as_u64().expect("i"),
         cp.size,
-        &tlog::leaf_hash(&row_hash),
+        &merkle::leaf_hash(&row_hash),
         &proof,
         &cp.root,
     )

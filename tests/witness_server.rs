@@ -19,8 +19,8 @@ use std::path::Path;
 use base64::Engine;
 use common::cli::event_audit;
 use common::witness::{write_keys, write_witness_key, WitnessProcess};
-use event_audit::audit::note::{Checkpoint, PrivateKey};
-use event_audit::audit::tlog::{leaf_hash, Hash, MemTree};
+use event_audit::tlog::merkle::{leaf_hash, Hash, MemTree};
+use event_audit::tlog::note::{Checkpoint, PrivateKey};
 
 fn tree(n: u64) -> MemTree {
     MemTree {

@@ -12,8 +12,8 @@ use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use serde::{Deserialize, Serialize};
 
-use crate::audit::note::{self, PublicKey};
-use crate::audit::tlog::{Frontier, Hash};
+use crate::tlog::merkle::{Frontier, Hash};
+use crate::tlog::note::{self, PublicKey};
 
 /// The format name a state file carries.
 const FORMAT: &str = "event-audit-signer-state/1";
@@ -162,8 +162,8 @@ fn remembered(origin: &str, e: &Entry, key: &PublicKey) -> Result<Remembered, St
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::audit::note::{Checkpoint, PrivateKey};
-    use crate::audit::tlog::leaf_hash;
+    use crate::tlog::merkle::leaf_hash;
+    use crate::tlog::note::{Checkpoint, PrivateKey};
 
     fn memory(k: &PrivateKey, origin: &str, n: u8) -> Memory {
         let mut tree = Frontier::new();

@@ -25,13 +25,13 @@ use std::time::Duration;
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
-use crate::audit::note::{self, Checkpoint, PrivateKey, PublicKey, REVERDICTS_SUFFIX};
-use crate::row::reverdict::chain_order;
-use crate::audit::tlog::Frontier;
 use crate::bus::{Bus, BusError};
 use crate::config::WitnessSettings;
 use crate::db::{Db, DbError};
+use crate::row::reverdict::chain_order;
 use crate::telemetry::metrics::witness::WitnessMetrics;
+use crate::tlog::merkle::Frontier;
+use crate::tlog::note::{self, Checkpoint, PrivateKey, PublicKey, REVERDICTS_SUFFIX};
 use crate::tree::TreeStore;
 use memory::{Memory, Remembered};
 pub use read::{latest_checkpoint, load_key, load_policy, load_public_key, read_witness};

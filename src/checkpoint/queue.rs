@@ -3,10 +3,10 @@
 //! (and the remembered checkpoint submitted once at start-up, so a witness that has seen more
 //! stops the signer at once), then written to the directory and the stream, in order.
 
-use crate::audit::note::{self, PublicKey};
-use crate::row::reverdict::chain_order;
-use crate::audit::tlog::MemTree;
 use crate::db::DbError;
+use crate::row::reverdict::chain_order;
+use crate::tlog::merkle::MemTree;
+use crate::tlog::note::{self, PublicKey};
 
 use super::memory::Memory;
 use super::publish;
@@ -100,7 +100,7 @@ impl Signer {
         let mem = MemTree {
             leaves: leaves
                 .iter()
-                .map(|l| crate::audit::tlog::leaf_hash(l))
+                .map(|l| crate::tlog::merkle::leaf_hash(l))
                 .collect(),
         };
         let trees = &self.trees;

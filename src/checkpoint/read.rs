@@ -6,10 +6,10 @@
 use std::path::Path;
 use std::time::Duration;
 
-use crate::audit::cosign::WitnessPolicy;
-use crate::audit::note::{self, Checkpoint, PrivateKey, PublicKey};
 use crate::bus::{Bus, BusError};
 use crate::db::Db;
+use crate::tlog::cosign::WitnessPolicy;
+use crate::tlog::note::{self, Checkpoint, PrivateKey, PublicKey};
 
 use super::publish::{self, Found};
 use super::store::CheckpointStore;

@@ -5,9 +5,9 @@
 //! with what the database claims. So a tree it signs always extends every checkpoint it signed
 //! before (C2SP tlog-checkpoint), whatever the database, the bus or another daemon says.
 
-use crate::audit::note::Checkpoint;
-use crate::audit::tlog::{leaf_hash, Frontier, Hash};
 use crate::db::DbError;
+use crate::tlog::merkle::{leaf_hash, Frontier, Hash};
+use crate::tlog::note::Checkpoint;
 use crate::tree::TreeStore;
 
 use super::memory::Remembered;
@@ -230,7 +230,7 @@ pub(crate) fn reverdicts(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::audit::note::PrivateKey;
+    use crate::tlog::note::PrivateKey;
 
     fn leaves(n: u8) -> Vec<[u8; 32]> {
         (0..n).map(|i| [i; 32]).collect()

@@ -136,7 +136,7 @@ impl CheckpointStore {
         Ok(rows
             .into_iter()
             .map(|(n, c)| match c {
-                Some(c) => crate::audit::note::with_signatures(&n, &c),
+                Some(c) => crate::tlog::note::with_signatures(&n, &c),
                 None => n,
             })
             .collect())

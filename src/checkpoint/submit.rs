@@ -15,9 +15,9 @@ use std::time::Duration;
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 
-use crate::audit::cosign::{PolicyWitness, WitnessPolicy};
-use crate::audit::note::{parse_decimal, Note};
-use crate::audit::tlog::Hash;
+use crate::tlog::cosign::{PolicyWitness, WitnessPolicy};
+use crate::tlog::merkle::Hash;
+use crate::tlog::note::{parse_decimal, Note};
 
 /// Why one witness did not cosign.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -297,8 +297,8 @@ fn verified_line(w: &PolicyWitness, note: &str, body: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::audit::cosign::WitnessSigner;
-    use crate::audit::note::{Checkpoint, PrivateKey};
+    use crate::tlog::cosign::WitnessSigner;
+    use crate::tlog::note::{Checkpoint, PrivateKey};
 
     #[test]
     fn answers_are_read_as_the_current_text_says() {

@@ -7,10 +7,10 @@ use std::process::ExitCode;
 
 use anyhow::bail;
 
-use crate::evolution::compat::{self, diff};
 use crate::decode::catalogue::{
     find_event, find_shape, FieldSpec, TypeSpec, EVENTS, FINGERPRINT, SHAPES,
 };
+use crate::evolution::compat::{self, diff};
 
 /// Output format of the catalogue commands.
 #[derive(clap::ValueEnum, Debug, Clone, Copy, Default, PartialEq, Eq)]

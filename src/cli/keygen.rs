@@ -12,9 +12,9 @@ use rand::RngCore;
 use serde::Serialize;
 
 use super::args::{ConfigArg, DatabaseUrlArg};
-use crate::audit::cosign::WitnessSigner;
-use crate::audit::note::PrivateKey;
 use crate::files::create_new;
+use crate::tlog::cosign::WitnessSigner;
+use crate::tlog::note::PrivateKey;
 
 /// Options of `event-audit keygen`.
 #[derive(clap::Args, Debug, Clone, Default, Serialize)]

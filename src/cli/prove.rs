@@ -11,10 +11,10 @@ use serde::Serialize;
 
 use super::args::{ConfigArg, DatabaseArgs, NatsArgs};
 use super::witness_args::PlaceArgs;
-use crate::audit::bundle::{check as check_bundle, Expect};
 use crate::checkpoint::CheckpointError;
 use crate::db::Db;
-use crate::prove::{prove, Query};
+use crate::evidence::bundle::{check as check_bundle, Expect};
+use crate::evidence::prove::{prove, Query};
 use crate::tree::TreeStore;
 
 /// Options of `event-audit prove`.

@@ -10,10 +10,10 @@ use serde::Serialize;
 
 use super::args::{ConfigArg, StatementDatabaseArgs};
 use super::catalogue::ListFormat;
-use crate::evolution::compat;
 use crate::config::defaults;
 use crate::db::Db;
 use crate::decode::verdict::Status;
+use crate::evolution::compat;
 use crate::evolution::drift::parse_time;
 use crate::evolution::reprocess::{self, store::ReprocessStore, Judge, Selection};
 

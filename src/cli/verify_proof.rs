@@ -8,9 +8,9 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 
-use crate::audit::bundle::{self, Expect};
-use crate::audit::cosign::WitnessPolicy;
-use crate::audit::note::PublicKey;
+use crate::evidence::bundle::{self, Expect};
+use crate::tlog::cosign::WitnessPolicy;
+use crate::tlog::note::PublicKey;
 
 /// Options of `event-audit verify-proof`.
 #[derive(clap::Args, Debug, Clone)]

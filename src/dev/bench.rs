@@ -8,13 +8,13 @@ use bytes::Bytes;
 use chrono::Utc;
 use futures::StreamExt;
 
-use crate::row::record::{record, Meta, Naming};
 use crate::bus::Bus;
 use crate::config::{DatabaseSettings, Dur, NatsSettings};
 use crate::db::Db;
 use crate::dev::sample::Mix;
 use crate::ingest::sink::{copy_body, Sink};
 use crate::ingest::source::Binding;
+use crate::row::record::{record, Meta, Naming};
 
 fn nats(url: &str) -> NatsSettings {
     NatsSettings {

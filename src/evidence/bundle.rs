@@ -16,9 +16,9 @@ use base64::Engine;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use super::cosign::{PolicyError, WitnessPolicy};
-use super::note::{self, NoteError, PublicKey};
-use super::tlog::{self, Hash, ProofError};
+use crate::tlog::cosign::{PolicyError, WitnessPolicy};
+use crate::tlog::merkle::{self, Hash, ProofError};
+use crate::tlog::note::{self, NoteError, PublicKey};
 use fields::FieldFault;
 use json::Json;
 use leaf::LeafError;
@@ -147,8 +147,8 @@ fn check_entry(e: &Entry, size: u64, root: &Hash) -> Result<(), EntryFault> {
             Hash::try_from(b).map_err(|_| EntryFault::ProofHash)
         })
         .collect::<Result<Vec<Hash>, EntryFault>>()?;
-    let leaf = tlog::leaf_hash(&row_hash);
-    tlog::verify_inclusion(e.leaf_index, size, &leaf, &proof, root).map_err(|why| {
+    let leaf = merkle::leaf_hash(&row_hash);
+    merkle::verify_inclusion(e.leaf_index, size, &leaf, &proof, root).map_err(|why| {
         EntryFault::Proof {
             leaf: e.leaf_index,
             size,

@@ -10,15 +10,15 @@ use base64::Engine;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use crate::audit::bundle::{fields, json::Json, leaf};
-use crate::audit::note::Checkpoint;
-use crate::audit::tlog;
 use crate::db::DbError;
+use crate::evidence::bundle::{fields, json::Json, leaf};
+use crate::tlog::merkle;
+use crate::tlog::note::Checkpoint;
 use crate::tree::{RowPlace, TreeStore};
 use crate::verify::store::StoredRow;
 
 /// The bundle format's name.
-pub use crate::audit::bundle::FORMAT;
+pub use crate::evidence::bundle::FORMAT;
 
 /// One proven row.
 #[derive(Debug, Clone, Serialize)]
@@ -117,10 +117,10 @@ pub(crate) async fn prove(
         })?;
         let row_hash: [u8; 32] = Sha256::digest(&data).into();
         let proof = store.inclusion(index, cp.size).await?;
-        tlog::verify_inclusion(
+        merkle::verify_inclusion(
             index,
             cp.size,
-            &tlog::leaf_hash(&row_hash),
+            &merkle::leaf_hash(&row_hash),
             &proof,
             &cp.root,
         )

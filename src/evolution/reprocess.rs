@@ -13,12 +13,12 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use crate::row::canon::{canonical_errors, canonical_strings, clean};
-use crate::row::reverdict::Reverdict;
 use crate::db::DbError;
 use crate::decode::catalogue::rt::dynamic::DynCatalogue;
 use crate::decode::catalogue::rt::FieldError;
 use crate::decode::verdict;
+use crate::row::canon::{canonical_errors, canonical_strings, clean};
+use crate::row::reverdict::Reverdict;
 use store::{Page, ReprocessStore};
 
 /// Which stored rows to judge again.

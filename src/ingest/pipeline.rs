@@ -26,8 +26,8 @@ use super::sink::Sink;
 use super::source::{self, Binding, Bus, BusError, ConsumerCheck, PullConsumer};
 use super::unparsed;
 use super::writer::{self, Batch, Control};
-use crate::row::record::{record, Naming};
 use crate::config::IngestSettings;
+use crate::row::record::{record, Naming};
 use crate::telemetry::health::Health;
 use crate::telemetry::metrics::Metrics;
 

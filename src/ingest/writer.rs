@@ -14,8 +14,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::outcome::{Busy, IngestError, Totals};
 use super::sink::{BatchOutcome, Sink};
-use crate::row::record::Record;
 use crate::db::{Class, DbError};
+use crate::row::record::Record;
 use crate::telemetry::health::Health;
 use crate::telemetry::metrics::ingest::IngestMetrics;
 use crate::telemetry::metrics::Metrics;

@@ -45,8 +45,9 @@ pub struct Canon<'a> {
 }
 
 /// The tag that starts each encoding version.
-const TAG_V1: &[u8] = b"event-audit row v1\0";
-const TAG_V2: &[u8] = b"event-audit row v2\0";
+/// The version tags that open a leaf (the canonical encoding); defined here only.
+pub(crate) const TAG_V1: &[u8] = b"event-audit row v1\0";
+pub(crate) const TAG_V2: &[u8] = b"event-audit row v2\0";
 
 /// A length-prefixed value, or NULL.
 fn field(out: &mut Vec<u8>, v: Option<&[u8]>) {

@@ -278,7 +278,7 @@ impl WitnessPolicy {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::audit::note::{open, Checkpoint, PrivateKey};
+    use crate::tlog::note::{open, Checkpoint, PrivateKey};
 
     fn witness(name: &str, b: u8) -> WitnessSigner {
         WitnessSigner::from_seed(name, &[b; 32]).unwrap()

@@ -422,4 +422,5 @@ impl MemTree {
 }
 
 #[cfg(test)]
+#[path = "merkle_tests.rs"]
 mod tests;

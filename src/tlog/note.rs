@@ -14,7 +14,7 @@ use base64::Engine;
 use ed25519_dalek::{Signature, Signer, SigningKey, Verifier, VerifyingKey};
 use sha2::{Digest, Sha256};
 
-use super::tlog::Hash;
+use super::merkle::Hash;
 
 /// The Ed25519 algorithm byte of a signed-note key.
 const ALG_ED25519: u8 = 0x01;
@@ -381,4 +381,5 @@ pub(crate) fn with_signatures(note: &str, lines: &str) -> String {
 }
 
 #[cfg(test)]
+#[path = "note_tests.rs"]
 mod tests;

@@ -9,11 +9,11 @@ use std::collections::{BTreeMap, HashMap};
 use futures::stream::BoxStream;
 use futures::TryStreamExt;
 
-use crate::audit::tlog::{self, Frontier, Hash, Node};
 use crate::db::{Ctx, Db, DbError};
+use crate::tlog::merkle::{self, Frontier, Hash, Node};
+use crate::tlog::tile::TILE_HEIGHT;
 
 /// The height step of the stored subtrees (the writer stores one per `2^8` leaves).
-pub(crate) const TILE_HEIGHT: u32 = 8;
 
 /// A link with the tree after its batch.
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -164,7 +164,7 @@ impl TreeStore {
                     skip -= 1;
                     continue;
                 }
-                tree.append(tlog::leaf_hash(&r.row_hash), |_, _| {});
+                tree.append(merkle::leaf_hash(&r.row_hash), |_, _| {});
                 each(tree);
             }
         }
@@ -228,7 +228,7 @@ impl TreeStore {
                 .and_then(|l| u64::try_from(l).ok())
                 .filter(|l| (from..to).contains(l))
             {
-                out[(i - from) as usize] = Some(tlog::leaf_hash(&h));
+                out[(i - from) as usize] = Some(merkle::leaf_hash(&h));
             }
         }
         out.into_iter()
@@ -283,7 +283,7 @@ impl TreeStore {
     /// read together: per base height, spans at most [`MERGE_GAP`] apart in one query (a
     /// proof's siblings below one stored height share a tile, so one read of its rows).
     pub(crate) async fn ranges(&self, ranges: &[(u64, u64)]) -> Result<Vec<Hash>, DbError> {
-        let needed = tlog::nodes_needed(ranges);
+        let needed = merkle::nodes_needed(ranges);
         let mut spans: BTreeMap<u32, Vec<(u64, u64)>> = BTreeMap::new();
         for n in &needed {
             let (base, first, end) = Self::parts_of(*n);
@@ -315,10 +315,10 @@ impl TreeStore {
                 (*b == base && to <= hashes.len()).then(|| &hashes[from..to])
             });
             if let Some(parts) = parts {
-                got.insert(n, tlog::root_of(parts));
+                got.insert(n, merkle::root_of(parts));
             }
         }
-        let r: Result<Vec<Hash>, DbError> = tlog::assemble(ranges, |n| {
+        let r: Result<Vec<Hash>, DbError> = merkle::assemble(ranges, |n| {
             got.get(&n).copied().ok_or(DbError::Corrupt {
                 what: "the tree",
                 why: "a subtree could not be read",
@@ -330,17 +330,17 @@ impl TreeStore {
     /// The root of the first `size` leaves, from the stored tree.
     pub async fn root(&self, size: u64) -> Result<Hash, DbError> {
         if size == 0 {
-            return Ok(tlog::empty_root());
+            return Ok(merkle::empty_root());
         }
         Ok(self.ranges(&[(0, size)]).await?[0])
     }
 
     pub async fn inclusion(&self, index: u64, size: u64) -> Result<Vec<Hash>, DbError> {
-        self.ranges(&tlog::inclusion_ranges(index, size)).await
+        self.ranges(&merkle::inclusion_ranges(index, size)).await
     }
 
     pub async fn consistency(&self, from: u64, to: u64) -> Result<Vec<Hash>, DbError> {
-        self.ranges(&tlog::consistency_ranges(from, to)).await
+        self.ranges(&merkle::consistency_ranges(from, to)).await
     }
 
     /// The leaf index of the row `stream`/`seq`, if the log holds it.

@@ -13,8 +13,8 @@ use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use serde::{Deserialize, Serialize};
 
-use crate::audit::note::{self, Checkpoint, PublicKey};
-use crate::audit::tlog::Frontier;
+use crate::tlog::merkle::Frontier;
+use crate::tlog::note::{self, Checkpoint, PublicKey};
 
 use super::breaks::{Breaks, Finding, RecordedBreak};
 
@@ -215,8 +215,8 @@ impl Memory {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::audit::note::PrivateKey;
-    use crate::audit::tlog::leaf_hash;
+    use crate::tlog::merkle::leaf_hash;
+    use crate::tlog::note::PrivateKey;
     use std::os::unix::fs::PermissionsExt;
 
     #[test]

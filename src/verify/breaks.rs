@@ -137,7 +137,7 @@ impl Breaks {
         h.update(f.why.as_bytes());
         h.update((self.0.len() as u64).to_be_bytes());
         let d = h.finalize();
-        let id = crate::audit::note::hex4(&[d[0], d[1], d[2], d[3]]);
+        let id = crate::tlog::note::hex4(&[d[0], d[1], d[2], d[3]]);
         let b = RecordedBreak {
             id,
             found_at,

@@ -10,8 +10,8 @@ use futures::TryStreamExt;
 use sqlx::Row;
 
 use super::Break;
-use crate::row::columns;
 use crate::db::{Ctx, Db, DbError};
+use crate::row::columns;
 
 /// A row's place in the log: (stream, stream sequence, bus time).
 type Key = (String, i64, DateTime<Utc>);

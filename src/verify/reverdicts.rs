@@ -7,8 +7,8 @@ use futures::TryStreamExt;
 use sha2::{Digest, Sha256};
 use sqlx::Row;
 
-use crate::row::reverdict::{recanonical_errors, recanonical_strings, run_hash, Reverdict};
 use crate::db::{Ctx, Db, DbError};
+use crate::row::reverdict::{recanonical_errors, recanonical_strings, run_hash, Reverdict};
 
 /// `Ok(Some(why))` names the first re-verdict, run or run end that does not match; with the
 /// closed runs' end hashes in chain order as far as the chain holds (the leaves of the

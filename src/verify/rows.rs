@@ -5,10 +5,10 @@
 
 use std::collections::BTreeMap;
 
+use crate::decode::catalogue::rt::FieldError;
 use crate::row::canon::{canonical_errors, canonical_headers, canonical_strings, Canon};
 use crate::row::jsonb::jsonb_text;
 use crate::row::record::range_in;
-use crate::decode::catalogue::rt::FieldError;
 
 pub use crate::row::view::RowView;
 

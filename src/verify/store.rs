@@ -8,8 +8,8 @@ use chrono::{DateTime, Utc};
 use futures::stream::BoxStream;
 use sqlx::postgres::PgPoolCopyExt;
 
-use crate::row::columns;
 use crate::db::{Ctx, Db, DbError};
+use crate::row::columns;
 
 /// One row of `audit.chain_links`.
 #[derive(Debug, Clone, sqlx::FromRow)]

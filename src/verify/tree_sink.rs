@@ -7,15 +7,14 @@ use std::collections::HashMap;
 
 use super::store::LinkRow;
 use super::walk::LeafSink;
-use crate::audit::tlog::{self, Frontier, Node};
-use crate::tree::TILE_HEIGHT;
+use crate::tlog::merkle::{self, Frontier, Node};
 
 /// The walk's leaves, made into the tree and held against links, stored subtrees and
 /// checkpoints as they come.
 pub struct TreeSink {
     pub(super) tree: Frontier,
     /// (size, root, name) of the checkpoints to meet, in size order.
-    pub(super) pending: Vec<(u64, tlog::Hash, String)>,
+    pub(super) pending: Vec<(u64, merkle::Hash, String)>,
     pub(super) next: usize,
     stored: HashMap<Node, Vec<u8>>,
     pub(super) breaks: Vec<(Option<String>, String)>,
@@ -29,7 +28,7 @@ impl TreeSink {
     /// holding the stored subtrees against the rows.
     pub fn new(
         start: Frontier,
-        pending: Vec<(u64, tlog::Hash, String)>,
+        pending: Vec<(u64, merkle::Hash, String)>,
         stored: HashMap<Node, Vec<u8>>,
     ) -> TreeSink {
         TreeSink {
@@ -52,9 +51,8 @@ impl LeafSink for TreeSink {
         for h in row_hashes {
             let stored = &self.stored;
             let mut bad = None;
-            self.tree.append(tlog::leaf_hash(h), |node, hash| {
-                if node.level > 0
-                    && node.level % TILE_HEIGHT == 0
+            self.tree.append(merkle::leaf_hash(h), |node, hash| {
+                if crate::tlog::tile::is_stored(&node)
                     && stored.get(&node).map(Vec::as_slice) != Some(&hash[..])
                 {
                     bad = Some(format!(

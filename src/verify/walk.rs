@@ -15,8 +15,8 @@ use super::copy::{CopyError, Tuples};
 use super::rows::{self, Check};
 use super::store::LinkRow;
 use super::{Break, VerifyError, VerifyStore};
-use crate::row::chain::{batch_digest, stored_link_hash};
 use crate::db::{Ctx, DbError};
+use crate::row::chain::{batch_digest, stored_link_hash};
 
 /// Rows per chunk, at most (a link is never split).
 pub(crate) const CHUNK_ROWS: i64 = 5_000;

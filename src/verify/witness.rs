@@ -21,9 +21,9 @@ use serde::Serialize;
 use super::auditor::{AuditorState, Checked, Memory, StateError};
 use super::breaks::{AckError, RecordedBreak};
 pub use super::tree_sink::TreeSink;
-use crate::audit::note::{self, Checkpoint, PublicKey, REVERDICTS_SUFFIX};
-use crate::audit::tlog::{self, Frontier, MemTree};
 use crate::checkpoint::CheckpointError;
+use crate::tlog::merkle::{self, Frontier, MemTree};
+use crate::tlog::note::{self, Checkpoint, PublicKey, REVERDICTS_SUFFIX};
 use trusted::{against_state, none_trusted, sort_out, split_views};
 
 mod trusted;
@@ -157,7 +157,11 @@ pub async fn prepare(
     let mut saved = loaded.unwrap_or_default();
     let acknowledged = match (&w.acknowledge_break, &path) {
         (Some(_), None) => return Err(AckError::NoState.into()),
-        (Some(id), Some(_)) => Some(saved.breaks.acknowledge(id, saved.runs + 1, chrono::Utc::now())?),
+        (Some(id), Some(_)) => Some(saved.breaks.acknowledge(
+            id,
+            saved.runs + 1,
+            chrono::Utc::now(),
+        )?),
         (None, _) => None,
     };
     if found.is_empty() && saved.logs.is_empty() {
@@ -217,7 +221,7 @@ async fn resume(
     // The rows' state: consistent with the newest, so its proof from the stored tree follows.
     if let Some(newest) = newest.filter(|n| n.cp.size > s.cp.size) {
         let proof = trees.consistency(s.cp.size, newest.cp.size).await?;
-        if let Err(e) = tlog::verify_consistency(
+        if let Err(e) = merkle::verify_consistency(
             s.cp.size,
             newest.cp.size,
             &s.cp.root,
@@ -256,7 +260,7 @@ impl Prepared {
 
     /// The sink the walk feeds (the stored subtrees are read once, here).
     pub(crate) async fn sink(&self, trees: &TreeStore) -> Result<TreeSink, WitnessError> {
-        let mut pending: Vec<(u64, tlog::Hash, String)> = self
+        let mut pending: Vec<(u64, merkle::Hash, String)> = self
             .events
             .iter()
             .filter(|t| t.cp.size > self.start.size())
@@ -305,7 +309,7 @@ pub async fn finish(
     if let (true, Some(s)) = (report.ok, p.saved.logs.get(&p.origin)) {
         for t in p.events.iter().filter(|t| t.cp.size < p.start.size()) {
             let proof = trees.consistency(t.cp.size, s.cp.size).await?;
-            if tlog::verify_consistency(t.cp.size, s.cp.size, &t.cp.root, &s.cp.root, &proof)
+            if merkle::verify_consistency(t.cp.size, s.cp.size, &t.cp.root, &s.cp.root, &proof)
                 .is_err()
             {
                 report.evidence = vec![t.note.clone(), s.note.clone()];
@@ -318,7 +322,7 @@ pub async fn finish(
     let mem = MemTree {
         leaves: reverdict_leaves
             .iter()
-            .map(|l| tlog::leaf_hash(l))
+            .map(|l| merkle::leaf_hash(l))
             .collect(),
     };
     let saved_rv = p.saved.logs.get(&rv_origin);

@@ -11,8 +11,8 @@
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 
-use crate::audit::note::{self, parse_decimal, Checkpoint, PublicKey};
-use crate::audit::tlog::{empty_root, verify_consistency, Hash};
+use crate::tlog::merkle::{empty_root, verify_consistency, Hash};
+use crate::tlog::note::{self, parse_decimal, Checkpoint, PublicKey};
 
 use super::state::Latest;
 
@@ -189,8 +189,8 @@ pub(crate) fn decide(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::audit::note::PrivateKey;
-    use crate::audit::tlog::{leaf_hash, MemTree};
+    use crate::tlog::merkle::{leaf_hash, MemTree};
+    use crate::tlog::note::PrivateKey;
 
     fn tree(n: u64) -> MemTree {
         MemTree {

@@ -27,11 +27,11 @@ use tokio::net::TcpListener;
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
-use crate::audit::cosign::WitnessSigner;
-use crate::audit::note::{PublicKey, REVERDICTS_SUFFIX};
 use crate::config::{defaults, Settings};
 use crate::telemetry::metrics::witness::WitnessServerMetrics;
 use crate::telemetry::metrics::Registry;
+use crate::tlog::cosign::WitnessSigner;
+use crate::tlog::note::{PublicKey, REVERDICTS_SUFFIX};
 use add::Refused;
 use http::text;
 use state::StateDir;
@@ -212,7 +212,7 @@ async fn add_checkpoint(State(w): State<Arc<Inner>>, headers: HeaderMap, body: B
         Err(r) => return refuse(&w, None, r),
     };
     // Parsed by `authenticate` already; the text the cosignature signs.
-    let Ok(signed) = crate::audit::note::Note::parse(&req.note).map(|n| n.text.to_owned()) else {
+    let Ok(signed) = crate::tlog::note::Note::parse(&req.note).map(|n| n.text.to_owned()) else {
         return refuse(&w, None, Refused::Malformed("not a signed checkpoint"));
     };
     // C2SP: a cosignature's timestamp is never zero (nor before 1970).

@@ -11,7 +11,7 @@ use base64::Engine;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::audit::tlog::Hash;
+use crate::tlog::merkle::Hash;
 
 /// The latest checkpoint cosigned for one origin.
 #[derive(Debug, Clone, PartialEq, Eq)]

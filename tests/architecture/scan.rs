@@ -255,7 +255,11 @@ pub const IO: &[&str] = &[
 pub fn io_in(g: &[(PathBuf, String, BTreeSet<String>)], rooms: &[&str]) -> Vec<String> {
     let mut out = Vec::new();
     for (file, m, _) in g {
-        if !rooms.contains(&prefix(m, 1).as_str()) {
+        // A room by its path: a top-level room, or a module inside one (`evidence::bundle`).
+        if !rooms
+            .iter()
+            .any(|r| m == r || m.starts_with(&format!("{r}::")))
+        {
             continue;
         }
         let text = std::fs::read_to_string(file).expect("read");

@@ -9,11 +9,11 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
 use super::BIN;
-use event_audit::audit::bundle::{fields, leaf};
+use event_audit::evidence::bundle::{fields, leaf};
 use event_audit::row::canon::Canon;
-use event_audit::audit::cosign::WitnessSigner;
-use event_audit::audit::note::{Checkpoint, Note, PrivateKey};
-use event_audit::audit::tlog::{leaf_hash, MemTree};
+use event_audit::tlog::cosign::WitnessSigner;
+use event_audit::tlog::merkle::{leaf_hash, MemTree};
+use event_audit::tlog::note::{Checkpoint, Note, PrivateKey};
 
 /// Both verifiers on the bundle text `text` with the log key line `key` and `args`:
 /// `[(exit code, stderr and stdout)]`, binary first. `files` are written beside the bundle
@@ -213,7 +213,7 @@ pub fn bundle(
             })
         })
         .collect();
-    json!({"format": event_audit::audit::bundle::FORMAT, "checkpoint": key.sign(&cp), "entries": entries})
+    json!({"format": event_audit::evidence::bundle::FORMAT, "checkpoint": key.sign(&cp), "entries": entries})
 }
 
 /// The row a leaf's data encodes (it must be a valid encoding).

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use event_audit::audit::note::PrivateKey;
+use event_audit::tlog::note::PrivateKey;
 
 use super::cli::{event_audit, Run};
 use super::nats_url;
@@ -85,9 +85,9 @@ pub fn write_witness_key(
     dir: &Path,
     name: &str,
     seed: u8,
-) -> (PathBuf, PathBuf, event_audit::audit::cosign::WitnessSigner) {
+) -> (PathBuf, PathBuf, event_audit::tlog::cosign::WitnessSigner) {
     use std::os::unix::fs::PermissionsExt;
-    let k = event_audit::audit::cosign::WitnessSigner::from_seed(name, &[seed; 32]).expect("key");
+    let k = event_audit::tlog::cosign::WitnessSigner::from_seed(name, &[seed; 32]).expect("key");
     let (private, public) = (
         dir.join(format!("w{seed}.key")),
         dir.join(format!("w{seed}.pub")),

@@ -410,4 +410,5 @@ impl Serialize for Json {
 }
 
 #[cfg(test)]
+#[path = "json_tests.rs"]
 mod tests;

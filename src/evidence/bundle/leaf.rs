@@ -8,8 +8,7 @@
 use crate::row::canon::Canon;
 
 /// The tag of each encoding version (as `canon.rs` writes them).
-pub(crate) const TAG_V1: &[u8] = b"event-audit row v1\0";
-pub(crate) const TAG_V2: &[u8] = b"event-audit row v2\0";
+pub(crate) use crate::row::canon::{TAG_V1, TAG_V2};
 
 /// The length that stands for NULL.
 const NULL: u64 = u64::MAX;
@@ -236,4 +235,5 @@ pub fn parse(data: &[u8]) -> Result<Canon<'_>, LeafError> {
 }
 
 #[cfg(test)]
+#[path = "leaf_tests.rs"]
 mod tests;

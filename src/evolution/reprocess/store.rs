@@ -5,8 +5,8 @@ use futures::TryStreamExt;
 use sqlx::Row;
 
 use super::{Cursor, Latest, Selection, Stored, Transition};
-use crate::row::reverdict::{recanonical_errors, recanonical_strings, run_hash, Reverdict};
 use crate::db::{Ctx, Db, DbError};
+use crate::row::reverdict::{recanonical_errors, recanonical_strings, run_hash, Reverdict};
 
 /// Serializes the closing of runs (the chain of run ends).
 const RUN_END_LOCK: i64 = 0x7265_7665_7264_6963; // "reverdic"

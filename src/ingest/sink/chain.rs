@@ -6,12 +6,9 @@
 
 use sqlx::PgConnection;
 
-use crate::row::chain::link_hash_v2;
-use crate::audit::tlog::{leaf_hash, Frontier, Hash};
 use crate::db::{Ctx, DbError};
-
-/// The height step of the stored subtrees (one stored hash per `2^STEP` leaves).
-pub(crate) const TILE_HEIGHT: u32 = 8;
+use crate::row::chain::link_hash_v2;
+use crate::tlog::merkle::{leaf_hash, Frontier, Hash};
 
 /// Appends the link covering `batch_id` (whose rows have `row_hashes`, in log order) and moves
 /// the head; returns the link's sequence.
@@ -39,7 +36,7 @@ pub(super) async fn link(
     let (mut heights, mut idxs, mut hashes) = (Vec::new(), Vec::new(), Vec::new());
     for r in row_hashes {
         tree.append(leaf_hash(r), |node, h| {
-            if node.level > 0 && node.level % TILE_HEIGHT == 0 {
+            if crate::tlog::tile::is_stored(&node) {
                 heights.push(node.level as i16);
                 idxs.push(i64::try_from(node.index).unwrap_or(i64::MAX));
                 hashes.push(h.to_vec());

@@ -8,14 +8,14 @@ use std::collections::{BTreeMap, HashSet};
 use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, Row};
 
-use crate::row::canon::clean;
-use crate::row::pgcopy::CopyBuf;
-use crate::row::record::Record;
 use crate::db::{Ctx, DbError};
 use crate::decode::catalogue::kind::{fold_indexes, JsonKind};
 use crate::decode::catalogue::rt::{ErrorCode, FieldError};
 use crate::decode::catalogue::EVENTS;
 use crate::decode::verdict::Status;
+use crate::row::canon::clean;
+use crate::row::pgcopy::CopyBuf;
+use crate::row::record::Record;
 
 /// (event, status, what, path, kind, code).
 type Key = (

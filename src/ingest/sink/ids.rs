@@ -8,10 +8,10 @@ use chrono::{DateTime, Utc};
 use sha2::{Digest, Sha256};
 use sqlx::{Executor, PgConnection, Row};
 
+use crate::db::{Ctx, DbError};
 use crate::row::columns;
 use crate::row::pgcopy::CopyBuf;
 use crate::row::record::Record;
-use crate::db::{Ctx, DbError};
 
 /// A later message with an envelope id already seen.
 pub(super) struct Finding {

@@ -11,9 +11,9 @@ use crate::row::chain::batch_digest;
 use crate::row::columns;
 use sqlx::{Connection, PgConnection};
 
+use crate::db::{backend_pid, forget, Class, Ctx, Db, DbError};
 use crate::row::pgcopy::CopyBuf;
 use crate::row::record::Record;
-use crate::db::{backend_pid, forget, Class, Ctx, Db, DbError};
 use ids::{id_findings, insert_findings};
 
 /// What one committed batch did.

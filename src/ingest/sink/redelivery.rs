@@ -7,8 +7,8 @@ use std::collections::{HashMap, HashSet};
 use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
 
-use crate::row::record::Record;
 use crate::db::{Ctx, DbError};
+use crate::row::record::Record;
 
 /// Clears `keep[i]` for every record already in the log.
 pub(super) async fn skip_present(

@@ -5,8 +5,8 @@
 
 use sqlx::PgConnection;
 
-use crate::row::record::Record;
 use crate::db::{Class, Ctx, DbError};
+use crate::row::record::Record;
 
 /// Whether PostgreSQL accepts every payload of `items` as jsonb; `Err` for anything but a
 /// data error.

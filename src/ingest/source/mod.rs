@@ -14,10 +14,10 @@ use async_nats::jetstream::context::ConsumerInfoErrorKind;
 use async_nats::jetstream::{self, consumer::pull, stream};
 use chrono::DateTime;
 
-use crate::row::record::Meta;
 pub use crate::bus::{is_not_found, Bus, BusError};
 use crate::bus::{js_err, API_TIMEOUT};
 use crate::config::{IngestSettings, StreamSettings};
+use crate::row::record::Meta;
 pub(crate) use leaders::Leaders;
 
 /// The durable pull consumer type.

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
-use crate::row::record::Meta;
 use crate::bus::{js_err, Bus, BusError, API_TIMEOUT};
+use crate::row::record::Meta;
 
 impl Bus {
     /// Message `seq` of `stream` as stored (headers and data untouched), through the JSON

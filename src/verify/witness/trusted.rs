@@ -4,9 +4,9 @@
 //! is never smaller than, nor another root at the size of, the one checked last time.
 
 use super::{Rejected, Trusted, WitnessReport};
-use crate::audit::cosign::WitnessPolicy;
-use crate::audit::note::{self, Checkpoint, NoteError, PublicKey, REVERDICTS_SUFFIX};
 use crate::checkpoint::publish::Found;
+use crate::tlog::cosign::WitnessPolicy;
+use crate::tlog::note::{self, Checkpoint, NoteError, PublicKey, REVERDICTS_SUFFIX};
 use crate::verify::auditor::Checked;
 
 /// The checkpoints found, by log: those that open with the key and meet the policy, of the
@@ -101,7 +101,12 @@ pub(super) fn trust(
 
 /// The newest trusted checkpoint against the one checked last time: never smaller, never
 /// another root at the same size (a larger one is proved consistent once the tree is read).
-pub(super) fn against_state(report: &mut WitnessReport, log: &str, list: &[Trusted], saved: Option<&Checked>) {
+pub(super) fn against_state(
+    report: &mut WitnessReport,
+    log: &str,
+    list: &[Trusted],
+    saved: Option<&Checked>,
+) {
     let Some(s) = saved else { return };
     let saved_name = if log.ends_with(REVERDICTS_SUFFIX) {
         format!(
