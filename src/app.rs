@@ -6,6 +6,7 @@
 //! binary) or, with `exit_when_idle`, until the consumer is drained. Nothing is aborted.
 //! The probers and pollers are in `probes`, the scheduled reconciliation in `schedule`.
 
+pub mod metrics;
 mod probes;
 mod schedule;
 
@@ -29,7 +30,7 @@ use crate::reconcile::store::ReconcileStore;
 use crate::row::record::Naming;
 use crate::server::reports::ReportState;
 use crate::telemetry::health::Health;
-use crate::telemetry::metrics::Metrics;
+use metrics::Metrics;
 
 /// Why the daemon could not start.
 #[derive(Debug, thiserror::Error)]
@@ -168,7 +169,8 @@ impl App {
             report_token,
             stop,
         } = self;
-        let signer = crate::checkpoint::from_settings(&settings, &db, &bus, &metrics)?;
+        let signer =
+            crate::witnessed::signer::from_settings(&settings, &db, &bus, &metrics.witness)?;
         let tasks = TaskTracker::new();
         // Background tasks end when ingest has ended; HTTP last, after the acks are flushed.
         let background = CancellationToken::new();
@@ -247,7 +249,7 @@ async fn ingest(
     }
     Ingest {
         sink,
-        metrics: metrics.clone(),
+        metrics: metrics.ingest.clone(),
         health: health.clone(),
         naming: Naming {
             subject_prefix: Some(settings.stream.subject_prefix.clone()).filter(|p| !p.is_empty()),

@@ -18,7 +18,6 @@
 
 pub mod app;
 pub mod bus;
-pub mod checkpoint;
 pub mod cli;
 pub mod config;
 pub mod db;
@@ -34,6 +33,5 @@ pub mod row;
 mod server;
 pub mod telemetry;
 pub mod tlog;
-pub mod tree;
 pub mod verify;
-mod witness;
+pub mod witnessed;

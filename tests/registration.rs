@@ -15,11 +15,11 @@ use common::app::reconciling;
 use common::cli::{reconcile, register_batch};
 use common::sim::{counts, one_anomaly, rfc3339, stated, Sim, REGISTRATION_ANOMALIES, TOKEN};
 use common::{run_until_idle, settings, spawn_app, TestDb, TestStream};
+use event_audit::app::metrics::Metrics;
 use event_audit::config::{AuthScheme, Dur};
 use event_audit::reconcile::rest::client::{Endpoint, RestClient};
 use event_audit::reconcile::rest::token::{TokenSource, Tokens};
 use event_audit::reconcile::rest::RestConfig;
-use event_audit::telemetry::metrics::Metrics;
 
 #[tokio::test]
 async fn each_registration_anomaly_alone_gives_its_meter_point_verdict() {

@@ -385,8 +385,9 @@ async fn reprocess_resumes_a_run() {
 async fn rewritten_reverdict_runs_are_caught_by_their_witnessed_checkpoints() {
     use common::witness::{verify_witness, write_keys, Witness};
     use event_audit::bus::Bus;
-    use event_audit::checkpoint::Signer;
-    use event_audit::telemetry::metrics::{witness::WitnessMetrics, Registry};
+    use event_audit::telemetry::metrics::Registry;
+    use event_audit::witnessed::metrics::WitnessMetrics;
+    use event_audit::witnessed::signer::Signer;
 
     let db = TestDb::create().await;
     let sink = Sink::new(Db::from_pool(db.pool.clone()), "test");

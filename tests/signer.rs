@@ -14,13 +14,14 @@ use common::app::{run_until_idle, settings, spawn_app};
 use common::witness::{verify_witness, witness_with_policy, write_keys, Witness};
 use common::{TestDb, TestStream};
 use event_audit::bus::Bus;
-use event_audit::checkpoint::{publish, Signer};
 use event_audit::config::Dur;
 use event_audit::row::chain::{batch_digest, link_hash_v2};
-use event_audit::telemetry::metrics::{witness::WitnessMetrics, Registry};
+use event_audit::telemetry::metrics::Registry;
 use event_audit::tlog::cosign::WitnessPolicy;
 use event_audit::tlog::merkle::{leaf_hash, Frontier};
 use event_audit::tlog::note::{self, Checkpoint, PrivateKey};
+use event_audit::witnessed::metrics::WitnessMetrics;
+use event_audit::witnessed::signer::{publish, Signer};
 
 #[tokio::test]
 async fn a_forged_head_or_queued_note_is_never_signed_or_published() {

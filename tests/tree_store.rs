@@ -9,7 +9,7 @@ use common::TestDb;
 use event_audit::db::Db;
 use event_audit::ingest::sink::Sink;
 use event_audit::tlog::merkle::{self, MemTree};
-use event_audit::tree::TreeStore;
+use event_audit::witnessed::tree::TreeStore;
 
 #[tokio::test]
 async fn stored_tree_proofs_equal_a_reference_tree() {

@@ -158,7 +158,7 @@ async fn the_witness_detects_a_history_rewritten_inside_the_database() {
         root: [1; 32],
     });
     js.publish(
-        event_audit::checkpoint::publish::subject(&cps),
+        event_audit::witnessed::signer::publish::subject(&cps),
         foreign.into(),
     )
     .await
@@ -357,8 +357,9 @@ async fn keygen_writes_a_private_key_0600_and_a_public_key() {
 #[tokio::test]
 async fn checkpoints_wait_for_an_unreachable_witness_and_go_out_in_order() {
     use event_audit::bus::Bus;
-    use event_audit::checkpoint::{publish, Signer};
-    use event_audit::telemetry::metrics::{witness::WitnessMetrics, Registry};
+    use event_audit::telemetry::metrics::Registry;
+    use event_audit::witnessed::metrics::WitnessMetrics;
+    use event_audit::witnessed::signer::{publish, Signer};
     use std::sync::Arc;
 
     let db = TestDb::create().await;

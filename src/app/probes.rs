@@ -8,11 +8,11 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::metrics::Metrics;
 use crate::bus::Bus;
 use crate::db::Db;
 use crate::ingest::source::{self, PullConsumer};
 use crate::telemetry::health::Health;
-use crate::telemetry::metrics::Metrics;
 use crate::verify::VerifyStore;
 
 /// How often the probers and pollers look.
@@ -78,7 +78,7 @@ async fn probe_nats(
         if (n - 1) % (POLL_EVERY.as_secs() / PROBE_EVERY.as_secs()).max(1) == 0 {
             let limit = crate::bus::API_TIMEOUT;
             leaders
-                .observe(&js, &consumer, &metrics, &health, limit)
+                .observe(&js, &consumer, &metrics.ingest, &health, limit)
                 .await;
         }
     }

@@ -9,6 +9,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::metrics::Metrics;
 use crate::config::ReconcileSettings;
 use crate::db::Db;
 use crate::reconcile::model::RunReport;
@@ -18,7 +19,6 @@ use crate::reconcile::rest::token::Tokens;
 use crate::reconcile::rest::RestConfig;
 use crate::reconcile::store::ReconcileStore;
 use crate::reconcile::{self, NoProgress, Params};
-use crate::telemetry::metrics::Metrics;
 
 /// Starts, in `tasks` until `stop`, the reconciliation metrics' poller and, when there is a
 /// platform to ask (`rest`), the scheduled reconciliation.

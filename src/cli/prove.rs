@@ -11,11 +11,11 @@ use serde::Serialize;
 
 use super::args::{ConfigArg, DatabaseArgs, NatsArgs};
 use super::witness_args::PlaceArgs;
-use crate::checkpoint::CheckpointError;
 use crate::db::Db;
 use crate::evidence::bundle::{check as check_bundle, Expect};
 use crate::evidence::prove::{prove, Query};
-use crate::tree::TreeStore;
+use crate::witnessed::signer::CheckpointError;
+use crate::witnessed::tree::TreeStore;
 
 /// Options of `event-audit prove`.
 #[derive(clap::Args, Debug, Clone, Default, Serialize)]
@@ -70,7 +70,7 @@ pub fn run(args: ProveArgs) -> anyhow::Result<ExitCode> {
     super::runtime()?.block_on(async {
         let db = Db::open_existing(&settings.database, 2).await?;
         let key = match &args.public_key {
-            Some(p) => Some(crate::checkpoint::load_public_key(p)?),
+            Some(p) => Some(crate::witnessed::signer::load_public_key(p)?),
             None => None,
         };
         let policy = args
@@ -80,9 +80,13 @@ pub fn run(args: ProveArgs) -> anyhow::Result<ExitCode> {
             .map(super::verify_proof::read_policy)
             .transpose()?;
         let store = TreeStore::new(db.clone());
-        let found =
-            crate::checkpoint::latest_checkpoint(&settings, &db, key.as_ref(), policy.as_ref())
-                .await;
+        let found = crate::witnessed::signer::latest_checkpoint(
+            &settings,
+            &db,
+            key.as_ref(),
+            policy.as_ref(),
+        )
+        .await;
         let (cp, note) = match found {
             Err(CheckpointError::NoCheckpoint) if policy.is_some() => anyhow::bail!(
                 "no witnessed checkpoint the database reaches carries the witness policy's quorum \

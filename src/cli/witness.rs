@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::args::ConfigArg;
 use crate::app::shutdown_signal;
-use crate::witness::WitnessServer;
+use crate::witnessed::witness::WitnessServer;
 
 #[derive(clap::Subcommand, Debug)]
 pub enum WitnessAction {

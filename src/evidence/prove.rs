@@ -14,8 +14,8 @@ use crate::db::DbError;
 use crate::evidence::bundle::{fields, json::Json, leaf};
 use crate::tlog::merkle;
 use crate::tlog::note::Checkpoint;
-use crate::tree::{RowPlace, TreeStore};
 use crate::verify::store::StoredRow;
+use crate::witnessed::tree::{RowPlace, TreeStore};
 
 /// The bundle format's name.
 pub use crate::evidence::bundle::FORMAT;

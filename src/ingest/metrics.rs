@@ -8,10 +8,10 @@ use std::sync::Mutex;
 
 use prometheus::{Histogram, IntCounter, IntCounterVec, IntGauge};
 
-use super::{counter, counter_vec, gauge, histogram, Registry};
 use crate::decode::catalogue::rt::ErrorCode;
 use crate::decode::catalogue::{self, EVENTS};
 use crate::decode::verdict::Status;
+use crate::telemetry::metrics::{counter, counter_vec, gauge, histogram, Registry};
 
 pub struct IngestMetrics {
     messages: IntCounterVec,

@@ -4,6 +4,7 @@
 //! envelope ids, chain link); [`unparsed`] finds and
 //! records the messages the bus client cannot parse.
 
+pub(crate) mod metrics;
 mod outcome;
 mod pipeline;
 pub mod sink;

@@ -27,14 +27,14 @@ use super::source::{self, Binding, Bus, BusError, ConsumerCheck, PullConsumer};
 use super::unparsed;
 use super::writer::{self, Batch, Control};
 use crate::config::IngestSettings;
+use crate::ingest::metrics::IngestMetrics;
 use crate::row::record::{record, Naming};
 use crate::telemetry::health::Health;
-use crate::telemetry::metrics::Metrics;
 
 /// What the pipeline needs besides the consumer.
 pub struct Ingest {
     pub(crate) sink: Sink,
-    pub(crate) metrics: Arc<Metrics>,
+    pub(crate) metrics: Arc<IngestMetrics>,
     pub(crate) health: Arc<Health>,
     pub(crate) naming: Naming,
     pub(crate) settings: IngestSettings,
@@ -417,10 +417,7 @@ impl Ingest {
                 Err(_) => break,
             }
         }
-        self.metrics
-            .ingest
-            .decode_seconds
-            .observe(decoding.as_secs_f64());
+        self.metrics.decode_seconds.observe(decoding.as_secs_f64());
         batch
     }
 }

@@ -17,9 +17,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::sink::Sink;
 use super::source::{Binding, Bus, PullConsumer};
+use crate::ingest::metrics::IngestMetrics;
 use crate::row::record::{record_unparsed, Naming};
 use crate::telemetry::health::Health;
-use crate::telemetry::metrics::Metrics;
 
 /// How many sequences past the ack floor one look examines.
 const LOOK_AHEAD: u64 = 64;
@@ -31,7 +31,7 @@ pub(crate) struct Watch {
     pub(crate) sink: Sink,
     pub(crate) naming: Naming,
     pub(crate) health: Arc<Health>,
-    pub(crate) metrics: Arc<Metrics>,
+    pub(crate) metrics: Arc<IngestMetrics>,
     /// The consumer's ack floor as last seen, shared with the pipeline.
     pub(crate) floor: Arc<AtomicU64>,
 }
@@ -106,7 +106,7 @@ impl Watch {
         // Counted once per message: a second look that finds it already recorded (its
         // ack by sequence not yet seen by the server) writes nothing and counts nothing.
         self.health.unparsable.inc_by(out.inserted as u64);
-        let m = &self.metrics.ingest;
+        let m = &self.metrics;
         m.rows.inc_by(out.inserted as u64);
         for r in recs.iter().take(out.inserted) {
             m.message(

@@ -15,10 +15,9 @@ use tokio_util::sync::CancellationToken;
 use super::outcome::{Busy, IngestError, Totals};
 use super::sink::{BatchOutcome, Sink};
 use crate::db::{Class, DbError};
+use crate::ingest::metrics::IngestMetrics;
 use crate::row::record::Record;
 use crate::telemetry::health::Health;
-use crate::telemetry::metrics::ingest::IngestMetrics;
-use crate::telemetry::metrics::Metrics;
 
 pub(super) struct Batch {
     pub(super) records: Vec<Record>,
@@ -68,7 +67,7 @@ impl Control {
 pub(super) fn spawn(
     writers: usize,
     sink: &Sink,
-    metrics: &Arc<Metrics>,
+    metrics: &Arc<IngestMetrics>,
     health: &Arc<Health>,
     ctl: &Arc<Control>,
 ) -> (mpsc::Sender<Batch>, Vec<JoinHandle<Totals>>) {
@@ -86,7 +85,7 @@ pub(super) fn spawn(
                 loop {
                     let next = rx.lock().await.recv().await;
                     let Some(batch) = next else { break };
-                    write_and_ack(&sink, &metrics.ingest, &health, &ctl, batch, &mut totals).await;
+                    write_and_ack(&sink, &metrics, &health, &ctl, batch, &mut totals).await;
                 }
                 totals
             })

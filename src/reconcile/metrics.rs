@@ -6,7 +6,7 @@
 
 use prometheus::{IntCounterVec, IntGaugeVec};
 
-use super::{counter_vec, gauge_vec, Registry};
+use crate::telemetry::metrics::{counter_vec, gauge_vec, Registry};
 
 /// The `batch` label of a supplier-wide scope.
 pub(crate) const WHOLE_SUPPLIER: &str = "*";

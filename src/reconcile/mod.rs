@@ -23,6 +23,7 @@ pub(crate) mod batch;
 pub(crate) mod compare;
 pub(crate) mod diff;
 pub(crate) mod manifest;
+pub(crate) mod metrics;
 pub(crate) mod model;
 mod platform;
 pub(crate) mod poll;

@@ -13,7 +13,7 @@ use super::registration::Registration;
 use super::store::{ReconcileStore, ScopeState};
 use super::verdict::Verdict;
 use crate::db::DbError;
-use crate::telemetry::metrics::reconcile::{ReconcileMetrics, WHOLE_SUPPLIER};
+use crate::reconcile::metrics::{ReconcileMetrics, WHOLE_SUPPLIER};
 
 /// Supplier-wide scopes are exported while they had a run this recently.
 const SUPPLIER_SCOPES_FOR: i64 = 7;
@@ -134,7 +134,7 @@ fn set_all<const N: usize>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::telemetry::metrics::Metrics;
+    use crate::telemetry::metrics::{render, Registry};
 
     fn state(batch: Option<&str>, runs: &[(&str, u64)], matched: u64) -> ScopeState {
         ScopeState {
@@ -152,8 +152,8 @@ mod tests {
 
     #[test]
     fn counters_follow_the_stored_runs_and_gone_scopes_disappear() {
-        let metrics = Metrics::new();
-        let m = &metrics.reconcile;
+        let registry = Registry::new();
+        let m = &ReconcileMetrics::new(&registry);
         let mut p = Poller::default();
         p.apply(
             &[
@@ -163,7 +163,7 @@ mod tests {
             m,
         );
         p.apply(&[state(Some("w1"), &[("ok", 3), ("incomplete", 1)], 8)], m);
-        let text = metrics.render();
+        let text = render(&registry);
         for line in [
             r#"event_audit_reconcile_runs_total{batch="w1",outcome="ok",supplier="S"} 3"#,
             r#"event_audit_reconcile_runs_total{batch="w1",outcome="incomplete",supplier="S"} 1"#,
@@ -184,11 +184,11 @@ mod tests {
 
     #[test]
     fn a_run_without_meter_points_exports_every_registration_state_at_zero() {
-        let metrics = Metrics::new();
+        let registry = Registry::new();
         let mut s = state(Some("w2"), &[("ok", 1)], 4);
         s.registrations.clear();
-        Poller::default().apply(&[s], &metrics.reconcile);
-        let text = metrics.render();
+        Poller::default().apply(&[s], &ReconcileMetrics::new(&registry));
+        let text = render(&registry);
         for r in Registration::ALL {
             let line = format!(
                 r#"event_audit_reconcile_registration_accounts{{batch="w2",registration="{}",supplier="S"}} 0"#,

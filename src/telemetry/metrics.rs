@@ -1,88 +1,15 @@
-//! Prometheus metrics, split by area, one writer per fact: [`ingest`] (written by the ingest
-//! pipeline), [`chain`] (the chain poller), [`rest`] (the REST client), [`reconcile`]
-//! (reconciliation runs), [`witness`] (the checkpoint signer), plus the build and process facts registered here. Names follow
-//! `event_audit_<noun>_<unit>[_total]`; labels are bounded (see ARCHITECTURE.md).
-
-pub(crate) mod chain;
-pub(crate) mod ingest;
-pub(crate) mod reconcile;
-pub(crate) mod rest;
-pub mod witness;
+//! The Prometheus registry's helpers every room registers its metrics with (a metric's name is
+//! fixed and distinct, so registration cannot fail), and the text exposition format. Each
+//! area's metrics live beside what emits them (`ingest::metrics`, `verify::metrics`,
+//! `reconcile::metrics`, `reconcile::rest::metrics`, `witnessed::metrics`); `app::metrics`
+//! builds the daemon's registry from them. Names follow `event_audit_<noun>_<unit>[_total]`;
+//! labels are bounded (see ARCHITECTURE.md).
 
 use prometheus::{
     Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts,
 };
 
 pub use prometheus::Registry;
-
-/// The daemon's metrics: every area in one registry.
-pub struct Metrics {
-    pub(crate) registry: Registry,
-    pub(crate) ingest: ingest::IngestMetrics,
-    pub(crate) chain: chain::ChainMetrics,
-    pub rest: rest::RestMetrics,
-    pub(crate) reconcile: reconcile::ReconcileMetrics,
-    pub(crate) witness: std::sync::Arc<witness::WitnessMetrics>,
-}
-
-impl Metrics {
-    pub fn new() -> Metrics {
-        let registry = Registry::new();
-        let build = gauge_vec(
-            &registry,
-            "event_audit_build_info",
-            "Version, git commit and catalogue fingerprint of this build (always 1)",
-            &["version", "git_hash", "catalogue"],
-        );
-        build
-            .with_label_values(&[
-                env!("CARGO_PKG_VERSION"),
-                env!("EVENT_AUDIT_GIT_HASH"),
-                crate::decode::catalogue::FINGERPRINT,
-            ])
-            .set(1);
-        gauge(
-            &registry,
-            "event_audit_process_start_time_seconds",
-            "Unix time the process started",
-        )
-        .set(chrono::Utc::now().timestamp());
-        Metrics {
-            ingest: ingest::IngestMetrics::new(&registry),
-            chain: chain::ChainMetrics::new(&registry),
-            rest: rest::RestMetrics::new(&registry),
-            reconcile: reconcile::ReconcileMetrics::new(&registry),
-            witness: std::sync::Arc::new(witness::WitnessMetrics::new(&registry)),
-            registry,
-        }
-    }
-
-    /// `event_audit_instance_info{audit_instance="<name>"} 1`: which daemon exports these
-    /// series, when several share a consumer (join on the target: `* on(instance)
-    /// group_left(audit_instance) event_audit_instance_info`). Not `instance`, which is
-    /// Prometheus's own target label.
-    pub(crate) fn set_instance(&self, name: &str) {
-        gauge_vec(
-            &self.registry,
-            "event_audit_instance_info",
-            "The daemon's instance name (--instance), as in the chain links it writes (always 1)",
-            &["audit_instance"],
-        )
-        .with_label_values(&[name])
-        .set(1);
-    }
-
-    /// The text exposition format.
-    pub fn render(&self) -> String {
-        render(&self.registry)
-    }
-}
-
-impl Default for Metrics {
-    fn default() -> Self {
-        Self::new()
-    }
-}
 
 /// The text exposition format of a registry.
 pub fn render(registry: &Registry) -> String {

@@ -175,7 +175,11 @@ mod tests {
         let mut s = Breaks::default();
         let first = s.remember(finding("row edited"), 3, now).expect("recorded");
         assert_eq!(first.id.len(), 8);
-        assert!(first.line().contains("stream_seq=42"), "{}", first.line());
+        assert!(
+            first.line().contains(&first.id) && first.line().contains("row edited"),
+            "{}",
+            first.line()
+        );
         // A second break while the first is open is not recorded over it.
         assert!(s.remember(finding("another"), 4, now).is_none());
         assert_eq!(s.open().map(|b| b.why.as_str()), Some("row edited"));

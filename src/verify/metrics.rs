@@ -5,7 +5,7 @@
 
 use prometheus::{Gauge, IntGauge, IntGaugeVec};
 
-use super::{float_gauge, gauge, gauge_vec, Registry};
+use crate::telemetry::metrics::{float_gauge, gauge, gauge_vec, Registry};
 
 /// The gap kinds of a completeness report (the `kind` label's vocabulary).
 pub(crate) const GAP_KINDS: [&str; 4] = ["purged", "deleted", "missing", "pending"];

@@ -9,6 +9,7 @@ pub(crate) mod breaks;
 pub mod copy;
 mod findings;
 pub(crate) mod gaps;
+pub(crate) mod metrics;
 pub(crate) mod reverdicts;
 pub(crate) mod rows;
 pub mod store;
@@ -21,7 +22,7 @@ use std::time::Instant;
 
 use crate::config::defaults::VERIFY_MAX_BREAKS;
 use crate::db::DbError;
-use crate::telemetry::metrics::chain::{ChainMetrics, GAP_KINDS};
+use crate::verify::metrics::{ChainMetrics, GAP_KINDS};
 use store::LinkRow;
 pub use store::{RunRecord, VerifyStore};
 pub use walk::LeafSink;

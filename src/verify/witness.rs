@@ -21,14 +21,14 @@ use serde::Serialize;
 use super::auditor::{AuditorState, Checked, Memory, StateError};
 use super::breaks::{AckError, RecordedBreak};
 pub use super::tree_sink::TreeSink;
-use crate::checkpoint::CheckpointError;
 use crate::tlog::merkle::{self, Frontier, MemTree};
 use crate::tlog::note::{self, Checkpoint, PublicKey, REVERDICTS_SUFFIX};
+use crate::witnessed::signer::CheckpointError;
 use trusted::{against_state, none_trusted, sort_out, split_views};
 
 mod trusted;
 use crate::db::DbError;
-use crate::tree::TreeStore;
+use crate::witnessed::tree::TreeStore;
 
 /// A checkpoint not trusted, and why.
 #[derive(Debug, Clone, Serialize)]
@@ -132,9 +132,9 @@ pub async fn prepare(
     public_key: &std::path::Path,
 ) -> Result<Prepared, WitnessError> {
     let w = &settings.witness;
-    let key = crate::checkpoint::load_public_key(public_key)?;
+    let key = crate::witnessed::signer::load_public_key(public_key)?;
     let policy = match &w.witness_policy {
-        Some(p) => Some(crate::checkpoint::load_policy(p)?),
+        Some(p) => Some(crate::witnessed::signer::load_policy(p)?),
         None => None,
     };
     let origin = w.origin.clone().unwrap_or_else(|| key.name.clone());
@@ -147,7 +147,7 @@ pub async fn prepare(
         Some(p) => AuditorState::load(p, &key)?,
         None => None,
     };
-    let (found, problems) = crate::checkpoint::read_witness(settings).await?;
+    let (found, problems) = crate::witnessed::signer::read_witness(settings).await?;
     let mut report = WitnessReport {
         ok: true,
         checkpoints: found.len(),

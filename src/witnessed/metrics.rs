@@ -3,7 +3,7 @@
 
 use prometheus::{IntCounter, IntCounterVec, IntGauge};
 
-use super::{counter, counter_vec, gauge, Registry};
+use crate::telemetry::metrics::{counter, counter_vec, gauge, Registry};
 
 /// Every reason the signer refuses to sign (the `reason` label's vocabulary).
 pub(crate) const REFUSAL_REASONS: &[&str] = &[

@@ -29,10 +29,10 @@ use crate::bus::{Bus, BusError};
 use crate::config::WitnessSettings;
 use crate::db::{Db, DbError};
 use crate::row::reverdict::chain_order;
-use crate::telemetry::metrics::witness::WitnessMetrics;
 use crate::tlog::merkle::Frontier;
 use crate::tlog::note::{self, Checkpoint, PrivateKey, PublicKey, REVERDICTS_SUFFIX};
-use crate::tree::TreeStore;
+use crate::witnessed::metrics::WitnessMetrics;
+use crate::witnessed::tree::TreeStore;
 use memory::{Memory, Remembered};
 pub use read::{latest_checkpoint, load_key, load_policy, load_public_key, read_witness};
 use sign::{Found, Refusal};
@@ -390,7 +390,7 @@ pub(crate) fn from_settings(
     s: &crate::config::Settings,
     db: &Db,
     bus: &Bus,
-    metrics: &crate::telemetry::metrics::Metrics,
+    metrics: &Arc<crate::witnessed::metrics::WitnessMetrics>,
 ) -> Result<Option<Signer>, CheckpointError> {
     let w = &s.witness;
     let Some(path) = &w.signing_key_file else {
@@ -409,14 +409,7 @@ pub(crate) fn from_settings(
         }
         _ => key.name.clone(),
     };
-    let signer = Signer::new(
-        key,
-        origin,
-        db.clone(),
-        bus.clone(),
-        w,
-        metrics.witness.clone(),
-    )?;
+    let signer = Signer::new(key, origin, db.clone(), bus.clone(), w, metrics.clone())?;
     tracing::info!(origin = %signer.origin, key = %signer.public.encode(), stream = %w.checkpoint_stream, interval = %w.checkpoint_interval, state = %signer.state.display(), witnesses = signer.witnesses.as_ref().map_or(0, |_| 1), "checkpoints on");
     Ok(Some(signer))
 }

@@ -28,10 +28,10 @@ use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{defaults, Settings};
-use crate::telemetry::metrics::witness::WitnessServerMetrics;
 use crate::telemetry::metrics::Registry;
 use crate::tlog::cosign::WitnessSigner;
 use crate::tlog::note::{PublicKey, REVERDICTS_SUFFIX};
+use crate::witnessed::metrics::WitnessServerMetrics;
 use add::Refused;
 use http::text;
 use state::StateDir;

@@ -102,6 +102,7 @@ fn every_settings_id_is_a_settings_path() {
         "witness.origin",
         "witness.public_key",
         "witness.state_file",
+        "witness.acknowledge_break",
         "publish.seed",
         "simulator.seed",
         "demo.seed",

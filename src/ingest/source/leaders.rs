@@ -9,8 +9,8 @@ use async_nats::jetstream;
 use async_nats::jetstream::context::ConsumerInfoErrorKind;
 
 use super::PullConsumer;
+use crate::ingest::metrics::IngestMetrics;
 use crate::telemetry::health::Health;
-use crate::telemetry::metrics::Metrics;
 
 /// The leaders last seen, per role (`None` before the first answer naming one).
 #[derive(Debug, Default)]
@@ -38,7 +38,7 @@ impl Leaders {
         &mut self,
         js: &jetstream::Context,
         consumer: &PullConsumer,
-        metrics: &Metrics,
+        metrics: &IngestMetrics,
         health: &Health,
         limit: Duration,
     ) {
@@ -58,7 +58,7 @@ impl Leaders {
             Ok(Err(e)) => return self.not_answering(health, &stream_name, &e.to_string()),
             Err(_) => return self.not_answering(health, &stream_name, "no answer in time"),
         };
-        let m = &metrics.ingest;
+        let m = metrics;
         m.consumer_pending
             .set(i64::try_from(info.num_pending).unwrap_or(i64::MAX));
         m.consumer_ack_pending

@@ -23,7 +23,7 @@ use super::describe;
 use super::records::{self, ImportRecord, MeterPointStatus, StatusAnswer};
 use super::token::{Renewal, Tokens};
 pub use super::{redact, AuthScheme, Endpoint, RestConfig, RestError};
-use crate::telemetry::metrics::rest::RestMetrics;
+use crate::reconcile::rest::metrics::RestMetrics;
 
 /// Request counts of one client (all endpoints).
 #[derive(Debug, Default)]

@@ -3,7 +3,7 @@
 
 use prometheus::{HistogramVec, IntCounter, IntCounterVec};
 
-use super::{counter, counter_vec, histogram_vec, Registry};
+use crate::telemetry::metrics::{counter, counter_vec, histogram_vec, Registry};
 
 #[derive(Clone)]
 pub struct RestMetrics {

@@ -4,6 +4,7 @@
 //! ([`token`]).
 
 pub mod client;
+pub mod metrics;
 pub(crate) mod records;
 pub mod token;
 

@@ -22,7 +22,7 @@ use url::Url;
 
 use super::{redact, AuthScheme, RestError};
 use crate::config::secrets;
-use crate::telemetry::metrics::rest::RestMetrics;
+use crate::reconcile::rest::metrics::RestMetrics;
 
 /// Where the token comes from.
 #[derive(Debug, Clone)]

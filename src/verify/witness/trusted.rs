@@ -4,10 +4,10 @@
 //! is never smaller than, nor another root at the size of, the one checked last time.
 
 use super::{Rejected, Trusted, WitnessReport};
-use crate::checkpoint::publish::Found;
 use crate::tlog::cosign::WitnessPolicy;
 use crate::tlog::note::{self, Checkpoint, NoteError, PublicKey, REVERDICTS_SUFFIX};
 use crate::verify::auditor::Checked;
+use crate::witnessed::signer::publish::Found;
 
 /// The checkpoints found, by log: those that open with the key and meet the policy, of the
 /// rows' log and of the re-verdict runs' log (`logs`: their origins); the others rejected.

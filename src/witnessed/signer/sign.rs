@@ -8,7 +8,7 @@
 use crate::db::DbError;
 use crate::tlog::merkle::{leaf_hash, Frontier, Hash};
 use crate::tlog::note::Checkpoint;
-use crate::tree::TreeStore;
+use crate::witnessed::tree::TreeStore;
 
 use super::memory::Remembered;
 

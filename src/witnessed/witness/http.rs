@@ -17,7 +17,7 @@ use futures::StreamExt;
 
 use super::Inner;
 use crate::config::defaults;
-use crate::telemetry::metrics::witness::WITNESS_CODES;
+use crate::witnessed::metrics::WITNESS_CODES;
 
 /// A plain-text answer (the request is never echoed).
 pub(crate) fn text(status: StatusCode, body: String, content_type: &'static str) -> Response {
