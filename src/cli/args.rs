@@ -430,4 +430,5 @@ pub struct ScheduleArgs {
 }
 
 #[cfg(test)]
+#[path = "args_tests.rs"]
 mod tests;
