@@ -6,7 +6,7 @@ use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion, SamplingMode, Throughput};
 use event_audit::decode::verdict::{decode, Status};
-use event_audit::dev::sample;
+use event_audit::test_support::dev::sample;
 
 const MESSAGES: usize = 20_000;
 const SEED: u64 = 2026;

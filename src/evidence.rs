@@ -4,4 +4,4 @@
 //! database's stored tree ([`prove`]).
 
 pub mod bundle;
-pub mod prove;
+pub(crate) mod prove;

@@ -17,21 +17,29 @@
 //! - `app::App::build(settings)` and `run_until_stopped()` run the daemon in-process.
 
 pub mod app;
-pub mod bus;
-pub mod cli;
+pub(crate) mod bus;
+pub(crate) mod cli;
 pub mod config;
-pub mod db;
+pub(crate) mod db;
 pub mod decode;
 #[cfg(feature = "dev")]
-pub mod dev;
+pub(crate) mod dev;
 pub mod evidence;
-pub mod evolution;
-mod files;
-pub mod ingest;
-pub mod reconcile;
-pub mod row;
-mod server;
-pub mod telemetry;
+pub(crate) mod evolution;
+pub(crate) mod files;
+pub(crate) mod ingest;
+pub(crate) mod reconcile;
+pub(crate) mod row;
+pub(crate) mod server;
+pub(crate) mod telemetry;
+#[doc(hidden)]
+pub mod test_support;
 pub mod tlog;
-pub mod verify;
-pub mod witnessed;
+pub(crate) mod verify;
+pub(crate) mod witnessed;
+
+/// The binary's entry points: its arguments parsed, the default log filter they imply, and
+/// the command run.
+pub use cli::{default_log_filter, dispatch, parse, Cli};
+/// The binary's logging set-up (JSON or text, the filter from `RUST_LOG` or the CLI's default).
+pub use telemetry::init as init_telemetry;

@@ -1,9 +1,9 @@
 //! The `event-audit` binary: parses arguments, sets up telemetry, dispatches.
 
 fn main() -> std::process::ExitCode {
-    let cli = event_audit::cli::parse();
-    event_audit::telemetry::init(cli.log_json, event_audit::cli::default_log_filter(&cli));
-    match event_audit::cli::dispatch(cli) {
+    let cli = event_audit::parse();
+    event_audit::init_telemetry(cli.log_json, event_audit::default_log_filter(&cli));
+    match event_audit::dispatch(cli) {
         Ok(code) => code,
         // `event-audit catalogue list | head` is not an error.
         Err(err)

@@ -2,11 +2,15 @@
 //! imports it back (between top-level rooms, and between the rooms of one folder, `super::super`
 //! paths included), imports point down the layers, `decode` and `audit` do no I/O, SQL lives only
 //! in the database rooms, production code never imports `dev`, every file says what it is for,
-//! hand-written files and functions stay small; a fixture crate shows the checks find breaks.
+//! hand-written files and functions stay small; the library's public modules are the listed
+//! boundary, each note, tile and leaf format constant is defined once, and ARCHITECTURE.md's code
+//! map names every file; a fixture crate shows the checks find breaks.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
+#[path = "architecture/boundary.rs"]
+mod boundary;
 #[path = "architecture/scan.rs"]
 mod scan;
 use scan::{cycles, graph_at, io_in, layer_breaks, long_functions, rust_files, MAX_FN_LINES};
@@ -50,7 +54,7 @@ fn no_module_imports_a_module_that_imports_it_back() {
 /// The top-level rooms in layers, top to bottom, as ARCHITECTURE.md's code map states them: a
 /// room uses only rooms of the layers below its own.
 const LAYERS: &[&[&str]] = &[
-    &["cli"],
+    &["cli", "test_support"],
     &["dev"],
     &["evidence", "app"],
     &["verify"],
@@ -167,7 +171,11 @@ fn sql_lives_only_in_the_database_rooms() {
 #[test]
 fn production_code_never_imports_dev() {
     for (file, m, refs) in graph() {
-        let allowed = m.starts_with("dev") || m == "cli::dev" || m == "cli" || m.is_empty();
+        let allowed = m.starts_with("dev")
+            || m == "cli::dev"
+            || m == "cli"
+            || m == "test_support"
+            || m.is_empty();
         if !allowed {
             assert!(
                 !refs.iter().any(|r| r == "dev" || r.starts_with("dev::")),
@@ -223,4 +231,146 @@ fn rows_are_read_by_column_name() {
             );
         }
     }
+}
+
+/// The library's boundary: the modules a user of the crate can reach (`pub mod` chains from
+/// `lib.rs`), as `lib.rs` states them. Everything else is crate-private, so the compiler reports
+/// what nothing uses; integration tests reach inside only through `test_support`.
+const BOUNDARY: &[&str] = &[
+    "",
+    "app",
+    "app::metrics",
+    "config",
+    "decode",
+    "decode::catalogue",
+    "decode::catalogue::kind",
+    "decode::catalogue::rt",
+    "decode::envelope",
+    "decode::verdict",
+    "evidence",
+    "evidence::bundle",
+    "evidence::bundle::fields",
+    "evidence::bundle::json",
+    "evidence::bundle::leaf",
+    "test_support",
+    "tlog",
+    "tlog::cosign",
+    "tlog::merkle",
+    "tlog::note",
+    "tlog::tile",
+];
+
+/// The public items those modules declare at their top level, at most (132 when the boundary
+/// was drawn; the crate's root and `test_support` included).
+const MAX_PUBLIC_ITEMS: usize = 140;
+
+#[test]
+fn the_public_api_is_the_boundary_lib_rs_states() {
+    let found = boundary::public_modules(&repo().join("src"));
+    let modules: Vec<&str> = found.iter().map(|(m, _)| m.as_str()).collect();
+    assert_eq!(
+        modules, BOUNDARY,
+        "a module outside the boundary became public (or one inside stopped being): make it \
+         pub(crate), or reach it from tests through test_support"
+    );
+    let items: usize = found.iter().map(|(_, n)| n).sum();
+    assert!(
+        items <= MAX_PUBLIC_ITEMS,
+        "{items} public items in {found:?}: more than {MAX_PUBLIC_ITEMS}"
+    );
+}
+
+/// The note, tile and leaf formats' constants and literals, each defined in one file only.
+#[test]
+fn each_format_constant_is_defined_once() {
+    let src = repo().join("src");
+    let consts = [
+        ("TILE_HEIGHT", "tlog/tile.rs"),
+        ("TAG_V1", "row/canon.rs"),
+        ("TAG_V2", "row/canon.rs"),
+        ("DASH", "tlog/note.rs"),
+        ("ALG_ED25519", "tlog/note.rs"),
+        ("ALG_COSIGNATURE_V1", "tlog/cosign.rs"),
+        ("MAX_SIGNATURES", "tlog/note.rs"),
+    ];
+    for (name, home) in consts {
+        let at = boundary::defined_in(&src, Some(name), None);
+        assert_eq!(
+            at.into_iter().collect::<Vec<_>>(),
+            vec![home.to_owned()],
+            "`{name}` is defined outside {home}, or not there"
+        );
+    }
+    let literals = [
+        ("event-audit row v1\\0", "row/canon.rs"),
+        ("event-audit row v2\\0", "row/canon.rs"),
+        ("cosignature/v1\\n", "tlog/cosign.rs"),
+        ("\\u{2014}", "tlog/note.rs"),
+    ];
+    for (lit, home) in literals {
+        let at = boundary::defined_in(&src, None, Some(lit));
+        assert_eq!(
+            at.into_iter().collect::<Vec<_>>(),
+            vec![home.to_owned()],
+            "the format literal {lit:?} is written outside {home}"
+        );
+    }
+}
+
+#[test]
+fn the_code_map_names_every_file() {
+    let text = std::fs::read_to_string(repo().join("ARCHITECTURE.md")).expect("ARCHITECTURE.md");
+    let map = text
+        .split("## Code map")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .expect("ARCHITECTURE.md has a code map");
+    let missing = boundary::unnamed_in_code_map(&repo().join("src"), map);
+    assert!(
+        missing.is_empty(),
+        "ARCHITECTURE.md's code map does not name: {missing:#?}"
+    );
+}
+
+/// The boundary and single-definition checks on a small crate: a second `TILE_HEIGHT` and a
+/// private room made public are each found.
+#[test]
+fn the_boundary_checks_find_what_they_are_for() {
+    let root = std::env::temp_dir().join(format!("ea-arch-boundary-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let write = |rel: &str, text: &str| {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+        std::fs::write(p, text).expect("write");
+    };
+    write("src/lib.rs", "//! lib\npub mod tlog;\npub(crate) mod db;\n");
+    write("src/tlog.rs", "//! t\npub mod tile;\n");
+    write(
+        "src/tlog/tile.rs",
+        "//! t\npub const TILE_HEIGHT: u32 = 8;\n",
+    );
+    write("src/db.rs", "//! d\npub fn open() {}\n");
+    let src = root.join("src");
+    let modules = |src: &std::path::Path| -> Vec<String> {
+        boundary::public_modules(src)
+            .into_iter()
+            .map(|(m, _)| m)
+            .collect()
+    };
+    assert_eq!(modules(&src), ["", "tlog", "tlog::tile"]);
+    assert_eq!(
+        boundary::defined_in(&src, Some("TILE_HEIGHT"), None).len(),
+        1
+    );
+    write(
+        "src/db.rs",
+        "//! d\nconst TILE_HEIGHT: u32 = 8;\npub fn open() {}\n",
+    );
+    write("src/lib.rs", "//! lib\npub mod tlog;\npub mod db;\n");
+    assert_eq!(
+        boundary::defined_in(&src, Some("TILE_HEIGHT"), None).len(),
+        2
+    );
+    assert!(modules(&src).contains(&"db".to_owned()));
+    std::fs::remove_dir_all(&root).expect("remove the fixture");
 }

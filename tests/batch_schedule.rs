@@ -15,7 +15,7 @@ use common::cli::{event_audit, reconcile, register_batch};
 use common::sim::{verdicts, Sim, TOKEN};
 use common::{run_until_idle, settings, spawn_app, TestDb, TestStream};
 use event_audit::config::{Dur, SimRates};
-use event_audit::reconcile::Manifest;
+use event_audit::test_support::reconcile::Manifest;
 
 #[tokio::test]
 async fn a_cli_run_appears_in_the_daemons_metrics_within_one_poll() {

@@ -16,7 +16,7 @@ use common::cli::{event_audit, reconcile, register_batch};
 use common::sim::{counts, verdicts, Sim, TOKEN};
 use common::{run_until_idle, settings, spawn_app, TestDb, TestStream};
 use event_audit::config::SimRates;
-use event_audit::reconcile::Manifest;
+use event_audit::test_support::reconcile::Manifest;
 
 /// The ground truth of `accounts`: verdict counts and registration counts, every name present.
 fn truth(sim: &Sim, accounts: &BTreeSet<String>) -> (BTreeMap<String, u64>, BTreeMap<String, u64>) {

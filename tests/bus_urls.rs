@@ -2,8 +2,8 @@
 //! without schemes, credentials in any of them taken out, each server its own address. A list
 //! whose first server is down connects to the one that answers.
 
-use event_audit::bus::Bus;
 use event_audit::config::NatsSettings;
+use event_audit::test_support::bus::Bus;
 
 fn shared_nats() -> String {
     std::env::var("NATS_URL").unwrap_or_else(|_| "nats://127.0.0.1:4222".to_owned())

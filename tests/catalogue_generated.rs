@@ -9,7 +9,7 @@ use event_audit::decode::catalogue::{
     find_shape, lookup, spec, split_name, EventSpec, FieldSpec, Lookup, TypeSpec, EVENTS,
 };
 use event_audit::decode::verdict::{decode, Status};
-use event_audit::dev::sample;
+use event_audit::test_support::dev::sample;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use serde_json::{json, Value};

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use event_audit::decode::catalogue::{EVENTS, SHAPES};
 use event_audit::decode::verdict::{decode, Status, Verdict};
-use event_audit::dev::sample;
+use event_audit::test_support::dev::sample;
 use proptest::prelude::*;
 use proptest::sample::Index;
 use rand::rngs::StdRng;

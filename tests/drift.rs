@@ -10,8 +10,8 @@ mod common;
 use common::cli::event_audit;
 use common::mix;
 use common::TestDb;
-use event_audit::db::Db;
-use event_audit::ingest::sink::Sink;
+use event_audit::test_support::db::Db;
+use event_audit::test_support::ingest::sink::Sink;
 
 fn golden(name: &str) -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -121,7 +121,7 @@ async fn drift_reports_a_known_mix() {
         .output()
         .expect("run patch");
     assert!(applied.status.success(), "{applied:?}\n{}", s.stdout);
-    let cat = event_audit::evolution::compat::load(&dir.path().join("catalogue"))
+    let cat = event_audit::test_support::evolution::compat::load(&dir.path().join("catalogue"))
         .expect("patched catalogue loads");
     let field = |event: &str, name: &str| {
         cat.events

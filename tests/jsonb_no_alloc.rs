@@ -1,6 +1,6 @@
 //! `refusal` must not allocate for a payload PostgreSQL accepts: it runs on every message.
 
-use event_audit::row::jsonb::{refusal, Refusal};
+use event_audit::test_support::row::jsonb::{refusal, Refusal};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 

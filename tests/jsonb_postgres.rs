@@ -9,7 +9,7 @@
 //! database postgres; the test only runs SELECTs). JSONB_PROPTEST_CASES sets the
 //! number of cases; the ignored `large_fixed_seed_run` is the long run.
 
-use event_audit::row::jsonb::{jsonb_text, refusal, Refusal, MAX_DEPTH};
+use event_audit::test_support::row::jsonb::{jsonb_text, refusal, Refusal, MAX_DEPTH};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
 use sqlx::{Connection, PgConnection};

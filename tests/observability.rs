@@ -162,9 +162,9 @@ pub async fn simulated_batch(tag: &str, supplier: &str) -> Scenario {
     .await;
     // The batch is registered: the daemon reconciles it (registrations followed up) besides
     // the whole supplier.
-    let store = event_audit::reconcile::store::ReconcileStore::new(event_audit::db::Db::from_pool(
-        db.pool.clone(),
-    ));
+    let store = event_audit::test_support::reconcile::store::ReconcileStore::new(
+        event_audit::test_support::db::Db::from_pool(db.pool.clone()),
+    );
     store
         .register_batch(supplier, "b1", &sim.manifest, &[])
         .await

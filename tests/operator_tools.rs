@@ -13,7 +13,7 @@ use std::time::Instant;
 use common::cli::event_audit;
 use common::sim::sim_settings;
 use common::{run_until_idle, settings, TestDb, TestStream};
-use event_audit::dev::simulator::Simulator;
+use event_audit::test_support::dev::simulator::Simulator;
 
 /// `event-audit publish` to the test's stream, with `extra` arguments.
 async fn publish(ts: &TestStream, extra: &[&str]) -> common::cli::Run {

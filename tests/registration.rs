@@ -17,9 +17,9 @@ use common::sim::{counts, one_anomaly, rfc3339, stated, Sim, REGISTRATION_ANOMAL
 use common::{run_until_idle, settings, spawn_app, TestDb, TestStream};
 use event_audit::app::metrics::Metrics;
 use event_audit::config::{AuthScheme, Dur};
-use event_audit::reconcile::rest::client::{Endpoint, RestClient};
-use event_audit::reconcile::rest::token::{TokenSource, Tokens};
-use event_audit::reconcile::rest::RestConfig;
+use event_audit::test_support::reconcile::rest::client::{Endpoint, RestClient};
+use event_audit::test_support::reconcile::rest::token::{TokenSource, Tokens};
+use event_audit::test_support::reconcile::rest::RestConfig;
 
 #[tokio::test]
 async fn each_registration_anomaly_alone_gives_its_meter_point_verdict() {

@@ -10,11 +10,11 @@ use std::path::Path;
 
 use common::cli::event_audit;
 use common::{assert_verifies, mix, verify, TestDb};
-use event_audit::db::Db;
 use event_audit::decode::verdict;
-use event_audit::dev::sample::Mix;
-use event_audit::evolution::compat;
-use event_audit::ingest::sink::Sink;
+use event_audit::test_support::db::Db;
+use event_audit::test_support::dev::sample::Mix;
+use event_audit::test_support::evolution::compat;
+use event_audit::test_support::ingest::sink::Sink;
 
 /// A copy of catalogue/ where account.created-v1 gains an optional integer `score` and
 /// account.created-v9 exists (same fields as v1).
@@ -303,11 +303,11 @@ async fn reprocess_resumes_a_run() {
     let fixture = fixture_catalogue();
     let dir = fixture.path().to_str().expect("utf-8");
     let cat = compat::dynamic(&compat::load(fixture.path()).expect("fixture loads"));
-    let judge = event_audit::evolution::reprocess::Judge::Loaded(&cat);
-    let store = event_audit::evolution::reprocess::store::ReprocessStore::new(Db::from_pool(
-        db.pool.clone(),
-    ));
-    let sel = event_audit::evolution::reprocess::Selection::default();
+    let judge = event_audit::test_support::evolution::reprocess::Judge::Loaded(&cat);
+    let store = event_audit::test_support::evolution::reprocess::store::ReprocessStore::new(
+        Db::from_pool(db.pool.clone()),
+    );
+    let sel = event_audit::test_support::evolution::reprocess::Selection::default();
     let id = store
         .open_run(
             &judge.fingerprint(),
@@ -316,11 +316,19 @@ async fn reprocess_resumes_a_run() {
         .await
         .expect("open");
     let page = store
-        .page(&sel, &event_audit::evolution::reprocess::Cursor::start(), 3)
+        .page(
+            &sel,
+            &event_audit::test_support::evolution::reprocess::Cursor::start(),
+            3,
+        )
         .await
         .expect("page");
-    let first =
-        event_audit::evolution::reprocess::judge_page(&judge, &judge.fingerprint(), &page, id);
+    let first = event_audit::test_support::evolution::reprocess::judge_page(
+        &judge,
+        &judge.fingerprint(),
+        &page,
+        id,
+    );
     store.write(id, &first).await.expect("write a page");
     let resumed = transitions(
         &db.url,
@@ -384,10 +392,10 @@ async fn reprocess_resumes_a_run() {
 #[tokio::test]
 async fn rewritten_reverdict_runs_are_caught_by_their_witnessed_checkpoints() {
     use common::witness::{verify_witness, write_keys, Witness};
-    use event_audit::bus::Bus;
-    use event_audit::telemetry::metrics::Registry;
-    use event_audit::witnessed::metrics::WitnessMetrics;
-    use event_audit::witnessed::signer::Signer;
+    use event_audit::test_support::bus::Bus;
+    use event_audit::test_support::telemetry::metrics::Registry;
+    use event_audit::test_support::witnessed::metrics::WitnessMetrics;
+    use event_audit::test_support::witnessed::signer::Signer;
 
     let db = TestDb::create().await;
     let sink = Sink::new(Db::from_pool(db.pool.clone()), "test");

@@ -16,10 +16,10 @@ use common::db::admin_url;
 use common::witness::{verify_witness, witness_with_policy, write_keys, Witness};
 use common::{TestDb, TestStream};
 use event_audit::config::{Dur, Settings};
-use event_audit::db::Db;
+use event_audit::test_support::db::Db;
+use event_audit::test_support::witnessed::tree::TreeStore;
 use event_audit::tlog::cosign::WitnessPolicy;
 use event_audit::tlog::note::{self, Checkpoint};
-use event_audit::witnessed::tree::TreeStore;
 
 fn signing(
     db: &TestDb,
@@ -163,7 +163,7 @@ async fn a_rollback_by_the_administrators_is_refused_and_detected() {
     // ...and publishes it (its note verifies with the log's key, but carries no cosignature).
     let js = &ts.js;
     js.publish(
-        event_audit::witnessed::signer::publish::subject(&cps),
+        event_audit::test_support::witnessed::signer::publish::subject(&cps),
         forged.clone().into(),
     )
     .await
@@ -210,7 +210,7 @@ async fn a_rollback_by_the_administrators_is_refused_and_detected() {
         vec![(30, false)],
         "signed, never published"
     );
-    let (found, _) = event_audit::witnessed::signer::read_witness(&signing(
+    let (found, _) = event_audit::test_support::witnessed::signer::read_witness(&signing(
         &db,
         &ts,
         &key,

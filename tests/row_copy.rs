@@ -6,12 +6,12 @@
 mod common;
 
 use common::TestDb;
-use event_audit::db::Db;
-use event_audit::row::columns;
-use event_audit::row::pgcopy::CopyBuf;
-use event_audit::row::view::RowView;
-use event_audit::verify::copy::Tuples;
-use event_audit::verify::store::stored_row;
+use event_audit::test_support::db::Db;
+use event_audit::test_support::row::columns;
+use event_audit::test_support::row::pgcopy::CopyBuf;
+use event_audit::test_support::row::view::RowView;
+use event_audit::test_support::verify::copy::Tuples;
+use event_audit::test_support::verify::store::stored_row;
 use futures::StreamExt;
 use sqlx::postgres::PgPoolCopyExt;
 

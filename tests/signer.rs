@@ -13,15 +13,15 @@ use std::time::Duration;
 use common::app::{run_until_idle, settings, spawn_app};
 use common::witness::{verify_witness, witness_with_policy, write_keys, Witness};
 use common::{TestDb, TestStream};
-use event_audit::bus::Bus;
 use event_audit::config::Dur;
-use event_audit::row::chain::{batch_digest, link_hash_v2};
-use event_audit::telemetry::metrics::Registry;
+use event_audit::test_support::bus::Bus;
+use event_audit::test_support::row::chain::{batch_digest, link_hash_v2};
+use event_audit::test_support::telemetry::metrics::Registry;
+use event_audit::test_support::witnessed::metrics::WitnessMetrics;
+use event_audit::test_support::witnessed::signer::{publish, Signer};
 use event_audit::tlog::cosign::WitnessPolicy;
 use event_audit::tlog::merkle::{leaf_hash, Frontier};
 use event_audit::tlog::note::{self, Checkpoint, PrivateKey};
-use event_audit::witnessed::metrics::WitnessMetrics;
-use event_audit::witnessed::signer::{publish, Signer};
 
 #[tokio::test]
 async fn a_forged_head_or_queued_note_is_never_signed_or_published() {
@@ -40,7 +40,7 @@ async fn a_forged_head_or_queued_note_is_never_signed_or_published() {
     let signer = Signer::new(
         key,
         origin.clone(),
-        event_audit::db::Db::from_pool(db.pool.clone()),
+        event_audit::test_support::db::Db::from_pool(db.pool.clone()),
         bus.clone(),
         &s.witness,
         metrics.clone(),

@@ -11,9 +11,9 @@ use common::{
     assert_verifies, count_rows, ingest_load, run_until_idle, seq_stats, settings, verify, TestDb,
     TestStream,
 };
-use event_audit::db::Db;
-use event_audit::ingest::sink::Sink;
-use event_audit::verify::VerifyStore;
+use event_audit::test_support::db::Db;
+use event_audit::test_support::ingest::sink::Sink;
+use event_audit::test_support::verify::VerifyStore;
 
 #[tokio::test]
 async fn redelivery_to_a_recreated_consumer_adds_nothing() {

@@ -11,9 +11,9 @@ use common::app::{run_until_idle, settings};
 use common::records::{now_us, records};
 use common::witness::{verify_witness, write_keys, Witness};
 use common::{assert_verifies, count_rows, ingest_load, verify, TestDb, TestStream, Verify};
-use event_audit::db::Db;
-use event_audit::ingest::sink::Sink;
-use event_audit::verify::VerifyStore;
+use event_audit::test_support::db::Db;
+use event_audit::test_support::ingest::sink::Sink;
+use event_audit::test_support::verify::VerifyStore;
 
 #[tokio::test]
 async fn verify_names_an_edited_row_and_a_deleted_one() {

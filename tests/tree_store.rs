@@ -6,10 +6,10 @@ mod common;
 
 use common::records::{now_us, records};
 use common::TestDb;
-use event_audit::db::Db;
-use event_audit::ingest::sink::Sink;
+use event_audit::test_support::db::Db;
+use event_audit::test_support::ingest::sink::Sink;
+use event_audit::test_support::witnessed::tree::TreeStore;
 use event_audit::tlog::merkle::{self, MemTree};
-use event_audit::witnessed::tree::TreeStore;
 
 #[tokio::test]
 async fn stored_tree_proofs_equal_a_reference_tree() {

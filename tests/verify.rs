@@ -12,8 +12,8 @@ use sqlx::PgPool;
 use common::cli::event_audit;
 use common::records::{now_us, records};
 use common::{run_until_idle, settings, TestDb, TestStream};
-use event_audit::db::Db;
-use event_audit::ingest::sink::Sink;
+use event_audit::test_support::db::Db;
+use event_audit::test_support::ingest::sink::Sink;
 
 /// Runs `sql` as a superuser with the triggers off (replica mode); rows affected.
 async fn as_replica(pool: &PgPool, sql: &str) -> u64 {

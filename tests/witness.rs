@@ -18,11 +18,11 @@ use common::cli::event_audit;
 use common::witness::{verify_witness, write_keys, Witness};
 use common::{nats_url, TestDb, TestStream};
 use event_audit::config::{Dur, Settings};
-use event_audit::evidence::prove::leaf_data;
-use event_audit::row::chain::{batch_digest, link_hash_v2};
+use event_audit::test_support::evidence::prove::leaf_data;
+use event_audit::test_support::row::chain::{batch_digest, link_hash_v2};
+use event_audit::test_support::verify::store::StoredRow;
 use event_audit::tlog::merkle::{self, Frontier};
 use event_audit::tlog::note::{self, Checkpoint, PrivateKey, PublicKey};
-use event_audit::verify::store::StoredRow;
 
 fn signing(db: &TestDb, ts: &TestStream, key: &Path, stream: &str, dir: &Path) -> Settings {
     let mut s = settings(db, ts);
@@ -50,7 +50,7 @@ async fn forge(pool: &PgPool, seq: i64) {
         .expect("edit");
     let sql = format!(
         "SELECT {} FROM audit.events e WHERE e.stream_seq = $1",
-        event_audit::row::columns::select_list("e")
+        event_audit::test_support::row::columns::select_list("e")
     );
     let row: StoredRow = sqlx::query_as(&sql)
         .bind(seq)
@@ -158,7 +158,7 @@ async fn the_witness_detects_a_history_rewritten_inside_the_database() {
         root: [1; 32],
     });
     js.publish(
-        event_audit::witnessed::signer::publish::subject(&cps),
+        event_audit::test_support::witnessed::signer::publish::subject(&cps),
         foreign.into(),
     )
     .await
@@ -356,10 +356,10 @@ async fn keygen_writes_a_private_key_0600_and_a_public_key() {
 
 #[tokio::test]
 async fn checkpoints_wait_for_an_unreachable_witness_and_go_out_in_order() {
-    use event_audit::bus::Bus;
-    use event_audit::telemetry::metrics::Registry;
-    use event_audit::witnessed::metrics::WitnessMetrics;
-    use event_audit::witnessed::signer::{publish, Signer};
+    use event_audit::test_support::bus::Bus;
+    use event_audit::test_support::telemetry::metrics::Registry;
+    use event_audit::test_support::witnessed::metrics::WitnessMetrics;
+    use event_audit::test_support::witnessed::signer::{publish, Signer};
     use std::sync::Arc;
 
     let db = TestDb::create().await;
@@ -378,7 +378,7 @@ async fn checkpoints_wait_for_an_unreachable_witness_and_go_out_in_order() {
     let signer = Signer::new(
         key,
         origin.clone(),
-        event_audit::db::Db::from_pool(db.pool.clone()),
+        event_audit::test_support::db::Db::from_pool(db.pool.clone()),
         bus.clone(),
         &s.witness,
         metrics.clone(),

@@ -14,7 +14,7 @@ use super::{seq_stats, TestDb, TestStream};
 use event_audit::app::metrics::Metrics;
 use event_audit::app::App;
 use event_audit::config::{Dur, Settings};
-use event_audit::ingest::Totals;
+use event_audit::test_support::ingest::Totals;
 
 /// Settings for a daemon on this test's database and stream: batches of 500, a 2 s ack wait,
 /// HTTP on a free port.

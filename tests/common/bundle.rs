@@ -10,7 +10,7 @@ use sha2::{Digest, Sha256};
 
 use super::BIN;
 use event_audit::evidence::bundle::{fields, leaf};
-use event_audit::row::canon::Canon;
+use event_audit::test_support::row::canon::Canon;
 use event_audit::tlog::cosign::WitnessSigner;
 use event_audit::tlog::merkle::{leaf_hash, MemTree};
 use event_audit::tlog::note::{Checkpoint, Note, PrivateKey};

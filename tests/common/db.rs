@@ -7,7 +7,7 @@ use sqlx::postgres::PgPoolOptions;
 use sqlx::{Executor, PgPool};
 
 use event_audit::config::DatabaseSettings;
-use event_audit::db::Db;
+use event_audit::test_support::db::Db;
 
 static N: AtomicU32 = AtomicU32::new(0);
 const PREFIX: &str = "ea_test_";

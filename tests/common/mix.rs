@@ -6,7 +6,7 @@ use bytes::Bytes;
 use chrono::{DateTime, Duration, Utc};
 
 use super::records::meta;
-use event_audit::row::record::{record, Naming, Record};
+use event_audit::test_support::row::record::{record, Naming, Record};
 
 /// The bus time of the first message; each next one is a second later.
 pub fn t0() -> DateTime<Utc> {

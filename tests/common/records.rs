@@ -6,8 +6,8 @@ use std::sync::Arc;
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
 
-use event_audit::dev::sample::Mix;
-use event_audit::row::record::{record, Meta, Naming, Record};
+use event_audit::test_support::dev::sample::Mix;
+use event_audit::test_support::row::record::{record, Meta, Naming, Record};
 
 /// Bus metadata of message `seq` of `stream` on subject `STREAM.load`, published at
 /// `published_at`, delivered `delivery_count` times, without headers.

@@ -11,9 +11,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::TestStream;
 use event_audit::config::{Settings, SimRates};
-use event_audit::dev::simulator::server::Platform;
-use event_audit::dev::simulator::Simulator;
-use event_audit::reconcile::Manifest;
+use event_audit::test_support::dev::simulator::server::Platform;
+use event_audit::test_support::dev::simulator::Simulator;
+use event_audit::test_support::reconcile::Manifest;
 
 pub const TOKEN: &str = "tok-Rec0ncile-S3cret-7f2a9";
 

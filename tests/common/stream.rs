@@ -119,7 +119,7 @@ impl TestStream {
         s.publish.count = n;
         s.publish.subject = self.subject("load");
         s.publish.seed = Some(seed);
-        let (sent, _) = event_audit::dev::publish::run(&s, None)
+        let (sent, _) = event_audit::test_support::dev::publish::run(&s, None)
             .await
             .expect("publish the load");
         assert_eq!(sent, n);

@@ -177,7 +177,7 @@ pub async fn publish_load(mut s: Settings, n: usize, seed: u64) {
     s.publish.count = n;
     s.publish.subject = "events.load".into();
     s.publish.seed = Some(seed);
-    let (sent, _) = event_audit::dev::publish::run(&s, None)
+    let (sent, _) = event_audit::test_support::dev::publish::run(&s, None)
         .await
         .expect("publish the load");
     assert_eq!(sent, n);

@@ -187,7 +187,7 @@ async fn no_secret_appears_in_any_log_line_at_trace_level_in_either_format() {
     s.simulator.accounts = 5;
     s.simulator.subject = "events.platform".into();
     s.simulator.token_file = Some(token_file);
-    let sim = event_audit::dev::simulator::Simulator::start(&s)
+    let sim = event_audit::test_support::dev::simulator::Simulator::start(&s)
         .await
         .expect("start the simulator");
     let rest_url = format!("http://{}", sim.addr());

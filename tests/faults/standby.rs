@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use event_audit::dev::simulator::Simulator;
+use event_audit::test_support::dev::simulator::Simulator;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::common::witness::{signing_args, write_keys};
@@ -75,7 +75,7 @@ const SUPPLIER: &str = "S1";
 /// stream, and its REST service (the token in the environment of [`run`]) until dropped.
 struct Platform {
     url: String,
-    served: Arc<event_audit::dev::simulator::server::Platform>,
+    served: Arc<event_audit::test_support::dev::simulator::server::Platform>,
     _stop: DropGuard,
 }
 

@@ -22,7 +22,7 @@ use url::Url;
 use super::describe;
 use super::records::{self, ImportRecord, MeterPointStatus, StatusAnswer};
 use super::token::{Renewal, Tokens};
-pub use super::{redact, AuthScheme, Endpoint, RestConfig, RestError};
+pub use super::{Endpoint, RestConfig, RestError};
 use crate::reconcile::rest::metrics::RestMetrics;
 
 /// Request counts of one client (all endpoints).
@@ -451,7 +451,7 @@ mod tests {
             RestConfig {
                 base_url: Url::parse(base).expect("url"),
                 token: super::super::token::TokenSource::Env(SecretString::from("tok-123")),
-                scheme: AuthScheme::Token,
+                scheme: crate::reconcile::rest::AuthScheme::Token,
                 timeout: Duration::from_secs(1),
                 list_timeout: Duration::from_secs(1),
                 concurrency: 1,
