@@ -2,7 +2,7 @@
 # The first run: builds event-audit and runs `event-audit demo`: the platform simulator playing a
 # migration batch with a few anomalies, a background load of catalogue events, and the daemon
 # (ingest + scheduled reconciliation). Prints where to look and the reconciliation summary.
-# Ctrl-C stops everything.
+# Ctrl-C stops everything, then drops the demo's stream and database (--keep leaves them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/services.sh

@@ -29,7 +29,8 @@ pub struct DemoArgs {
 #[skip_serializing_none]
 #[derive(clap::Args, Debug, Clone, Default, Serialize)]
 pub struct DemoGroup {
-    /// The demo's own database; dropped and recreated at start when it is the default one.
+    /// The demo's own database; when it is the default one, dropped and recreated at start and
+    /// dropped again when the demo stops (unless --keep). Another database is never dropped.
     #[arg(
         long = "database-url",
         id = "demo.database_url",
@@ -50,6 +51,11 @@ pub struct DemoGroup {
     /// random unless given.
     #[arg(long, id = "demo.seed")]
     pub(crate) seed: Option<u64>,
+    /// Leave the demo's stream (EVENT_AUDIT_DEMO) and database behind when it stops, to look
+    /// at them afterwards; without it, Ctrl-C drops both.
+    #[arg(long, id = "demo.keep")]
+    #[serde(skip_serializing_if = "is_false")]
+    pub(crate) keep: bool,
 }
 
 /// Anomaly rates of the simulated batch, each a fraction (0 to 1) of its accounts.

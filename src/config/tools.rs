@@ -158,6 +158,8 @@ pub struct DemoSettings {
     pub load_rate: u64,
     /// Seed of the batch and the load; random when unset.
     pub seed: Option<u64>,
+    /// Leave the demo's stream and database behind when it stops (dropped otherwise).
+    pub keep: bool,
 }
 
 impl Default for DemoSettings {
@@ -168,6 +170,7 @@ impl Default for DemoSettings {
             accounts: defaults::DEMO_ACCOUNTS,
             load_rate: defaults::DEMO_LOAD_RATE,
             seed: None,
+            keep: false,
         }
     }
 }
@@ -180,6 +183,7 @@ impl std::fmt::Debug for DemoSettings {
             .field("accounts", &self.accounts)
             .field("load_rate", &self.load_rate)
             .field("seed", &self.seed)
+            .field("keep", &self.keep)
             .finish()
     }
 }

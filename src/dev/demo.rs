@@ -5,8 +5,11 @@
 //! in this one process, each from settings built here; prints where to look once, then a line
 //! per reconciliation run, with its counts when they changed; after the second run the platform
 //! finishes the accounts it had left pending or in progress, and the run that sees it prints
-//! what changed and the link to those accounts. Stops everything on Ctrl-C. The seed is random
-//! unless given, so envelope ids are never reused across runs.
+//! what changed and the link to those accounts. Stops everything on Ctrl-C, then drops the
+//! demo's stream and (when it is the default one) its database, unless `--keep`; says which on
+//! stdout. Everything it says is on stdout (the simulator's lines included); stderr carries only
+//! the log's warnings. The seed is random unless given, so envelope ids are never reused across
+//! runs.
 
 use std::path::Path;
 use std::time::Duration;
@@ -25,6 +28,10 @@ use crate::reconcile::diff::Diff;
 use crate::reconcile::manifest::Manifest;
 use crate::reconcile::model::RunReport;
 use crate::reconcile::store::ReconcileStore;
+pub use leave::leave;
+use leave::owned_database;
+
+mod leave;
 
 const STREAM: &str = "EVENT_AUDIT_DEMO";
 const SUPPLIER: &str = "DEMO";
@@ -101,10 +108,27 @@ pub async fn run(base: Settings, stop: CancellationToken) -> anyhow::Result<()> 
     let token = token_file(dir.path())?;
     let seed = base.demo.seed.unwrap_or_else(rand::random);
     let s = plan(&base, &token, seed);
-    let batch_name = format!("demo-{seed}");
+    let played = play(&s, &token, seed, &stop).await;
+    let own_db = owned_database(&s.database.url).is_some();
+    for line in leave(&s.nats, STREAM, &s.database.url, own_db, base.demo.keep).await {
+        match line {
+            Ok(said) => println!("{said}"),
+            Err(warning) => eprintln!("event-audit demo: {warning}"),
+        }
+    }
+    played
+}
 
-    let bus = start_fresh(&s).await?;
-    let simulator = Simulator::start(&s)
+/// The demo itself, until it is stopped (or something fails).
+async fn play(
+    s: &Settings,
+    token: &Path,
+    seed: u64,
+    stop: &CancellationToken,
+) -> anyhow::Result<()> {
+    let batch_name = format!("demo-{seed}");
+    let bus = start_fresh(s).await?;
+    let simulator = Simulator::start_telling(s, |line| println!("{line}"))
         .await
         .context("starting the simulator")?;
     let manifest = simulator.manifest.clone();
@@ -124,15 +148,15 @@ pub async fn run(base: Settings, stop: CancellationToken) -> anyhow::Result<()> 
     let base_url = format!("http://{}", app.address());
     let daemon_stop = app.stop_token();
     let daemon = tokio::spawn(app.run_until_stopped());
-    wait_until_recorded(&bus, &s, played, &daemon, &stop).await;
-    register(&s, &batch_name, &manifest, &token).await?;
+    wait_until_recorded(&bus, s, played, &daemon, stop).await;
+    register(s, &batch_name, &manifest, token).await?;
     let load = {
         let (s, stop) = (s.clone(), stop.clone());
         tokio::spawn(async move { crate::dev::publish::run(&s, Some(stop)).await })
     };
 
-    print_where(&s, &base_url, &token, &batch_name);
-    follow_runs(&s, &base_url, &daemon, &stop, &platform, &fixable, seed).await?;
+    print_where(s, &base_url, token, &batch_name);
+    follow_runs(s, &base_url, &daemon, stop, &platform, &fixable, seed).await?;
     daemon_stop.cancel();
     let daemon = daemon.await.context("daemon task")?;
     let _ = load.await;
@@ -146,7 +170,7 @@ pub async fn run(base: Settings, stop: CancellationToken) -> anyhow::Result<()> 
 async fn start_fresh(s: &Settings) -> anyhow::Result<crate::bus::Bus> {
     let bus = crate::dev::publish::connect(&s.nats).await?;
     let _ = bus.js.delete_stream(STREAM).await;
-    if s.database.url.rsplit('/').next() == Some(DEFAULT_DB) {
+    if owned_database(&s.database.url).is_some() {
         let _ = crate::db::drop_database(&s.database.url).await;
     }
     Ok(bus)
@@ -339,9 +363,14 @@ fn print_run(base: &str, r: &RunReport, changes: Option<&Diff>) {
         println!("{head}: could not complete: {e}");
         return;
     }
+    // A run with other settings (`reconcile --batch` from the command line) in the history.
+    let note = changes.and_then(crate::reconcile::report::changes::settings_warning);
     match changes {
         Some(d) if d.is_empty() => {
             println!("{head}: no change since run {}", d.from_run);
+            if let Some(n) = note {
+                println!("  note: {n}");
+            }
             return;
         }
         Some(d) => {
@@ -377,6 +406,9 @@ fn print_run(base: &str, r: &RunReport, changes: Option<&Diff>) {
             "  which accounts: {base}/reports/reconciliation/diff?from={}&to={}&format=html",
             d.from_run, d.to_run
         );
+    }
+    if let Some(n) = note {
+        println!("  note: {n}");
     }
 }
 

@@ -3,7 +3,7 @@
 //! the benchmark ceilings. Nothing outside `dev`, `cli` and the tests imports it.
 
 pub(crate) mod bench;
-pub(crate) mod demo;
+pub mod demo;
 pub mod publish;
 pub mod sample;
 pub mod simulator;

@@ -9,7 +9,9 @@
 //!
 //! stderr carries `simulator listening on http://ADDR`, the seed, and `batch played: N
 //! accounts, M events` (in that order; the last once every event is stored), then the request
-//! count at exit. Secrets come from `--token-file`/`EVENT_AUDIT_REST_TOKEN` and
+//! count at exit. Inside the demo ([`Simulator::start_telling`]) these lines go to stdout with
+//! the demo's own, so that its stderr holds only warnings. Secrets come from
+//! `--token-file`/`EVENT_AUDIT_REST_TOKEN` and
 //! `--api-key-file`/`EVENT_AUDIT_API_KEY`, never argv.
 
 mod play;
@@ -68,12 +70,25 @@ pub struct Simulator {
     pub expected: serde_json::Value,
     /// The batch's manifest (its accounts and orders).
     pub manifest: crate::reconcile::Manifest,
+    /// Where its lines go (stderr, or the demo's stdout).
+    tell: fn(&str),
+}
+
+/// A line on stderr: the standalone simulator's.
+fn to_stderr(line: &str) {
+    eprintln!("{line}");
 }
 
 impl Simulator {
     /// Plans the batch of `settings.simulator`, binds its listener, plays the batch onto the
     /// stream (returning once JetStream stored every event) and writes the ground truth.
     pub async fn start(settings: &Settings) -> anyhow::Result<Simulator> {
+        Simulator::start_telling(settings, to_stderr).await
+    }
+
+    /// [`Simulator::start`], its lines (listening, seed, batch played, requests served) given
+    /// to `tell`.
+    pub async fn start_telling(settings: &Settings, tell: fn(&str)) -> anyhow::Result<Simulator> {
         let sim = &settings.simulator;
         let token = load_secret(sim.token_file.as_ref(), REST_TOKEN_ENV, "REST token")?
             .ok_or_else(|| {
@@ -106,8 +121,10 @@ impl Simulator {
             .await
             .with_context(|| format!("binding {}", sim.listen))?;
         let addr = listener.local_addr()?;
-        eprintln!("simulator listening on http://{addr}");
-        eprintln!("seed {seed} (pass --seed {seed} to play the same batch again)");
+        tell(&format!("simulator listening on http://{addr}"));
+        tell(&format!(
+            "seed {seed} (pass --seed {seed} to play the same batch again)"
+        ));
         let played = play::publish(
             &settings.nats,
             &settings.stream,
@@ -126,10 +143,10 @@ impl Simulator {
             write_private(path, manifest.render().as_bytes())
                 .with_context(|| format!("writing {}", path.display()))?;
         }
-        eprintln!(
+        tell(&format!(
             "batch played: {} accounts, {played} events",
             plan.accounts.len()
-        );
+        ));
         let platform = Arc::new(server::Platform::new(
             plan,
             server::Auth {
@@ -152,6 +169,7 @@ impl Simulator {
             platform,
             expected,
             manifest,
+            tell,
         })
     }
 
@@ -171,13 +189,13 @@ impl Simulator {
         axum::serve(self.listener, server::router(platform.clone()))
             .with_graceful_shutdown(async move { stop.cancelled().await })
             .await?;
-        eprintln!(
+        (self.tell)(&format!(
             "simulator served {} requests ({} answered 503, {} refused an expired token; {} tokens issued)",
             platform.served.load(Ordering::Relaxed),
             platform.failed.load(Ordering::Relaxed),
             platform.expired.load(Ordering::Relaxed),
             platform.issued.load(Ordering::Relaxed)
-        );
+        ));
         Ok(())
     }
 }
