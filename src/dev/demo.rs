@@ -364,7 +364,7 @@ fn print_run(base: &str, r: &RunReport, changes: Option<&Diff>) {
         return;
     }
     // A run with other settings (`reconcile --batch` from the command line) in the history.
-    let note = changes.and_then(crate::reconcile::report::changes::settings_warning);
+    let note = changes.and_then(Diff::settings_warning);
     match changes {
         Some(d) if d.is_empty() => {
             println!("{head}: no change since run {}", d.from_run);

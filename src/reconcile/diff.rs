@@ -75,6 +75,20 @@ impl Diff {
         self.changes.is_empty()
     }
 
+    /// The warning when the runs used different settings; `None` when they did not (or when
+    /// either run's were not recorded).
+    pub(crate) fn settings_warning(&self) -> Option<String> {
+        (!self.settings_differ.is_empty()).then(|| {
+            format!(
+                "runs {} and {} used different settings ({}): changes may come from the \
+                 settings, not from the events or the platform",
+                self.from_run,
+                self.to_run,
+                self.settings_differ.join(", ")
+            )
+        })
+    }
+
     /// What the runs compared: `batch ACME/week-1`, else the scope (`scope suppliers:ACME`).
     pub(crate) fn what(&self) -> String {
         match &self.batch {

@@ -130,7 +130,6 @@ impl RunSettings {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::reconcile::model::Tolerance;
 
     fn params() -> Params {
         let mut p = Params::new(vec!["S".into()], chrono::Duration::minutes(15), "cli");
@@ -154,7 +153,7 @@ mod tests {
         );
         let mut c = cli.clone();
         c.check_pending = true;
-        c.tolerances = vec!["missing_event=2".parse::<Tolerance>().expect("tolerance")];
+        c.tolerances = vec!["missing_event=2".parse().expect("tolerance")];
         c.since = DateTime::from_timestamp(1_800_000_000, 0);
         let d = a.differences(&RunSettings::of(&c));
         assert_eq!(d.len(), 3, "{d:?}");

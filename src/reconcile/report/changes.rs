@@ -51,26 +51,13 @@ fn settings_lines(d: &Diff) -> [String; 2] {
     ]
 }
 
-/// The warning when the runs compared used different settings; `None` when they did not.
-pub(crate) fn settings_warning(d: &Diff) -> Option<String> {
-    (!d.settings_differ.is_empty()).then(|| {
-        format!(
-            "runs {} and {} used different settings ({}): changes may come from the settings, \
-             not from the events or the platform",
-            d.from_run,
-            d.to_run,
-            d.settings_differ.join(", ")
-        )
-    })
-}
-
 pub(crate) fn table(d: &Diff) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}", headline(d));
     for l in settings_lines(d) {
         let _ = writeln!(out, "  {l}");
     }
-    if let Some(w) = settings_warning(d) {
+    if let Some(w) = d.settings_warning() {
         let _ = writeln!(out, "WARNING: {w}");
     }
     out.push('\n');
@@ -155,7 +142,7 @@ pub(crate) fn html(d: &Diff) -> String {
         esc(&a),
         esc(&b)
     );
-    if let Some(w) = settings_warning(d) {
+    if let Some(w) = d.settings_warning() {
         let _ = writeln!(
             o,
             "<p class=\"tag wait\" id=\"settings-differ\">{}</p>",

@@ -159,7 +159,7 @@ pub(crate) fn changes_section(changes: Option<&Diff>) -> String {
             );
         }
     }
-    if let Some(w) = changes.and_then(super::changes::settings_warning) {
+    if let Some(w) = changes.and_then(Diff::settings_warning) {
         let _ = write!(o, "<br><b id=\"settings-differ\">Note</b>: {}.", esc(&w));
     }
     o.push_str("</section>\n");
