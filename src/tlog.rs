@@ -1,6 +1,7 @@
 //! The transparency log's formats and math, pure: the RFC 6962 / RFC 9162 Merkle tree over the
 //! rows with its inclusion and consistency proofs and its right edge ([`merkle`]), C2SP signed
-//! notes and checkpoints with the log's keys ([`note`]), witnesses' cosignatures and the witness
+//! notes and checkpoints with the log's keys, one private key type for both signature
+//! algorithms ([`note`]), witnesses' cosignatures and the witness
 //! policy ([`cosign`]), and the tile geometry every stored subtree follows ([`tile`]). No I/O,
 //! and no second definition of a note or tile format anywhere else.
 

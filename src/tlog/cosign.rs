@@ -14,9 +14,9 @@ use std::collections::BTreeSet;
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
-use ed25519_dalek::{Signature, Signer, SigningKey, Verifier, VerifyingKey};
+use ed25519_dalek::{Signature, Verifier, VerifyingKey};
 
-use super::note::{hex4, key_id_of, parse_key_parts, valid_name, Note, NoteError, DASH};
+use super::note::{hex4, key_id_of, parse_key_parts, Note, NoteError, Signer, DASH};
 
 /// The signature type byte of a timestamped Ed25519 cosignature.
 pub(crate) const ALG_COSIGNATURE_V1: u8 = 0x04;
@@ -86,78 +86,20 @@ impl WitnessKey {
 }
 
 /// A witness's private key (the `witness serve` process reads it; never logged or shown).
-pub struct WitnessSigner {
-    pub name: String,
-    pub id: [u8; 4],
-    key: SigningKey,
-}
+pub type WitnessSigner = Signer<ALG_COSIGNATURE_V1>;
 
-impl std::fmt::Debug for WitnessSigner {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "WitnessSigner({}+{}, redacted)",
-            self.name,
-            hex4(&self.id)
-        )
-    }
-}
-
-impl WitnessSigner {
-    pub fn from_seed(name: &str, seed: &[u8; 32]) -> Result<WitnessSigner, NoteError> {
-        if !valid_name(name) {
-            return Err(NoteError::Key(
-                "the key name is empty or holds '+' or spaces",
-            ));
-        }
-        let key = SigningKey::from_bytes(seed);
-        let id = key_id_of(name, ALG_COSIGNATURE_V1, key.verifying_key().as_bytes());
-        Ok(WitnessSigner {
-            name: name.to_owned(),
-            id,
-            key,
-        })
-    }
-
-    pub fn parse(s: &str) -> Result<WitnessSigner, NoteError> {
-        let rest = s
-            .trim()
-            .strip_prefix("PRIVATE+KEY+")
-            .ok_or(NoteError::Key("a private key starts with PRIVATE+KEY+"))?;
-        let (name, id, seed) = parse_key_parts(rest, ALG_COSIGNATURE_V1)?;
-        let k = WitnessSigner::from_seed(&name, &seed)?;
-        if k.id != id {
-            return Err(NoteError::Key("the key id does not match the name and key"));
-        }
-        Ok(k)
-    }
-
-    /// The private key file's line (secret: written 0600 by `keygen --witness` only).
-    pub fn encode(&self) -> String {
-        let mut raw = vec![ALG_COSIGNATURE_V1];
-        raw.extend_from_slice(self.key.as_bytes());
-        format!(
-            "PRIVATE+KEY+{}+{}+{}",
-            self.name,
-            hex4(&self.id),
-            B64.encode(raw)
-        )
-    }
-
+impl Signer<ALG_COSIGNATURE_V1> {
     pub fn public(&self) -> WitnessKey {
         WitnessKey {
             name: self.name.clone(),
             id: self.id,
-            key: self.key.verifying_key(),
+            key: self.verifying_key(),
         }
     }
 
     /// The cosignature line (with its newline) on a checkpoint's note text, at `time`.
     pub fn cosign(&self, text: &str, time: u64) -> String {
-        let sig = self.key.sign(signed_message(time, text).as_bytes());
-        let mut blob = self.id.to_vec();
-        blob.extend_from_slice(&time.to_be_bytes());
-        blob.extend_from_slice(&sig.to_bytes());
+        let blob = self.blob(&time.to_be_bytes(), signed_message(time, text).as_bytes());
         format!("{DASH}{} {}\n", self.name, B64.encode(blob))
     }
 }

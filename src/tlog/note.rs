@@ -11,13 +11,13 @@
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
-use ed25519_dalek::{Signature, Signer, SigningKey, Verifier, VerifyingKey};
+use ed25519_dalek::{Signature, Signer as _, SigningKey, Verifier, VerifyingKey};
 use sha2::{Digest, Sha256};
 
 use super::merkle::Hash;
 
 /// The Ed25519 algorithm byte of a signed-note key.
-const ALG_ED25519: u8 = 0x01;
+pub(crate) const ALG_ED25519: u8 = 0x01;
 /// The signature line's dash (U+2014).
 pub(crate) const DASH: &str = "\u{2014} ";
 
@@ -122,44 +122,52 @@ impl PublicKey {
     }
 }
 
-/// A signer key: read by the daemon from its file, never stored, logged or shown.
-pub struct PrivateKey {
+/// One private key type for every signature algorithm of the log's notes: the log's Ed25519
+/// key (`0x01`, [`PrivateKey`]) and a witness's cosignature key (`0x04`,
+/// `cosign::WitnessSigner`) differ only in that byte, part of the key id and of the key file's
+/// line.
+pub struct Signer<const ALG: u8> {
     pub name: String,
     pub id: [u8; 4],
     key: SigningKey,
 }
 
-impl std::fmt::Debug for PrivateKey {
+impl<const ALG: u8> std::fmt::Debug for Signer<ALG> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "PrivateKey({}+{}, redacted)", self.name, hex4(&self.id))
+        write!(
+            f,
+            "Signer<{ALG:#04x}>({}+{}, redacted)",
+            self.name,
+            hex4(&self.id)
+        )
     }
 }
 
-impl PrivateKey {
+impl<const ALG: u8> Signer<ALG> {
     /// A key named `name` from a 32-byte seed (`keygen` draws it from the OS).
-    pub fn from_seed(name: &str, seed: &[u8; 32]) -> Result<PrivateKey, NoteError> {
+    pub fn from_seed(name: &str, seed: &[u8; 32]) -> Result<Self, NoteError> {
         if !valid_name(name) {
             return Err(NoteError::Key(
                 "the key name is empty or holds '+' or spaces",
             ));
         }
         let key = SigningKey::from_bytes(seed);
-        let id = key_id(name, key.verifying_key().as_bytes());
-        Ok(PrivateKey {
-            name: name.to_string(),
+        let id = key_id_of(name, ALG, key.verifying_key().as_bytes());
+        Ok(Signer {
+            name: name.to_owned(),
             id,
             key,
         })
     }
 
-    /// Parses a private key file's line.
-    pub fn parse(s: &str) -> Result<PrivateKey, NoteError> {
+    /// Parses a private key file's line (`PRIVATE+KEY+<name>+<hex id>+base64(ALG ‖ seed)`).
+    pub fn parse(s: &str) -> Result<Self, NoteError> {
         let rest = s
             .trim()
             .strip_prefix("PRIVATE+KEY+")
             .ok_or(NoteError::Key("a private key starts with PRIVATE+KEY+"))?;
-        let (name, id, seed) = parse_key_parts(rest, ALG_ED25519)?;
-        let k = PrivateKey::from_seed(&name, &seed)?;
+        let (name, id, seed) = parse_key_parts(rest, ALG)?;
+        let k = Self::from_seed(&name, &seed)?;
         if k.id != id {
             return Err(NoteError::Key("the key id does not match the name and key"));
         }
@@ -168,7 +176,7 @@ impl PrivateKey {
 
     /// The private key file's line (no newline). Secret: only `keygen` writes it, mode 0600.
     pub fn encode(&self) -> String {
-        let mut raw = vec![ALG_ED25519];
+        let mut raw = vec![ALG];
         raw.extend_from_slice(self.key.as_bytes());
         format!(
             "PRIVATE+KEY+{}+{}+{}",
@@ -178,20 +186,38 @@ impl PrivateKey {
         )
     }
 
+    /// The public half.
+    pub(crate) fn verifying_key(&self) -> VerifyingKey {
+        self.key.verifying_key()
+    }
+
+    /// A signature line's blob: the key id, `prefix` (a cosignature's time), the signature of
+    /// `message`.
+    pub(crate) fn blob(&self, prefix: &[u8], message: &[u8]) -> Vec<u8> {
+        let sig = self.key.sign(message);
+        let mut blob = self.id.to_vec();
+        blob.extend_from_slice(prefix);
+        blob.extend_from_slice(&sig.to_bytes());
+        blob
+    }
+}
+
+/// The log's signing key: read by the daemon from its file, never stored, logged or shown.
+pub type PrivateKey = Signer<ALG_ED25519>;
+
+impl Signer<ALG_ED25519> {
     pub fn public(&self) -> PublicKey {
         PublicKey {
             name: self.name.clone(),
             id: self.id,
-            key: self.key.verifying_key(),
+            key: self.verifying_key(),
         }
     }
 
     /// Signs a checkpoint: the whole signed note's text.
     pub fn sign(&self, cp: &Checkpoint) -> String {
         let body = cp.body();
-        let sig = self.key.sign(body.as_bytes());
-        let mut blob = self.id.to_vec();
-        blob.extend_from_slice(&sig.to_bytes());
+        let blob = self.blob(&[], body.as_bytes());
         format!("{body}\n{DASH}{} {}\n", self.name, B64.encode(blob))
     }
 }

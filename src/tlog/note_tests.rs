@@ -82,9 +82,7 @@ fn a_failing_signature_by_the_key_rejects_the_note() {
 fn strict_bodies() {
     let k = key("log.example/a", 1);
     let sign_text = |text: &str| {
-        let sig = k.key.sign(text.as_bytes());
-        let mut blob = k.id.to_vec();
-        blob.extend_from_slice(&sig.to_bytes());
+        let blob = k.blob(&[], text.as_bytes());
         format!("{text}\n{DASH}{} {}\n", k.name, B64.encode(blob))
     };
     let root = B64.encode([5u8; 32]);
