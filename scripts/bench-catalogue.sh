@@ -23,7 +23,7 @@ DB="ea_bench_cat_${TAG}"
 BIN=${BIN:-target/release/event-audit}
 OUT=$(mktemp -d)
 
-[ "$BIN" = target/release/event-audit ] && cargo build --release --quiet
+[ "$BIN" = target/release/event-audit ] && cargo build --release --quiet --features dev
 cleanup() {
     "$BIN" bench delete-stream --stream "$STREAM" >/dev/null 2>&1 || true
     psql -q "$PG/postgres" -c "DROP DATABASE IF EXISTS $DB" >/dev/null 2>&1 || true

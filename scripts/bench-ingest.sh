@@ -32,7 +32,7 @@ PEER_DB="ea_bench_peer_${TAG}"
 BIN=${BIN:-target/release/event-audit}
 OUT=$(mktemp -d)
 
-[ "$BIN" = target/release/event-audit ] && cargo build --release --quiet
+[ "$BIN" = target/release/event-audit ] && cargo build --release --quiet --features dev
 python3 -c "import nats, asyncpg" 2>/dev/null || python3 -m pip install --quiet nats-py asyncpg
 cleanup() {
     "$BIN" bench delete-stream --stream "$STREAM" >/dev/null 2>&1 || true

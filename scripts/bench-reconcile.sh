@@ -22,7 +22,7 @@ BIN=target/release/event-audit
 OUT=$(mktemp -d)
 SIM=""
 
-cargo build --release --quiet
+cargo build --release --quiet --features dev
 cleanup() {
     [ -n "$SIM" ] && kill "$SIM" 2>/dev/null && wait "$SIM" 2>/dev/null || true
     "$BIN" bench delete-stream --stream "$STREAM" >/dev/null 2>&1 || true

@@ -16,7 +16,7 @@ BIN=target/release/event-audit
 OUT=$(mktemp -d)
 DBS=()
 
-cargo build --release --quiet
+cargo build --release --quiet --features dev
 cleanup() {
     "$BIN" bench delete-stream --stream "$STREAM" >/dev/null 2>&1 || true
     for db in "${DBS[@]}"; do

@@ -13,7 +13,7 @@ PG=${PG_BASE_URL:-postgres://postgres@127.0.0.1:5432}
 BIN=${BIN:-target/release/event-audit}
 DB="ea_bench_sink_$$"
 LOG=$(mktemp)
-[ "$BIN" = target/release/event-audit ] && cargo build --release --quiet
+[ "$BIN" = target/release/event-audit ] && cargo build --release --quiet --features dev
 cleanup() {
     psql -q "$PG/postgres" -c "DROP DATABASE IF EXISTS $DB" >/dev/null 2>&1 || true
     rm -f "$LOG"

@@ -27,7 +27,7 @@ OUT=$(mktemp -d)
 
 if [ -z "${BIN:-}" ]; then
     BIN=target/release/event-audit
-    cargo build --release --quiet
+    cargo build --release --quiet --features dev
 fi
 cleanup() {
     "$BIN" bench delete-stream --stream "$STREAM" >/dev/null 2>&1 || true

@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 N=${1:-200000}
 ROUNDS=${2:-2}
 BIN=${BIN:-target/release/event-audit}
-[ "$BIN" = target/release/event-audit ] && cargo build --release --quiet
+[ "$BIN" = target/release/event-audit ] && cargo build --release --quiet --features dev
 PG=${PG_BASE_URL:-postgres://postgres@127.0.0.1:5432}
 PORT=${WITNESS_PORT:-19489}
 WORK=$(mktemp -d)

@@ -6,5 +6,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/services.sh
-cargo build --release
+cargo build --release --features dev
 exec target/release/event-audit demo "$@"

@@ -81,7 +81,7 @@ OUT=$(cd "$OUT" && pwd)
 RANDOM=$SEED
 IFS=, read -r -a FAULT_KINDS <<< "$FAULTS"
 
-[ "$BIN" = target/release/event-audit ] && cargo build --release --quiet
+[ "$BIN" = target/release/event-audit ] && cargo build --release --quiet --features dev
 [ "${BIN#/}" = "$BIN" ] && BIN=$ROOT/$BIN
 [ -x "$BIN" ] || { echo "no binary at $BIN" >&2; exit 2; }
 python3 -c "import nats" 2>/dev/null || python3 -m pip install --quiet nats-py

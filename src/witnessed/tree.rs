@@ -13,8 +13,6 @@ use crate::db::{Ctx, Db, DbError};
 use crate::tlog::merkle::{self, Frontier, Hash, Node};
 use crate::tlog::tile::TILE_HEIGHT;
 
-/// The height step of the stored subtrees (the writer stores one per `2^8` leaves).
-
 /// A link with the tree after its batch.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct TreeLink {
