@@ -158,13 +158,8 @@ impl Ingest {
                 match bus.recreate(binding, start).await {
                     Ok(c) => {
                         *consumer = c;
-                        self.health.consumer_recreated.inc();
-                        tracing::warn!(
-                            stream = %binding.stream,
-                            consumer = %binding.consumer,
-                            start_sequence = start,
-                            "the durable consumer was deleted under the daemon; recreated, delivering from the first sequence the log lacks"
-                        );
+                        self.health
+                            .consumer_recreated(&binding.stream, &binding.consumer, start);
                         Ok(true)
                     }
                     Err(e @ BusError::StreamDeleted { .. }) => Err(Some(e.into())),

@@ -176,8 +176,37 @@ impl Health {
     }
 
     /// Written by the NATS prober only: the stream's or the consumer's leader changed.
-    pub(crate) fn leader_changed(&self, role: &str) {
+    /// A JetStream leader moved: logged and counted in one call (`role` is `stream` or
+    /// `consumer`; `from` and `to` are the servers' names).
+    pub(crate) fn leader_changed(
+        &self,
+        role: &str,
+        stream: &str,
+        consumer: &str,
+        from: &str,
+        to: &str,
+    ) {
         self.leader_changes.with_label_values(&[role]).inc();
+        tracing::warn!(
+            role,
+            stream = %stream,
+            consumer = %consumer,
+            from = %from,
+            to = %to,
+            "JetStream {role} leader changed from {from} to {to}"
+        );
+    }
+
+    /// The durable consumer was deleted under the daemon and recreated from `start`: logged and
+    /// counted in one call.
+    pub(crate) fn consumer_recreated(&self, stream: &str, consumer: &str, start: u64) {
+        self.consumer_recreated.inc();
+        tracing::warn!(
+            stream = %stream,
+            consumer = %consumer,
+            start_sequence = start,
+            "the durable consumer was deleted under the daemon; recreated, delivering from the first sequence the log lacks"
+        );
     }
 
     /// Written by the ingest pipeline only: whether its message stream is open.

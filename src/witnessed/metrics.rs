@@ -36,6 +36,23 @@ pub struct WitnessMetrics {
 }
 
 impl WitnessMetrics {
+    /// The signer refuses to sign (`reason` from its vocabulary): counted and its state set at
+    /// each round, the ERROR line written when the refusal is `new` (not the same as last round).
+    pub(crate) fn signer_refuses(&self, reason: &str, text: &str, new: bool) {
+        self.signer_ok.set(0);
+        self.refusals.with_label_values(&[reason]).inc();
+        if new {
+            tracing::error!(reason, "checkpoint signer refuses: {text}");
+        }
+    }
+
+    /// A stored checkpoint that does not open with the signing key: logged and counted in one
+    /// call.
+    pub(crate) fn foreign_checkpoint(&self, log: &str, size: i64) {
+        self.foreign.inc();
+        tracing::error!(log, tree_size = size, "a stored checkpoint does not open with the signing key, for this log's origin and size: ignored, never published (someone with the database's writer role inserted it)");
+    }
+
     pub fn new(r: &Registry) -> WitnessMetrics {
         let refusals = counter_vec(
             r,
@@ -102,6 +119,22 @@ pub(crate) struct WitnessServerMetrics {
     pub(crate) refused: IntCounterVec,
     /// Every answer with an error status, by status ([`WITNESS_CODES`]; `other` for the rest).
     pub(crate) rejected: IntCounterVec,
+}
+
+impl WitnessServerMetrics {
+    /// A validly signed checkpoint refused: evidence of a misbehaving log, logged and counted by
+    /// reason in one call.
+    pub(crate) fn refused_evidence(
+        &self,
+        origin: &str,
+        size: u64,
+        known: Option<u64>,
+        reason: &str,
+        status: u16,
+    ) {
+        self.refused.with_label_values(&[origin, reason]).inc();
+        tracing::warn!(%origin, size, known = known.unwrap_or(0), reason, status, "refused a checkpoint signed by the log's key: the log shows a history that does not extend what this witness cosigned");
+    }
 }
 
 /// The `reason` vocabulary of refused requests.

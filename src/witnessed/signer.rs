@@ -219,11 +219,8 @@ impl Signer {
         match refusal {
             Some(r) => {
                 let text = r.to_string();
-                self.metrics.signer_ok.set(0);
-                self.metrics.refusals.with_label_values(&[r.reason()]).inc();
-                if last.as_deref() != Some(&text) {
-                    tracing::error!(reason = r.reason(), "checkpoint signer refuses: {text}");
-                }
+                self.metrics
+                    .signer_refuses(r.reason(), &text, last.as_deref() != Some(&text));
                 *last = Some(text.clone());
                 out.refused = Some(text);
             }
@@ -274,8 +271,7 @@ impl Signer {
     }
 
     fn foreign(&self, log: &str, size: i64) {
-        self.metrics.foreign.inc();
-        tracing::error!(log, tree_size = size, "a stored checkpoint does not open with the signing key, for this log's origin and size: ignored, never published (someone with the database's writer role inserted it)");
+        self.metrics.foreign_checkpoint(log, size);
     }
 
     /// On the first round, the notes in the stream's newest messages and in the directory.

@@ -268,8 +268,8 @@ async fn add_checkpoint(State(w): State<Arc<Inner>>, headers: HeaderMap, body: B
 fn refuse(w: &Inner, signed: Option<(&str, u64, Option<u64>)>, r: Refused) -> Response {
     let status = StatusCode::from_u16(r.status()).unwrap_or(StatusCode::BAD_REQUEST);
     if let (Some((origin, size, known)), Some(reason)) = (signed, r.evidence()) {
-        w.metrics.refused.with_label_values(&[origin, reason]).inc();
-        tracing::warn!(%origin, size, known = known.unwrap_or(0), reason, status = status.as_u16(), "refused a checkpoint signed by the log's key: the log shows a history that does not extend what this witness cosigned");
+        w.metrics
+            .refused_evidence(origin, size, known, reason, status.as_u16());
     }
     match r {
         Refused::Stale { known } => text(status, format!("{known}\n"), "text/x.tlog.size"),

@@ -79,15 +79,7 @@ impl Leaders {
             ("consumer", &mut self.consumer, consumer_leader),
         ] {
             if let Some((from, to)) = changed(last, now) {
-                health.leader_changed(role);
-                tracing::warn!(
-                    role,
-                    stream = %stream_name,
-                    consumer = %info.name,
-                    from = %from,
-                    to = %to,
-                    "JetStream {role} leader changed from {from} to {to}"
-                );
+                health.leader_changed(role, &stream_name, &info.name, &from, &to);
             }
         }
     }

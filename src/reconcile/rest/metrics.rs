@@ -5,6 +5,15 @@ use prometheus::{HistogramVec, IntCounter, IntCounterVec};
 
 use crate::telemetry::metrics::{counter, counter_vec, histogram_vec, Registry};
 
+/// A REST token renewed after a 401: logged, and counted by source when the client has
+/// metrics, in one call.
+pub(crate) fn token_renewed(metrics: Option<&RestMetrics>, source: &str) {
+    if let Some(m) = metrics {
+        m.token_refreshes.with_label_values(&[source]).inc();
+    }
+    tracing::info!(source, "REST token renewed after a 401");
+}
+
 #[derive(Clone)]
 pub struct RestMetrics {
     pub(crate) requests: IntCounterVec,

@@ -164,15 +164,7 @@ impl Tokens {
         }
         st.header = Some(header);
         st.generation += 1;
-        if let Some(m) = &self.metrics {
-            m.token_refreshes
-                .with_label_values(&[self.source.label()])
-                .inc();
-        }
-        tracing::info!(
-            source = self.source.label(),
-            "REST token renewed after a 401"
-        );
+        super::metrics::token_renewed(self.metrics.as_ref(), self.source.label());
         Ok(Renewal::Fetched)
     }
 
