@@ -1,20 +1,26 @@
 //! event-audit: makes a platform's event bus auditable during customer migrations.
 //!
 //! Data flow: `bus` (the NATS connection) → `ingest::source` (JetStream) → `decode` (envelope,
-//! catalogue, verdict) → `audit` (the row and its hash) → `ingest::sink` (PostgreSQL, through
-//! `db`) → `verify` (the evidence) and `reconcile` (against the platform) → `server` (reports,
-//! health, metrics) and `telemetry`. `app` wires the daemon; `cli` parses and dispatches;
-//! `config` holds every setting. See ARCHITECTURE.md.
+//! catalogue, verdict) → `row` (the row and its hash) → `ingest::sink` (PostgreSQL, through
+//! `db`, with the tree in `witnessed`) → `verify` (the evidence), `evidence` (bundles) and
+//! `reconcile` (against the platform) → `server` (reports, health, metrics). The transparency
+//! log's formats are `tlog`'s, its I/O `witnessed`'s; catalogue evolution is `evolution`. `app`
+//! wires the daemon; `cli` parses and dispatches; `config` holds every setting. See
+//! ARCHITECTURE.md.
 //!
-//! The public modules, items and fields are those the binary, the integration tests and a Rust
-//! consumer use; the other modules are crate-private (`mod` or `pub(crate) mod`), and the other
-//! items and fields `pub(crate)` or inside such a module, so that the compiler reports what
-//! nothing uses. For a consumer:
+//! The public API, and nothing else (every other room is crate-private, so the compiler reports
+//! what nothing uses):
 //! - `decode::verdict::decode` judges one message, and its `event` is the typed
 //!   `decode::catalogue::Event` (one variant per catalogue event version);
-//! - `audit::note`, `audit::cosign`, `audit::tlog` and `audit::bundle` read and check the
-//!   evidence (signed checkpoints, cosignatures, Merkle proofs, bundles) without a database;
-//! - `app::App::build(settings)` and `run_until_stopped()` run the daemon in-process.
+//! - `tlog` (Merkle proofs, signed notes and checkpoints, cosignatures and the witness policy,
+//!   the tile height) and `evidence::bundle` (an evidence bundle's format and its check) read and
+//!   check the evidence without a database;
+//! - `app::App::build(settings)` and `run_until_stopped()` run the daemon in-process, with
+//!   `config::Settings` and `app::metrics::Metrics`;
+//! - `parse`, `dispatch`, `default_log_filter` and `init_telemetry`: the binary's entry points.
+//!
+//! `test_support` (hidden) is how the integration tests and benchmarks reach inside; it is not
+//! an API.
 
 pub mod app;
 pub(crate) mod bus;
