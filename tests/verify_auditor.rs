@@ -46,19 +46,49 @@ fn doc(stdout: &str) -> serde_json::Value {
     serde_json::from_str(stdout.trim()).expect("verify prints exactly one JSON document")
 }
 
+/// A log of `n` events recorded by a daemon that signed a checkpoint of them: its database,
+/// stream, checkpoint stream (deleted when dropped), key files and the state file's path.
+struct Signed {
+    db: TestDb,
+    _ts: TestStream,
+    cps: String,
+    _w: Witness,
+    tmp: tempfile::TempDir,
+    public: std::path::PathBuf,
+}
+
+impl Signed {
+    async fn record(tag: &str, n: usize, seed: u8) -> Signed {
+        let db = TestDb::create().await;
+        let ts = TestStream::create(tag).await;
+        let cps = format!("{}_CP", ts.name);
+        let w = Witness(cps.clone());
+        let tmp = tempfile::tempdir().expect("tmp");
+        let origin = format!("event-audit/{}", db.name);
+        let (private, public, _) = write_keys(tmp.path(), &origin, seed);
+        ts.publish_load(n, u64::from(seed) * 7).await;
+        run_until_idle(signing(&db, &ts, &private, &cps)).await;
+        Signed {
+            db,
+            _ts: ts,
+            cps,
+            _w: w,
+            tmp,
+            public,
+        }
+    }
+
+    fn state(&self) -> String {
+        self.tmp.path().join("st.json").display().to_string()
+    }
+}
+
 #[tokio::test]
 async fn the_routine_check_catches_an_edited_row_and_remembers_it_until_acknowledged() {
-    let db = TestDb::create().await;
-    let ts = TestStream::create("vauditor").await;
-    let cps = format!("{}_CP", ts.name);
-    let _w = Witness(cps.clone());
-    let tmp = tempfile::tempdir().expect("tmp");
-    let origin = format!("event-audit/{}", db.name);
-    let (private, public, _) = write_keys(tmp.path(), &origin, 5);
-    ts.publish_load(700, 23).await;
-    run_until_idle(signing(&db, &ts, &private, &cps)).await;
-    let st = tmp.path().join("st.json");
-    let st = st.to_str().expect("utf-8");
+    let log = Signed::record("vauditor", 700, 5).await;
+    let (db, cps, public) = (&log.db, log.cps.as_str(), &log.public);
+    let st = log.state();
+    let st = st.as_str();
     let routine = [
         "--state-file",
         st,
@@ -68,7 +98,7 @@ async fn the_routine_check_catches_an_edited_row_and_remembers_it_until_acknowle
     ];
 
     // The auditor's routine run on the genuine log: one JSON document, the real counts.
-    let first = verify_witness(&db.url, &public, &cps, &routine).await;
+    let first = verify_witness(&db.url, public, cps, &routine).await;
     assert_eq!(first.code, Some(0), "{first:?}");
     let d = doc(&first.stdout);
     assert_eq!(d["ok"], true, "{first:?}");
@@ -92,7 +122,7 @@ async fn the_routine_check_catches_an_edited_row_and_remembers_it_until_acknowle
     assert_ne!(orig, "invalid", "the sample row must change");
     assert_eq!(as_replica(&db.pool, edit, 42).await, 1);
 
-    let caught = verify_witness(&db.url, &public, &cps, &routine).await;
+    let caught = verify_witness(&db.url, public, cps, &routine).await;
     assert_eq!(caught.code, Some(1), "{caught:?}");
     let d = doc(&caught.stdout);
     assert!(
@@ -113,7 +143,7 @@ async fn the_routine_check_catches_an_edited_row_and_remembers_it_until_acknowle
     // An explicit incremental run: it says what it skipped (and the open break still fails it).
     let mut incremental = routine.to_vec();
     incremental.push("--incremental");
-    let inc = verify_witness(&db.url, &public, &cps, &incremental).await;
+    let inc = verify_witness(&db.url, public, cps, &incremental).await;
     assert_eq!(inc.code, Some(1), "{inc:?}");
     let d = doc(&inc.stdout);
     assert_eq!(d["witness"]["incremental"], true, "{inc:?}");
@@ -134,7 +164,7 @@ async fn the_routine_check_catches_an_edited_row_and_remembers_it_until_acknowle
     let restore = format!("UPDATE audit.events SET status = '{orig}' WHERE stream_seq = $1");
     assert_eq!(as_replica(&db.pool, &restore, 42).await, 1);
     for _ in 0..2 {
-        let again = verify_witness(&db.url, &public, &cps, &routine).await;
+        let again = verify_witness(&db.url, public, cps, &routine).await;
         assert_eq!(again.code, Some(1), "{again:?}");
         let d = doc(&again.stdout);
         assert_eq!(d["ok"], true, "the chain itself holds again: {again:?}");
@@ -148,12 +178,12 @@ async fn the_routine_check_catches_an_edited_row_and_remembers_it_until_acknowle
     // A wrong id is refused (exit 2) and changes nothing; the right one is recorded.
     let mut wrong = routine.to_vec();
     wrong.extend(["--acknowledge-break", "00000000"]);
-    let w = verify_witness(&db.url, &public, &cps, &wrong).await;
+    let w = verify_witness(&db.url, public, cps, &wrong).await;
     assert_eq!(w.code, Some(2), "{w:?}");
     assert!(w.stderr.contains(&id), "names the open break: {w:?}");
     let mut ack = routine.to_vec();
     ack.extend(["--acknowledge-break", &id]);
-    let a = verify_witness(&db.url, &public, &cps, &ack).await;
+    let a = verify_witness(&db.url, public, cps, &ack).await;
     assert_eq!(a.code, Some(0), "{a:?}");
     let d = doc(&a.stdout);
     assert_eq!(d["auditor_state"]["acknowledged"]["id"], id, "{a:?}");
@@ -164,25 +194,18 @@ async fn the_routine_check_catches_an_edited_row_and_remembers_it_until_acknowle
         state["breaks"][0]["acknowledged"]["at"].is_string(),
         "the acknowledgement is in the state: {state}"
     );
-    let after = verify_witness(&db.url, &public, &cps, &routine).await;
+    let after = verify_witness(&db.url, public, cps, &routine).await;
     assert_eq!(after.code, Some(0), "{after:?}");
 }
 
 #[tokio::test]
 async fn a_consistent_edit_of_payload_and_raw_is_caught_by_the_routine_check() {
-    let db = TestDb::create().await;
-    let ts = TestStream::create("vauditraw").await;
-    let cps = format!("{}_CP", ts.name);
-    let _w = Witness(cps.clone());
-    let tmp = tempfile::tempdir().expect("tmp");
-    let origin = format!("event-audit/{}", db.name);
-    let (private, public, _) = write_keys(tmp.path(), &origin, 6);
-    ts.publish_load(300, 29).await;
-    run_until_idle(signing(&db, &ts, &private, &cps)).await;
-    let st = tmp.path().join("st.json");
-    let st = st.to_str().expect("utf-8");
+    let log = Signed::record("vauditraw", 300, 6).await;
+    let (db, cps, public) = (&log.db, log.cps.as_str(), &log.public);
+    let st = log.state();
+    let st = st.as_str();
     let routine = ["--state-file", st, "--skip-completeness"];
-    let first = verify_witness(&db.url, &public, &cps, &routine).await;
+    let first = verify_witness(&db.url, public, cps, &routine).await;
     assert_eq!(first.code, Some(0), "{first:?}");
 
     // A row whose raw message and payload both carry an '@': both rewritten alike, so the
@@ -198,7 +221,7 @@ async fn a_consistent_edit_of_payload_and_raw_is_caught_by_the_routine_check() {
                 payload = replace(payload::text, '@', '.at.')::jsonb WHERE stream_seq = $1";
     assert_eq!(as_replica(&db.pool, edit, seq).await, 1);
     for run in 0..2 {
-        let v = verify_witness(&db.url, &public, &cps, &routine).await;
+        let v = verify_witness(&db.url, public, cps, &routine).await;
         assert_eq!(v.code, Some(1), "run {run}: {v:?}");
         let d = doc(&v.stdout);
         assert_eq!(d["auditor_state"]["open_break"]["stream_seq"], seq, "{v:?}");
