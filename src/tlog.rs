@@ -2,10 +2,12 @@
 //! rows with its inclusion and consistency proofs and its right edge ([`merkle`]), C2SP signed
 //! notes and checkpoints with the log's keys, one private key type for both signature
 //! algorithms ([`note`]), witnesses' cosignatures and the witness
-//! policy ([`cosign`]), and the tile geometry every stored subtree follows ([`tile`]). No I/O,
+//! policy ([`cosign`]), the newest checkpoint per origin, never lowered, that the signer, the auditor and the witness
+//! each remember ([`latest`]), and the tile geometry every stored subtree follows ([`tile`]). No I/O,
 //! and no second definition of a note or tile format anywhere else.
 
 pub mod cosign;
+pub mod latest;
 pub mod merkle;
 pub mod note;
 pub mod tile;

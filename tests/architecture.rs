@@ -255,6 +255,7 @@ const BOUNDARY: &[&str] = &[
     "test_support",
     "tlog",
     "tlog::cosign",
+    "tlog::latest",
     "tlog::merkle",
     "tlog::note",
     "tlog::tile",

@@ -13,8 +13,9 @@ use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use serde::{Deserialize, Serialize};
 
+use crate::tlog::latest::Newest;
 use crate::tlog::merkle::Frontier;
-use crate::tlog::note::{self, Checkpoint, PublicKey};
+use crate::tlog::note::{self, PublicKey};
 
 use super::breaks::{Breaks, Finding, RecordedBreak};
 
@@ -22,14 +23,9 @@ use super::breaks::{Breaks, Finding, RecordedBreak};
 const FORMAT: &str = "event-audit-verify-state/2";
 const FORMAT_V1: &str = "event-audit-verify-state/1";
 
-/// One log's last checked checkpoint.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Checked {
-    pub(crate) cp: Checkpoint,
-    pub(crate) note: String,
-    /// The tree's right edge at the checkpoint's size.
-    pub(crate) tree: Frontier,
-}
+/// One log's last checked checkpoint: its signed note and the tree's right edge at its size
+/// (the memory every keeper of a log shares).
+pub(crate) type Checked = crate::tlog::latest::Remembered<Frontier>;
 
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -55,7 +51,7 @@ struct Entry {
 /// The state of one key's logs.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct AuditorState {
-    pub(crate) logs: BTreeMap<String, Checked>,
+    pub(crate) logs: Newest<Frontier>,
     /// How many runs used this state (the run that saves it included).
     pub(crate) runs: u64,
     /// Every break found, in the order found; acknowledged ones say when.
@@ -94,7 +90,7 @@ impl AuditorState {
                 key.encode()
             )));
         }
-        let mut logs = BTreeMap::new();
+        let mut logs = Newest::default();
         for (origin, e) in f.logs {
             let cp = note::open(&e.note, key)
                 .map_err(|e| err(format!("log {origin}: its note: {e}")))?;
@@ -111,14 +107,8 @@ impl AuditorState {
                         "log {origin}: its right edge does not have its root"
                     ))
                 })?;
-            logs.insert(
-                origin,
-                Checked {
-                    cp,
-                    note: e.note,
-                    tree,
-                },
-            );
+            // One entry per origin in the file: nothing to lower.
+            let _ = logs.advance(&origin, Checked::at(tree, e.note));
         }
         Ok(Some(AuditorState {
             logs,
@@ -216,7 +206,7 @@ impl Memory {
 mod tests {
     use super::*;
     use crate::tlog::merkle::leaf_hash;
-    use crate::tlog::note::PrivateKey;
+    use crate::tlog::note::{Checkpoint, PrivateKey};
     use std::os::unix::fs::PermissionsExt;
 
     #[test]
@@ -232,14 +222,7 @@ mod tests {
             root: tree.root(),
         };
         let mut s = AuditorState::default();
-        s.logs.insert(
-            "o".into(),
-            Checked {
-                note: k.sign(&cp),
-                cp,
-                tree,
-            },
-        );
+        let _ = s.logs.advance("o", Checked::at(tree, k.sign(&cp)));
         assert_eq!(AuditorState::load(&path, &k.public()).unwrap(), None);
         s.save(&path, &k.public()).unwrap();
         let mode = std::fs::metadata(&path).unwrap().permissions().mode();

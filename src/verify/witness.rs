@@ -219,29 +219,25 @@ async fn resume(
     full: bool,
 ) -> Result<(Frontier, Option<i64>), WitnessError> {
     // The rows' state: consistent with the newest, so its proof from the stored tree follows.
-    if let Some(newest) = newest.filter(|n| n.cp.size > s.cp.size) {
-        let proof = trees.consistency(s.cp.size, newest.cp.size).await?;
-        if let Err(e) = merkle::verify_consistency(
-            s.cp.size,
-            newest.cp.size,
-            &s.cp.root,
-            &newest.cp.root,
-            &proof,
-        ) {
+    if let Some(newest) = newest.filter(|n| n.cp.size > s.size) {
+        let proof = trees.consistency(s.size, newest.cp.size).await?;
+        if let Err(e) =
+            merkle::verify_consistency(s.size, newest.cp.size, &s.root, &newest.cp.root, &proof)
+        {
             report.evidence = vec![s.note.clone(), newest.note.clone()];
-            report.fail(Some(newest.label.clone()), format!("{} does not extend the checkpoint of size {} checked last time ({e}): a fork (both signed notes below)", newest.label, s.cp.size));
+            report.fail(Some(newest.label.clone()), format!("{} does not extend the checkpoint of size {} checked last time ({e}): a fork (both signed notes below)", newest.label, s.size));
         }
     }
     let (_, head) = trees.head().await?;
-    if report.ok && u64::try_from(head).unwrap_or(0) < s.cp.size {
-        report.fail(Some(format!("checkpoint size {} (checked last time)", s.cp.size)), format!("the database's tree has {head} rows, fewer than the checkpoint of size {} checked last time (rows removed or the database replaced)", s.cp.size));
-    } else if report.ok && !full && trees.root(s.cp.size).await? != s.cp.root {
-        report.fail(Some(format!("checkpoint size {} (checked last time)", s.cp.size)), format!("the database's tree at size {} no longer has the root checked last time (history rewritten; a run without --incremental names the first divergent checkpoint)", s.cp.size));
+    if report.ok && u64::try_from(head).unwrap_or(0) < s.size {
+        report.fail(Some(format!("checkpoint size {} (checked last time)", s.size)), format!("the database's tree has {head} rows, fewer than the checkpoint of size {} checked last time (rows removed or the database replaced)", s.size));
+    } else if report.ok && !full && trees.root(s.size).await? != s.root {
+        report.fail(Some(format!("checkpoint size {} (checked last time)", s.size)), format!("the database's tree at size {} no longer has the root checked last time (history rewritten; a run without --incremental names the first divergent checkpoint)", s.size));
     } else if report.ok && !full {
         report.incremental = true;
-        report.not_rehashed_before = Some(s.cp.size);
+        report.not_rehashed_before = Some(s.size);
         let after = trees
-            .links_after(i64::try_from(s.cp.size).unwrap_or(i64::MAX))
+            .links_after(i64::try_from(s.size).unwrap_or(i64::MAX))
             .await?;
         return Ok((
             s.tree.clone(),
@@ -270,12 +266,12 @@ impl Prepared {
             .saved
             .logs
             .get(&self.origin)
-            .filter(|s| s.cp.size > self.start.size())
+            .filter(|s| s.size > self.start.size())
         {
             pending.push((
-                s.cp.size,
-                s.cp.root,
-                format!("checkpoint size {} (checked last time)", s.cp.size),
+                s.size,
+                s.root,
+                format!("checkpoint size {} (checked last time)", s.size),
             ));
             pending.sort_by_key(|p| p.0);
         }
@@ -308,12 +304,10 @@ pub async fn finish(
     // Checkpoints older than where this run started: each must extend into the state's.
     if let (true, Some(s)) = (report.ok, p.saved.logs.get(&p.origin)) {
         for t in p.events.iter().filter(|t| t.cp.size < p.start.size()) {
-            let proof = trees.consistency(t.cp.size, s.cp.size).await?;
-            if merkle::verify_consistency(t.cp.size, s.cp.size, &t.cp.root, &s.cp.root, &proof)
-                .is_err()
-            {
+            let proof = trees.consistency(t.cp.size, s.size).await?;
+            if merkle::verify_consistency(t.cp.size, s.size, &t.cp.root, &s.root, &proof).is_err() {
                 report.evidence = vec![t.note.clone(), s.note.clone()];
-                report.fail(Some(t.label.clone()), format!("{} is not consistent with the checkpoint of size {} checked last time: a fork", t.label, s.cp.size));
+                report.fail(Some(t.label.clone()), format!("{} is not consistent with the checkpoint of size {} checked last time: a fork", t.label, s.size));
             }
         }
     }
@@ -332,12 +326,9 @@ pub async fn finish(
         .map(|t| (t.cp.size, t.cp.root, t.label.clone()))
         .chain(saved_rv.map(|s| {
             (
-                s.cp.size,
-                s.cp.root,
-                format!(
-                    "re-verdict checkpoint size {} (checked last time)",
-                    s.cp.size
-                ),
+                s.size,
+                s.root,
+                format!("re-verdict checkpoint size {} (checked last time)", s.size),
             )
         }));
     for (size, root, name) in rv_checks {
@@ -365,20 +356,11 @@ pub async fn finish(
             (p.start.size() == p.events.last().map_or(0, |n| n.cp.size)).then(|| p.start.clone())
         }),
     ) {
-        if tree.size() == n.cp.size
-            && state
+        // Never lowered: a smaller checkpoint than the saved one stays unsaved (and was a break).
+        if tree.size() == n.cp.size {
+            let _ = state
                 .logs
-                .get(&p.origin)
-                .is_none_or(|s| s.cp.size <= n.cp.size)
-        {
-            state.logs.insert(
-                p.origin.clone(),
-                Checked {
-                    cp: n.cp.clone(),
-                    note: n.note.clone(),
-                    tree,
-                },
-            );
+                .advance(&p.origin, Checked::at(tree, n.note.clone()));
         }
     }
     if let Some(n) = p.reverdicts.last() {
@@ -386,20 +368,9 @@ pub async fn finish(
         for l in mem.leaves.iter().take(n.cp.size as usize) {
             tree.append(*l, |_, _| {});
         }
-        if state
+        let _ = state
             .logs
-            .get(&rv_origin)
-            .is_none_or(|s| s.cp.size <= n.cp.size)
-        {
-            state.logs.insert(
-                rv_origin,
-                Checked {
-                    cp: n.cp.clone(),
-                    note: n.note.clone(),
-                    tree,
-                },
-            );
-        }
+            .advance(&rv_origin, Checked::at(tree, n.note.clone()));
     }
     Ok((report, memory(state)))
 }

@@ -335,7 +335,9 @@ impl Signer {
                 Err(r) => return Ok(Err(r)),
             };
             if let Some(r) = outcome.remembered.filter(|r| Some(r) != before.as_ref()) {
-                memory.logs.insert(origin.clone(), r);
+                if let Err(r) = remember(&mut memory, log, &origin, r) {
+                    return Ok(Err(r));
+                }
                 changed = true;
             }
             if let Some(tree) = outcome.to_sign {
@@ -346,14 +348,9 @@ impl Signer {
                 };
                 let note = self.key.sign(&cp);
                 fresh.push((log, cp.size as i64, note.clone()));
-                memory.logs.insert(
-                    origin,
-                    Remembered {
-                        root: cp.root,
-                        tree,
-                        note,
-                    },
-                );
+                if let Err(r) = remember(&mut memory, log, &origin, Remembered::at(tree, note)) {
+                    return Ok(Err(r));
+                }
                 changed = true;
             }
         }
@@ -377,6 +374,27 @@ impl Signer {
         }
         Ok(Ok(()))
     }
+}
+
+/// Remembers `r` as the newest checkpoint of `origin`; the memory is never lowered, so a
+/// smaller checkpoint, or another root at the remembered size, is a refusal (`sign` has proved
+/// the tree extends the memory before this, so this is the last line, not the first).
+fn remember(memory: &mut Memory, log: &str, origin: &str, r: Remembered) -> Result<(), Refusal> {
+    let size = r.size();
+    memory
+        .logs
+        .advance(origin, r)
+        .map(|_| ())
+        .map_err(|s| match s {
+            crate::tlog::latest::Step::OtherRoot => Refusal::Forked {
+                log: log.to_owned(),
+                size,
+            },
+            _ => Refusal::Rewritten {
+                log: log.to_owned(),
+                size,
+            },
+        })
 }
 
 /// The daemon's signer when a signing key file is configured (an unreadable or malformed key,

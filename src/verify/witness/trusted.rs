@@ -109,23 +109,20 @@ pub(super) fn against_state(
 ) {
     let Some(s) = saved else { return };
     let saved_name = if log.ends_with(REVERDICTS_SUFFIX) {
-        format!(
-            "re-verdict checkpoint size {} (checked last time)",
-            s.cp.size
-        )
+        format!("re-verdict checkpoint size {} (checked last time)", s.size)
     } else {
-        format!("checkpoint size {} (checked last time)", s.cp.size)
+        format!("checkpoint size {} (checked last time)", s.size)
     };
     match list.last() {
         None => {
             report.evidence = vec![s.note.clone()];
             report.fail(Some(saved_name.clone()), format!("the witness holds no checkpoint of {log}, but {saved_name} was witnessed: checkpoints were removed (a rollback)"));
         }
-        Some(n) if n.cp.size < s.cp.size => {
+        Some(n) if n.cp.size < s.size => {
             report.evidence = vec![s.note.clone(), n.note.clone()];
             report.fail(Some(n.label.clone()), format!("the witness's newest {} is smaller than {saved_name}: a rollback (both signed notes below)", n.label));
         }
-        Some(n) if n.cp.size == s.cp.size && n.cp.root != s.cp.root => {
+        Some(n) if n.cp.size == s.size && n.cp.root != s.root => {
             report.evidence = vec![s.note.clone(), n.note.clone()];
             report.fail(
                 Some(n.label.clone()),

@@ -12,27 +12,17 @@ use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use serde::{Deserialize, Serialize};
 
+use crate::tlog::latest::Newest;
 use crate::tlog::merkle::{Frontier, Hash};
 use crate::tlog::note::{self, PublicKey};
 
 /// The format name a state file carries.
 const FORMAT: &str = "event-audit-signer-state/1";
 
-/// What the signer remembers of one log.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Remembered {
-    /// The tree at the last checkpoint (its size is the checkpoint's).
-    pub(crate) tree: Frontier,
-    pub(crate) root: Hash,
-    /// The signed note (with any cosignatures gathered for it).
-    pub(crate) note: String,
-}
-
-impl Remembered {
-    pub fn size(&self) -> u64 {
-        self.tree.size()
-    }
-}
+/// What the signer remembers of one log: the checkpoint, its signed note (with any
+/// cosignatures gathered for it) and the tree at its size (the memory every keeper of a log
+/// shares).
+pub type Remembered = crate::tlog::latest::Remembered<Frontier>;
 
 /// Why the memory cannot be used (signing stops until an operator looks).
 #[derive(Debug, thiserror::Error)]
@@ -68,7 +58,7 @@ struct Entry {
 /// The memory of every log of one key.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Memory {
-    pub(crate) logs: BTreeMap<String, Remembered>,
+    pub(crate) logs: Newest<Frontier>,
 }
 
 impl Memory {
@@ -96,11 +86,12 @@ impl Memory {
                 key.encode()
             )));
         }
-        let mut logs = BTreeMap::new();
+        let mut logs = Newest::default();
         for (origin, e) in f.logs {
             let r =
                 remembered(&origin, &e, key).map_err(|why| bad(format!("log {origin}: {why}")))?;
-            logs.insert(origin, r);
+            // One entry per origin in the file: nothing to lower.
+            let _ = logs.advance(&origin, r);
         }
         Ok(Some(Memory { logs }))
     }
@@ -152,11 +143,7 @@ fn remembered(origin: &str, e: &Entry, key: &PublicKey) -> Result<Remembered, St
         .and_then(|b| Frontier::from_bytes(e.size, &b))
         .filter(|t| t.root() == root)
         .ok_or("its right edge does not have its root")?;
-    Ok(Remembered {
-        tree,
-        root,
-        note: e.note.clone(),
-    })
+    Ok(Remembered::at(tree, e.note.clone()))
 }
 
 #[cfg(test)]
@@ -175,15 +162,8 @@ mod tests {
             size: tree.size(),
             root: tree.root(),
         };
-        let mut logs = BTreeMap::new();
-        logs.insert(
-            origin.to_owned(),
-            Remembered {
-                root: tree.root(),
-                note: k.sign(&cp),
-                tree,
-            },
-        );
+        let mut logs = Newest::default();
+        let _ = logs.advance(origin, Remembered::at(tree, k.sign(&cp)));
         Memory { logs }
     }
 

@@ -162,8 +162,10 @@ impl Signer {
         let Ok(Some(mut m)) = Memory::load(&self.state, &self.public) else {
             return;
         };
-        if let Some(r) = m.logs.get_mut(origin).filter(|r| r.size() as i64 == size) {
-            r.note = text.to_owned();
+        if m.logs.get(origin).is_some_and(|r| r.size() as i64 == size) {
+            if let Some(note) = m.logs.note_mut(origin) {
+                *note = text.to_owned();
+            }
             if let Err(e) = m.save(&self.state, &self.public) {
                 tracing::warn!(error = %e, "the cosigned checkpoint could not be kept in the signer's memory");
             }

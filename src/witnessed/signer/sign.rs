@@ -124,11 +124,7 @@ impl Meet {
                     size: f.cp.size,
                 });
             } else if self.best.as_ref().is_none_or(|b| b.size() <= f.cp.size) {
-                self.best = Some(Remembered {
-                    tree: tree.clone(),
-                    root: f.cp.root,
-                    note: f.note,
-                });
+                self.best = Some(Remembered::at(tree.clone(), f.note));
             }
         }
     }
@@ -252,11 +248,7 @@ mod tests {
                 cp,
                 note: note.clone(),
             },
-            Remembered {
-                root: t.root(),
-                tree: t,
-                note,
-            },
+            Remembered::at(t, note),
         )
     }
 

@@ -15,6 +15,7 @@ use crate::tlog::merkle::{empty_root, verify_consistency, Hash};
 use crate::tlog::note::{self, parse_decimal, Checkpoint, PublicKey};
 
 use super::state::Latest;
+use crate::tlog::latest::{step, Step};
 
 /// The most consistency proof lines a request may carry.
 const MAX_PROOF: usize = 63;
@@ -173,16 +174,18 @@ pub(crate) fn decide(
     if req.old == 0 && !req.proof.is_empty() {
         return Err(Refused::ProofFromEmpty);
     }
-    match latest {
-        Some(l) if l.size == cp.size && l.root != cp.root => return Err(Refused::Conflict),
-        Some(l) => verify_consistency(l.size, cp.size, &l.root, &cp.root, &req.proof)
+    // Never lowered: `req.old` is the size cosigned, so a smaller checkpoint was refused above.
+    match (latest, step(latest, cp.size, &cp.root)) {
+        (_, Step::OtherRoot) => return Err(Refused::Conflict),
+        (Some(l), _) => verify_consistency(l.size, cp.size, &l.root, &cp.root, &req.proof)
             .map_err(|_| Refused::Inconsistent)?,
-        None => {}
+        (None, _) => {}
     }
     Ok(Latest {
         size: cp.size,
         root: cp.root,
         note: req.note.clone(),
+        tree: (),
     })
 }
 

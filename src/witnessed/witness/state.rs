@@ -13,14 +13,9 @@ use sha2::{Digest, Sha256};
 
 use crate::tlog::merkle::Hash;
 
-/// The latest checkpoint cosigned for one origin.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Latest {
-    pub(crate) size: u64,
-    pub(crate) root: Hash,
-    /// The checkpoint's note as submitted (evidence of what the log signed).
-    pub(crate) note: String,
-}
+/// The latest checkpoint cosigned for one origin, with the note as submitted (evidence of what
+/// the log signed): the memory every keeper of a log shares, without a right edge.
+pub type Latest = crate::tlog::latest::Remembered<()>;
 
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -99,6 +94,7 @@ impl StateDir {
             size: f.size,
             root,
             note: f.note,
+            tree: (),
         }))
     }
 
@@ -132,6 +128,7 @@ mod tests {
             size: 3,
             root: [1; 32],
             note: "n".into(),
+            tree: (),
         };
         s.store("a", &l).unwrap();
         assert_eq!(s.load("a").unwrap(), Some(l));
