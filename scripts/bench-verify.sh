@@ -56,7 +56,7 @@ load "$N"
 rows=$(psql -tA "$PG/$DB" -c "select count(*) from audit.events")
 psql -q "$PG/$DB" -c "VACUUM ANALYZE" >/dev/null
 
-# The columns verify reads, in its order (src/audit/columns.rs), read out without join or order.
+# The columns verify reads, in its order (src/row/columns.rs), read out without join or order.
 COLS=$(psql -tA "$PG/$DB" -c "select string_agg(attname, ', ' order by attnum) from pg_attribute \
     where attrelid = 'audit.events'::regclass and attnum > 0 and not attisdropped")
 echo "(1) COPY of the same rows (the read ceiling) ..."

@@ -4,7 +4,7 @@
   soak_js.py URLS create-streams STREAM SUBJECTS CHECKPOINT_STREAM CHECKPOINT_SUBJECT REPLICAS
       The audit stream (file storage, the subjects the daemon would give it) and the checkpoint
       stream (file storage, deny_delete, deny_purge, no limit: what the daemon itself creates,
-      src/checkpoint/publish.rs), both with REPLICAS replicas, created here so that the soak
+      src/witnessed/signer/publish.rs), both with REPLICAS replicas, created here so that the soak
       also runs builds older than `run --stream-replicas` and `--checkpoint-replicas`.
   soak_js.py URLS stream-info STREAM
       One line: `messages first_seq last_seq replicas current_replicas`.
