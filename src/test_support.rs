@@ -106,4 +106,9 @@ pub mod witnessed {
     pub mod tree {
         pub use crate::witnessed::tree::TreeStore;
     }
+    pub mod witness {
+        pub mod add {
+            pub use crate::witnessed::witness::add::parse;
+        }
+    }
 }

@@ -4,8 +4,8 @@
 //! data, the COPY row parser and the decoder. Each gets arbitrary input and mutations of a valid
 //! input (a bit flipped, a byte inserted or deleted, a truncation, a line duplicated, bytes
 //! spliced in): none may panic, and each keeps a property of its own (a signed input that no
-//! longer opens, a parse that round-trips, a stream read the same in any chunking). Not here:
-//! the witness's request body (`add::parse`), in a module private to the witness.
+//! longer opens, a parse that round-trips, a stream read the same in any chunking). The
+//! witness's request body has its own file, `tests/hostile_witness_request.rs`.
 
 mod common;
 

@@ -8,7 +8,7 @@
 //! party it guards against: bodies, times and connections are bounded ([`http`]), nothing a
 //! client sends gets a 5xx, and every refusal is counted by status.
 
-mod add;
+pub(crate) mod add;
 mod http;
 mod state;
 
