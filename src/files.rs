@@ -57,6 +57,16 @@ pub(crate) fn replace_private(path: &Path, body: &[u8]) -> std::io::Result<()> {
     written
 }
 
+/// Reads a file that may not exist yet (a keeper's memory before its first save): `Ok(None)`
+/// when it is missing, any other failure an error (never taken as "no memory").
+pub(crate) fn read_if_present(path: &Path) -> std::io::Result<Option<String>> {
+    match std::fs::read_to_string(path) {
+        Ok(t) => Ok(Some(t)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 /// Reads a private key file, refusing one that group or others may read or write.
 pub(crate) fn read_private(path: &Path) -> std::io::Result<String> {
     let mode = std::fs::metadata(path)?.permissions().mode();

@@ -7,7 +7,11 @@
 
 use std::collections::BTreeMap;
 
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine;
+
 use super::merkle::{Frontier, Hash};
+use super::note::PublicKey;
 
 /// A checkpoint remembered as its log's newest; `E` is what its keeper keeps beside it (the
 /// tree's right edge for the signer and the auditor, nothing for the witness).
@@ -29,6 +33,30 @@ impl Remembered<Frontier> {
             note,
             tree,
         }
+    }
+}
+
+impl Remembered<Frontier> {
+    /// A remembered checkpoint read back from its keeper's file: `note` must open with `key` and
+    /// name `origin`, and `frontier` (base64) must be the right edge at the note's size, with its
+    /// root. The reason it does not hold, otherwise.
+    pub(crate) fn read(
+        origin: &str,
+        note: &str,
+        frontier: &str,
+        key: &PublicKey,
+    ) -> Result<Remembered<Frontier>, String> {
+        let cp = super::note::open(note, key).map_err(|e| format!("its note: {e}"))?;
+        if cp.origin != origin {
+            return Err(format!("its note is of {}", cp.origin));
+        }
+        let tree = B64
+            .decode(frontier)
+            .ok()
+            .and_then(|b| Frontier::from_bytes(cp.size, &b))
+            .filter(|t| t.root() == cp.root)
+            .ok_or("its right edge does not have its root")?;
+        Ok(Remembered::at(tree, note.to_owned()))
     }
 }
 

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::tlog::latest::Newest;
 use crate::tlog::merkle::Frontier;
-use crate::tlog::note::{self, PublicKey};
+use crate::tlog::note::PublicKey;
 
 use super::breaks::{Breaks, Finding, RecordedBreak};
 
@@ -73,10 +73,9 @@ impl AuditorState {
             path: path.display().to_string(),
             why,
         };
-        let text = match std::fs::read_to_string(path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(err(e.to_string())),
+        let Some(text) = crate::files::read_if_present(path).map_err(|e| err(e.to_string()))?
+        else {
+            return Ok(None);
         };
         let f: File =
             serde_json::from_str(&text).map_err(|e| err(format!("not a verify state ({e})")))?;
@@ -92,23 +91,10 @@ impl AuditorState {
         }
         let mut logs = Newest::default();
         for (origin, e) in f.logs {
-            let cp = note::open(&e.note, key)
-                .map_err(|e| err(format!("log {origin}: its note: {e}")))?;
-            if cp.origin != origin {
-                return Err(err(format!("log {origin}: its note is of {}", cp.origin)));
-            }
-            let tree = B64
-                .decode(&e.frontier)
-                .ok()
-                .and_then(|b| Frontier::from_bytes(cp.size, &b))
-                .filter(|t| t.root() == cp.root)
-                .ok_or_else(|| {
-                    err(format!(
-                        "log {origin}: its right edge does not have its root"
-                    ))
-                })?;
+            let r = Checked::read(&origin, &e.note, &e.frontier, key)
+                .map_err(|why| err(format!("log {origin}: {why}")))?;
             // One entry per origin in the file: nothing to lower.
-            let _ = logs.advance(&origin, Checked::at(tree, e.note));
+            let _ = logs.advance(&origin, r);
         }
         Ok(Some(AuditorState {
             logs,

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::tlog::latest::Newest;
 use crate::tlog::merkle::{Frontier, Hash};
-use crate::tlog::note::{self, PublicKey};
+use crate::tlog::note::PublicKey;
 
 /// The format name a state file carries.
 const FORMAT: &str = "event-audit-signer-state/1";
@@ -69,10 +69,9 @@ impl Memory {
             path: shown.clone(),
             why,
         };
-        let text = match std::fs::read_to_string(path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(bad(e.to_string())),
+        let Some(text) = crate::files::read_if_present(path).map_err(|e| bad(e.to_string()))?
+        else {
+            return Ok(None);
         };
         let f: File =
             serde_json::from_str(&text).map_err(|e| bad(format!("not a signer state ({e})")))?;
@@ -125,25 +124,19 @@ impl Memory {
     }
 }
 
-/// One log's entry, checked: the note opens with the key, names this origin, size and root, and
-/// the right edge has that root.
+/// One log's entry, checked: the note opens with the key and names this origin, the right edge
+/// has its size and root, and the size and root the file states are the note's.
 fn remembered(origin: &str, e: &Entry, key: &PublicKey) -> Result<Remembered, String> {
-    let cp = note::open(&e.note, key).map_err(|e| format!("its note: {e}"))?;
+    let r = Remembered::read(origin, &e.note, &e.frontier, key)?;
     let root = B64
         .decode(&e.root)
         .ok()
         .and_then(|r| Hash::try_from(r).ok())
         .ok_or("its root is not 32 bytes of base64")?;
-    if cp.origin != origin || cp.size != e.size || cp.root != root {
+    if r.size != e.size || r.root != root {
         return Err("its note does not sign its origin, size and root".into());
     }
-    let tree = B64
-        .decode(&e.frontier)
-        .ok()
-        .and_then(|b| Frontier::from_bytes(e.size, &b))
-        .filter(|t| t.root() == root)
-        .ok_or("its right edge does not have its root")?;
-    Ok(Remembered::at(tree, e.note.clone()))
+    Ok(r)
 }
 
 #[cfg(test)]

@@ -70,10 +70,8 @@ impl StateDir {
     /// error (never taken as "no state": that would let a log start over).
     pub fn load(&self, origin: &str) -> std::io::Result<Option<Latest>> {
         let path = self.path(origin);
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(e),
+        let Some(text) = crate::files::read_if_present(&path)? else {
+            return Ok(None);
         };
         let bad = |why: &str| {
             std::io::Error::new(
