@@ -151,8 +151,7 @@ fn the_checks_find_what_they_are_for() {
 #[test]
 fn sql_lives_only_in_the_database_rooms() {
     for (file, m, _) in graph() {
-        let text = std::fs::read_to_string(&file).expect("read");
-        let code: String = text.split("#[cfg(test)]").next().unwrap_or("").to_owned();
+        let code = scan::code_of(&file);
         let sql = ["sqlx::query", "copy_in_raw", "query_as(", "query_scalar("]
             .iter()
             .any(|n| code.contains(n));

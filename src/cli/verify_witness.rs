@@ -83,22 +83,18 @@ pub(crate) async fn report(
 /// This run's first break, to be remembered: the chain's first, else the witness's.
 fn finding(chain: &VerifyReport, w: &WitnessReport) -> Option<crate::verify::breaks::Finding> {
     use crate::verify::breaks::Finding;
-    let witness_breaks = i64::from(!w.ok);
-    if let Some(b) = chain.breaks.first().filter(|_| !chain.ok) {
-        return Some(Finding {
-            why: b.why.clone(),
-            stream: b.stream.clone(),
-            stream_seq: b.stream_seq,
-            link: b.link,
-            checkpoint: None,
-            breaks_total: chain.breaks_total + witness_breaks,
-        });
-    }
     if !chain.ok {
+        let b = chain.breaks.first();
         return Some(Finding {
-            why: chain.first_break.clone().unwrap_or_default(),
-            breaks_total: chain.breaks_total + witness_breaks,
-            ..Default::default()
+            why: b.map_or_else(
+                || chain.first_break.clone().unwrap_or_default(),
+                |b| b.why.clone(),
+            ),
+            stream: b.and_then(|b| b.stream.clone()),
+            stream_seq: b.and_then(|b| b.stream_seq),
+            link: b.and_then(|b| b.link),
+            checkpoint: None,
+            breaks_total: chain.breaks_total + i64::from(!w.ok),
         });
     }
     (!w.ok).then(|| Finding {

@@ -21,14 +21,14 @@ use serde::Serialize;
 use super::auditor::{AuditorState, Checked, Memory, StateError};
 use super::breaks::{AckError, RecordedBreak};
 pub use super::tree_sink::TreeSink;
+use crate::db::DbError;
 use crate::tlog::merkle::{self, Frontier, MemTree};
 use crate::tlog::note::{self, Checkpoint, PublicKey, REVERDICTS_SUFFIX};
 use crate::witnessed::signer::CheckpointError;
+use crate::witnessed::tree::TreeStore;
 use trusted::{against_state, none_trusted, sort_out, split_views};
 
 mod trusted;
-use crate::db::DbError;
-use crate::witnessed::tree::TreeStore;
 
 /// A checkpoint not trusted, and why.
 #[derive(Debug, Clone, Serialize)]

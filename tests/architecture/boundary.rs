@@ -6,11 +6,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-/// The code of a file, its tests left out.
-fn code_of(file: &Path) -> String {
-    let text = std::fs::read_to_string(file).expect("read");
-    text.split("#[cfg(test)]").next().unwrap_or("").to_owned()
-}
+use super::scan::code_of;
 
 /// The file of module `name` declared in `file`.
 fn child(file: &Path, name: &str) -> Option<PathBuf> {

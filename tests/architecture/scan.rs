@@ -251,6 +251,12 @@ pub const IO: &[&str] = &[
     "File::",
 ];
 
+/// The code of a file, its tests left out.
+pub fn code_of(file: &Path) -> String {
+    let text = std::fs::read_to_string(file).expect("read");
+    text.split("#[cfg(test)]").next().unwrap_or("").to_owned()
+}
+
 /// Files of `rooms` whose code (tests aside) names an I/O path.
 pub fn io_in(g: &[(PathBuf, String, BTreeSet<String>)], rooms: &[&str]) -> Vec<String> {
     let mut out = Vec::new();
@@ -262,8 +268,7 @@ pub fn io_in(g: &[(PathBuf, String, BTreeSet<String>)], rooms: &[&str]) -> Vec<S
         {
             continue;
         }
-        let text = std::fs::read_to_string(file).expect("read");
-        let code = text.split("#[cfg(test)]").next().unwrap_or("");
+        let code = code_of(file);
         for io in IO {
             if code.contains(io) {
                 out.push(format!("{} ({m}) does I/O: `{io}`", file.display()));
