@@ -163,7 +163,7 @@ impl World {
         );
         let mut sizes = Vec::new();
         for seq in info.state.first_sequence..=info.state.last_sequence {
-            let m = s.get_raw_message(seq).await.expect("checkpoint message");
+            let m = raw_message(&s, seq).await;
             let note = String::from_utf8_lossy(&m.payload).into_owned();
             let mut lines = note.lines();
             if lines.next() == Some(ORIGIN) {
@@ -396,4 +396,26 @@ async fn a_rolling_restart_of_every_node_under_load_loses_and_doubles_nothing() 
     w.assert_nothing_acked_unwritten(&js).await;
     d.stop_cleanly(Duration::from_secs(60)).await;
     w.assert_logged_once(&js, n).await;
+}
+
+/// Message `seq` of `stream`, read again while the cluster answers 503 ("JetStream system
+/// temporarily unavailable": a leader being elected after the nodes came back), for at most 30 s;
+/// any other error, or a 503 past that, fails the test.
+async fn raw_message(
+    stream: &jetstream::stream::Stream,
+    seq: u64,
+) -> jetstream::message::StreamMessage {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        match stream.get_raw_message(seq).await {
+            Ok(m) => return m,
+            Err(e)
+                if e.to_string().contains("temporarily unavailable")
+                    && std::time::Instant::now() < deadline =>
+            {
+                tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+            }
+            Err(e) => panic!("checkpoint message {seq}: {e}"),
+        }
+    }
 }
