@@ -3,10 +3,12 @@
 # ingest run (scripts/bench-ingest.sh, PEER=0) with checkpoints off, signed (a checkpoint a
 # second: the signer's consistency check against its memory, the note stored and published),
 # and witnessed (the same, and each checkpoint submitted to a local `witness serve`, with its
-# consistency proof, and published only once cosigned). Rounds alternate the modes, so that a
-# drift of the machine spreads over all three. Each run gets fresh keys, a fresh witness state
+# consistency proof, and published only once cosigned), and tiled (signed, and the log written as
+# C2SP tlog-tiles to --tiles-dir at each checkpoint). Rounds alternate the modes, so that a
+# drift of the machine spreads over all of them. Each run gets fresh keys, a fresh witness state
 # and its own checkpoint stream; the witness's cosignature count is printed as proof it served.
-# Usage: scripts/bench-witness.sh [N] [ROUNDS]   (default 200000 messages, 2 rounds)
+# Usage: scripts/bench-witness.sh [N] [ROUNDS]   (default 200000 messages, 2 rounds; MODES="signed tiled"
+#        runs only those)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-200000}
@@ -30,6 +32,9 @@ run_mode() {  # mode round -> prints "mode events/s [cosignatures]"
         "$BIN" keygen --out "$d/log" --database-url "$PG/ea_bench_witness" >/dev/null 2>&1
         args="--signing-key-file $d/log.key --checkpoint-interval 1s --checkpoint-stream $stream"
     fi
+    if [ "$mode" = tiled ]; then
+        args="$args --tiles-dir $d/tiles"
+    fi
     if [ "$mode" = witnessed ]; then
         "$BIN" keygen --witness --name bench.example/w1 --out "$d/w" >/dev/null 2>&1
         "$BIN" witness serve --key "$d/w.key" --log-key "$d/log.pub" --state-dir "$d/ws" \
@@ -50,11 +55,13 @@ run_mode() {  # mode round -> prints "mode events/s [cosignatures]"
         cosigned=" cosigned=$cosigned"
     fi
     [ "$mode" != off ] && "$BIN" bench delete-stream --stream "$stream" >/dev/null 2>&1 || true
-    echo "$mode ${rate:-?}$cosigned"
+    local tiled=""
+    [ "$mode" = tiled ] && tiled=" tiles_size=$(sed -n 2p "$d/tiles/checkpoint" 2>/dev/null || echo none)"
+    echo "$mode ${rate:-?}$cosigned$tiled"
 }
 
 for round in $(seq "$ROUNDS"); do
-    for mode in off signed witnessed; do
+    for mode in ${MODES:-off signed tiled witnessed}; do
         run_mode "$mode" "$round"
     done
 done | tee "$WORK/results"
@@ -66,8 +73,9 @@ for line in open(sys.argv[1]):
     if len(parts) >= 2 and parts[1] != "?":
         rates.setdefault(parts[0], []).append(float(parts[1]))
 off = statistics.median(rates.get("off", [0])) or 1
-for mode in ("off", "signed", "witnessed"):
+signed = statistics.median(rates.get("signed", [0])) or 1
+for mode in ("off", "signed", "tiled", "witnessed"):
     if mode in rates:
         m = statistics.median(rates[mode])
-        print(f"{mode:10s} median {m:9.0f} events/s  {m / off:.3f} of off")
+        print(f"{mode:10s} median {m:9.0f} events/s  {m / off:.3f} of off  {m / signed:.3f} of signed")
 PY

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the tests need, only when missing (idempotent): promtool and prometheus (alert
-# rules, live scrape), chromium (reports rendered headless), curl, and Python's `cryptography`
+# rules, live scrape), chromium (reports rendered headless), curl, Go with golang.org/x/mod
+# (Go's sumdb/tlog checks the log's tiles in tests/tiles_interop.rs), and Python's `cryptography`
 # (the independent evidence-bundle verifier). Needs root for apt-get.
 set -euo pipefail
 need=()
@@ -8,6 +9,8 @@ command -v promtool >/dev/null || need+=(prometheus)
 command -v chromium >/dev/null || need+=(chromium fonts-dejavu-core)
 command -v curl >/dev/null || need+=(curl)
 command -v python3 >/dev/null || need+=(python3)
+command -v go >/dev/null || need+=(golang-go)
+[ -d /usr/share/gocode/src/golang.org/x/mod/sumdb/tlog ] || need+=(golang-golang-x-mod-dev)
 if [ ${#need[@]} -gt 0 ]; then
     echo "installing test dependencies: ${need[*]}" >&2
     apt-get update -qq

@@ -175,7 +175,7 @@ impl App {
         // Background tasks end when ingest has ended; HTTP last, after the acks are flushed.
         let background = CancellationToken::new();
         let http_stop = CancellationToken::new();
-        let router = http_router(&db, &health, &metrics, report_token);
+        let router = http_router(&db, &health, &metrics, report_token, &settings);
         tracing::info!(%address, "HTTP listening (/ lists the endpoints)");
         tasks.spawn(crate::server::serve(
             listener,
@@ -221,6 +221,7 @@ fn http_router(
     health: &Arc<Health>,
     metrics: &Metrics,
     report_token: crate::server::reports::ReportToken,
+    settings: &Settings,
 ) -> axum::Router {
     if report_token.is_none() {
         tracing::info!("report endpoints are open: no report token configured (EVENT_AUDIT_REPORT_TOKEN or --report-token-file)");
@@ -229,7 +230,12 @@ fn http_router(
         store: ReconcileStore::new(db.clone()),
         token: report_token,
     };
-    crate::server::router(health.clone(), metrics.registry.clone(), reports)
+    crate::server::router(
+        health.clone(),
+        metrics.registry.clone(),
+        reports,
+        settings.witness.tiles_dir.clone(),
+    )
 }
 
 /// The ingest pipeline, once the catalogue's fingerprint is recorded (a failure to record it

@@ -8,6 +8,7 @@ mod catalogue;
 mod decode;
 mod drift;
 mod keygen;
+mod mirror;
 mod output;
 mod prove;
 mod reconcile;
@@ -69,6 +70,10 @@ pub enum Command {
         #[command(subcommand)]
         action: witness::WitnessAction,
     },
+    /// The auditor's mirror (C2SP tlog-mirror, pulling): copy every leaf of a log from its
+    /// tiles, checked against its signed checkpoint (exit 1 on a rollback or fork, with both
+    /// notes; 2 when it could not mirror). No PostgreSQL, no NATS.
+    Mirror(mirror::MirrorArgs),
     /// Write an evidence bundle (JSON) proving one event, or an account's events, against the
     /// latest witnessed checkpoint.
     Prove(prove::ProveArgs),
@@ -189,6 +194,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::VerifyProof(args) => verify_proof::run(args),
         Command::Keygen(args) => keygen::run(args),
         Command::Witness { action } => witness::run(action),
+        Command::Mirror(args) => mirror::run(args),
         Command::Prove(args) => prove::run(args),
         Command::Reconcile(args) => reconcile::run(args),
         Command::Batch { action } => batch::run(action),

@@ -55,6 +55,9 @@ fn addr(s: &str) -> SocketAddr {
 pub struct VerifySettings {
     /// Do not ask NATS for the streams' state (no completeness report).
     pub skip_completeness: bool,
+    /// An auditor's mirror (`event-audit mirror --dir`): every row's hash at its leaf index is
+    /// checked against the mirror's entry, and leaves the database lost are named.
+    pub mirror: Option<std::path::PathBuf>,
 }
 
 /// PostgreSQL.

@@ -1,9 +1,11 @@
-//! The HTTP listener: an index at `/`, health (`/healthz`, `/readyz`), `/metrics`, and the
-//! reconciliation reports ([`reports`]); each router has its own state.
+//! The HTTP listener: an index at `/`, health (`/healthz`, `/readyz`), `/metrics`, the log's
+//! tiles under `/log/` ([`log`]), and the reconciliation reports ([`reports`]); each router has
+//! its own state.
 
 mod health;
 pub(crate) mod limits;
 pub(crate) mod links;
+pub(crate) mod log;
 pub(crate) mod reports;
 
 use std::sync::atomic::Ordering;
@@ -30,9 +32,12 @@ pub(crate) fn router(
     health: Arc<Health>,
     registry: Registry,
     reports: reports::ReportState,
+    tiles: Option<std::path::PathBuf>,
 ) -> Router {
+    let log = tiles.map_or_else(Router::new, log::router);
     Router::new()
         .route("/", get(index))
+        .merge(log)
         .merge(health::router(health))
         .merge(
             Router::new()
@@ -75,6 +80,7 @@ const INDEX: &str = r#"<!doctype html>
 <li><a href="/healthz">/healthz</a>: the process answers</li>
 <li><a href="/readyz">/readyz</a>: NATS, PostgreSQL and the consumer are working (503 with the failing part otherwise)</li>
 <li><a href="/metrics">/metrics</a>: Prometheus metrics</li>
+<li><a href="/log/checkpoint">/log/checkpoint</a>, <code>/log/tile/&lt;L&gt;/&lt;N&gt;</code>, <code>/log/tile/entries/&lt;N&gt;</code>: the log as C2SP tlog-tiles, when the daemon writes tiles (<code>--tiles-dir</code>)</li>
 <li><a href="/reports/reconciliation?format=html">/reports/reconciliation</a>: the latest reconciliation run (<code>?run=ID</code>, <code>?format=json|csv|html</code>)</li>
 <li><a href="/reports/reconciliation/runs">/reports/reconciliation/runs</a>: run history (<code>?batch=NAME</code>)</li>
 <li><code>/reports/reconciliation/diff?from=A&amp;to=B</code> (or <code>?batch=NAME</code>): accounts whose verdict changed between two runs (<code>?format=json|html</code>)</li>

@@ -6,6 +6,11 @@
 pub mod bus {
     pub use crate::bus::Bus;
 }
+pub mod config {
+    pub mod layer {
+        pub use crate::config::layer::{load, LoadError};
+    }
+}
 pub mod db {
     pub use crate::db::Db;
 }
@@ -89,6 +94,9 @@ pub mod telemetry {
 }
 pub mod verify {
     pub use crate::verify::VerifyStore;
+    pub mod auditor {
+        pub use crate::verify::auditor::AuditorState;
+    }
     pub mod copy {
         pub use crate::verify::copy::Tuples;
     }
@@ -102,6 +110,12 @@ pub mod witnessed {
     }
     pub mod signer {
         pub use crate::witnessed::signer::{publish, read_witness, Signer};
+        pub mod memory {
+            pub use crate::witnessed::signer::memory::Memory;
+        }
+    }
+    pub mod tiles {
+        pub use crate::witnessed::tiles::TileDir;
     }
     pub mod tree {
         pub use crate::witnessed::tree::TreeStore;

@@ -4,12 +4,13 @@
 //! order; [`gaps`] reports which stream sequences the log holds and why the others are missing.
 //! Its SQL is in [`store`]; it opens the database as a reader (never creates, never migrates).
 
-mod auditor;
+pub(crate) mod auditor;
 pub(crate) mod breaks;
 pub mod copy;
 mod findings;
 pub(crate) mod gaps;
 pub(crate) mod metrics;
+pub(crate) mod mirror;
 pub(crate) mod reverdicts;
 pub(crate) mod rows;
 pub mod store;

@@ -6,5 +6,6 @@
 
 pub mod metrics;
 pub mod signer;
+pub mod tiles;
 pub mod tree;
 pub(crate) mod witness;

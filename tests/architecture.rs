@@ -57,7 +57,7 @@ const LAYERS: &[&[&str]] = &[
     &["cli", "test_support"],
     &["dev"],
     &["evidence", "app"],
-    &["verify"],
+    &["verify", "mirror"],
     &["witnessed"],
     &["server"],
     &["ingest", "reconcile", "evolution"],
@@ -258,11 +258,14 @@ const BOUNDARY: &[&str] = &[
     "tlog::merkle",
     "tlog::note",
     "tlog::tile",
+    "tlog::tile::build",
+    "tlog::tile::read",
 ];
 
 /// The public items those modules declare at their top level, at most (132 when the boundary
-/// was drawn; the crate's root and `test_support` included).
-const MAX_PUBLIC_ITEMS: usize = 140;
+/// was drawn; the crate's root and `test_support` included; 18 more when the C2SP tlog-tiles
+/// format, its builder and its reader joined the public formats).
+const MAX_PUBLIC_ITEMS: usize = 160;
 
 #[test]
 fn the_public_api_is_the_boundary_lib_rs_states() {

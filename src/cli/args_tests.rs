@@ -99,6 +99,7 @@ fn every_settings_id_is_a_settings_path() {
         "simulator.api_key_file",
         "witness.signing_key_file",
         "witness.checkpoint_dir",
+        "witness.tiles_dir",
         "witness.origin",
         "witness.public_key",
         "witness.state_file",

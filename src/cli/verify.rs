@@ -44,6 +44,12 @@ pub struct VerifyGroup {
     )]
     #[serde(skip_serializing_if = "is_false")]
     pub(crate) skip_completeness: bool,
+    /// An auditor's mirror directory (`event-audit mirror --dir`), or a copy of the log's
+    /// tiles: every row's hash must equal the mirror's entry at its leaf index; leaves the
+    /// mirror holds and the database lost are named. Needs no witness.
+    #[arg(long, id = "verify.mirror", env = "EVENT_AUDIT_VERIFY_MIRROR")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) mirror: Option<std::path::PathBuf>,
 }
 
 pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
@@ -111,6 +117,22 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
                 super::verify_witness::report(p, sink, parts, &mut doc).await?
             }
             _ => (ExitCode::SUCCESS, None),
+        };
+        let code = match &settings.verify.mirror {
+            Some(dir) => {
+                let key = settings.witness.public_key.as_deref();
+                let m = match crate::verify::mirror::check(&store, &trees, dir, key).await {
+                    Ok(m) => m,
+                    Err(e) => {
+                        eprintln!("event-audit: could not verify against the mirror: {e}");
+                        return Ok(ExitCode::from(2));
+                    }
+                };
+                eprintln!("{}", m.line());
+                doc["mirror"] = serde_json::to_value(&m)?;
+                if m.holds() { code } else { ExitCode::from(1) }
+            }
+            None => code,
         };
         println!("{doc}");
         if report.standby.is_none() {

@@ -1,7 +1,9 @@
-//! `event-audit verify-proof BUNDLE --public-key FILE [--origin NAME] [--witness-policy FILE]`:
-//! checks an evidence bundle offline (no database, no NATS): exit 0 proven, 1 rejected (naming
-//! what failed), 2 unusable input (a file, key or policy that cannot be read, a bundle whose
-//! JSON or shape is not a bundle's).
+//! `event-audit verify-proof BUNDLE --public-key FILE [--origin NAME] [--witness-policy FILE]
+//! [--tiles URL|DIR]`: checks an evidence bundle offline (no database, no NATS): exit 0 proven,
+//! 1 rejected (naming what failed), 2 unusable input (a file, key or policy that cannot be read,
+//! a bundle whose JSON or shape is not a bundle's; with `--tiles`, tiles that cannot be read,
+//! are behind the bundle or do not make their own signed root). With `--tiles`, each entry's
+//! inclusion is read from a mirror's (or the log's) tiles instead of the bundle's proof hashes.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -9,6 +11,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 
 use crate::evidence::bundle::{self, Expect};
+use crate::mirror::proof::{tiles_for_bundle, TreeTiles};
 use crate::tlog::cosign::WitnessPolicy;
 use crate::tlog::note::PublicKey;
 
@@ -27,7 +30,16 @@ pub struct VerifyProofArgs {
     /// the checkpoint must carry the quorum of valid cosignatures by its witnesses.
     #[arg(long)]
     pub(crate) witness_policy: Option<PathBuf>,
+    /// Read each entry's inclusion from these tiles instead of the bundle's proof hashes: a
+    /// mirror's directory or URL (`event-audit mirror --dir`), or the log's tlog-tiles prefix
+    /// (`http(s)://host:port/log`, a directory). Their checkpoint must be signed by the log's
+    /// key and hold at least the bundle's tree.
+    #[arg(long, value_name = "URL|DIR")]
+    pub(crate) tiles: Option<String>,
 }
+
+/// How long each request for `--tiles` may take.
+const TILES_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Reads a witness policy file (`prove` and `verify-proof`).
 pub(crate) fn read_policy(path: &Path) -> anyhow::Result<WitnessPolicy> {
@@ -67,7 +79,21 @@ pub fn run(args: VerifyProofArgs) -> anyhow::Result<ExitCode> {
         origin: args.origin.clone(),
         policy,
     };
-    match bundle::check(&text, Some(&key), &expect) {
+    let tiles = match &args.tiles {
+        Some(at) => match tiles_for(at, &key, &text) {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("UNUSABLE: {e:#}");
+                return Ok(ExitCode::from(2));
+            }
+        },
+        None => None,
+    };
+    let checked = match &tiles {
+        Some(t) => bundle::check_against_tiles(&text, &key, &expect, &t.reader()),
+        None => bundle::check(&text, Some(&key), &expect),
+    };
+    match checked {
         Ok(p) => {
             println!("{}", serde_json::to_string(&p)?);
             eprintln!(
@@ -81,6 +107,12 @@ pub fn run(args: VerifyProofArgs) -> anyhow::Result<ExitCode> {
                     .map(|w| format!(", cosigned by {}", w.join(", ")))
                     .unwrap_or_default()
             );
+            if let Some(t) = &tiles {
+                eprintln!(
+                    "inclusion read from the tiles at {} (tree size {}), not from the bundle's proof hashes",
+                    t.at, t.size
+                );
+            }
             Ok(ExitCode::SUCCESS)
         }
         Err(e) if e.exit_code() == 2 => {
@@ -92,4 +124,25 @@ pub fn run(args: VerifyProofArgs) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::from(1))
         }
     }
+}
+
+/// The tiles at `at` a bundle's check reads; `None` when the bundle's shape or signature does
+/// not let it say which (its check then says why).
+fn tiles_for(at: &str, key: &PublicKey, text: &str) -> anyhow::Result<Option<TreeTiles>> {
+    let Ok(b) = bundle::read(text) else {
+        return Ok(None);
+    };
+    let Ok(cp) = crate::tlog::note::open(&b.checkpoint, key) else {
+        return Ok(None);
+    };
+    let leaves: Vec<u64> = b.entries.iter().map(|e| e.leaf_index).collect();
+    let tiles = super::runtime()?.block_on(tiles_for_bundle(
+        at,
+        key,
+        &cp.origin,
+        cp.size,
+        &leaves,
+        TILES_TIMEOUT,
+    ))?;
+    Ok(Some(tiles))
 }

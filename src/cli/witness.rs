@@ -54,6 +54,13 @@ pub struct ServerArgs {
         env = "EVENT_AUDIT_WITNESS_LISTEN"
     )]
     pub(crate) listen: Option<SocketAddr>,
+    /// How long one connection may stay open; then it closes after its request in progress.
+    #[arg(
+        long = "max-connection-age",
+        id = "witness_server.max_connection_age",
+        env = "EVENT_AUDIT_WITNESS_MAX_CONNECTION_AGE"
+    )]
+    pub(crate) max_connection_age: Option<crate::config::Dur>,
 }
 
 pub fn run(action: WitnessAction) -> anyhow::Result<ExitCode> {

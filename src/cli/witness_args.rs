@@ -40,6 +40,10 @@ pub struct SignerArgs {
         env = "EVENT_AUDIT_CHECKPOINT_REPLICAS"
     )]
     pub(crate) checkpoint_replicas: Option<usize>,
+    /// Directory the log is written to as C2SP tlog-tiles at each published checkpoint (tiles,
+    /// then the checkpoint) and served from under /log/; an existing log is backfilled first.
+    #[arg(long, id = "witness.tiles_dir", env = "EVENT_AUDIT_TILES_DIR")]
+    pub(crate) tiles_dir: Option<PathBuf>,
     #[command(flatten)]
     #[serde(flatten)]
     pub(crate) policy: PolicyArg,

@@ -107,8 +107,9 @@ pub(crate) const WITNESS_LISTEN: &str = "127.0.0.1:9189";
 pub(crate) const WITNESS_MAX_BODY: usize = 8 * 1024;
 /// How long the witness waits for a request body once its head arrived (408 after it).
 pub(crate) const WITNESS_BODY_TIMEOUT: Dur = Dur::secs(10);
-/// How long one connection to the witness may stay open: then it closes after the request in
-/// progress (a client reconnects; a hostile one cannot hold a connection forever).
+/// How long one connection to the witness may stay open (`witness_server.max_connection_age`):
+/// then it closes after the request in progress (a client reconnects; a hostile one cannot hold
+/// a connection forever).
 pub(crate) const WITNESS_CONNECTION_AGE: Dur = Dur::secs(300);
 /// The prefix of the default origin: `event-audit/<database name>/<random>`.
 pub(crate) const ORIGIN_PREFIX: &str = "event-audit/";

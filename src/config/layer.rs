@@ -19,8 +19,19 @@ pub enum LoadError {
     Parse { path: String, message: String },
     #[error("option {0}")]
     Override(String),
-    #[error("invalid settings: {0}")]
-    Invalid(#[from] ConfigError),
+    #[error("invalid settings{}: {source}", in_file(.file))]
+    Invalid {
+        /// The config file the settings came from, if any (flags and environment override it).
+        file: Option<String>,
+        #[source]
+        source: ConfigError,
+    },
+}
+
+fn in_file(file: &Option<String>) -> String {
+    file.as_ref()
+        .map(|p| format!(" (config file {p}, then environment and flags)"))
+        .unwrap_or_default()
 }
 
 /// Settings from the defaults, then the file (if any), then `overrides` (a tree with the shape
@@ -35,13 +46,46 @@ pub fn load(file: Option<&Path>, overrides: toml::Table) -> Result<Settings, Loa
             })?;
             toml::from_str(&text).map_err(|e| LoadError::Parse {
                 path: path.display().to_string(),
-                message: e.to_string(),
+                message: parse_message(&text, &e),
             })?
         }
     };
     let settings = apply(base, overrides)?;
-    settings.validate()?;
+    settings.validate().map_err(|source| LoadError::Invalid {
+        file: file.map(|p| p.display().to_string()),
+        source,
+    })?;
     Ok(settings)
+}
+
+/// Where the file is wrong and what TOML or the settings' types say of it, without the text:
+/// no line of the file (it may hold a database or NATS URL with its password), and no string
+/// value a type error would quote.
+fn parse_message(text: &str, e: &toml::de::Error) -> String {
+    let mut message = e.message().trim().replace('\n', "; ");
+    for kind in ["invalid type: string \"", "invalid value: string \""] {
+        if let Some(at) = message.find(kind) {
+            let quoted = &message[at + kind.len() - 1..];
+            let end = quoted.rfind("\", expected").map_or(quoted.len(), |i| i + 1);
+            message.replace_range(
+                at + kind.len() - 1..at + kind.len() - 1 + end,
+                "(not shown)",
+            );
+        }
+    }
+    match e.span() {
+        Some(span) => {
+            let before = &text.as_bytes()[..span.start.min(text.len())];
+            let line = before.iter().filter(|b| **b == b'\n').count() + 1;
+            let start = before
+                .iter()
+                .rposition(|b| *b == b'\n')
+                .map_or(0, |i| i + 1);
+            let column = before.len() - start + 1;
+            format!("line {line}, column {column}: {message}")
+        }
+        None => message,
+    }
 }
 
 /// `base` with `overrides` merged in (tables merge, other values replace).
@@ -168,6 +212,37 @@ mod tests {
             .expect_err("bad duration")
             .to_string();
         assert!(err.contains("parsecs"), "{err}");
+    }
+
+    #[test]
+    fn errors_name_the_file_and_place_but_never_quote_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("ea.toml");
+        let load_err = |text: &str| {
+            std::fs::write(&path, text).expect("write");
+            let e = load(Some(&path), toml::Table::new()).expect_err("refused");
+            e.to_string()
+        };
+        // An unterminated string: before, the error showed the line with the password.
+        let err = load_err("[database]\nurl = \"postgres://audit:hunter2@db/audit\n");
+        assert!(
+            err.contains("ea.toml") && err.contains("line 2, column"),
+            "{err}"
+        );
+        assert!(!err.contains("hunter2"), "{err}");
+        // A string where another type belongs: the type is named, the string is not.
+        let err = load_err("[database]\nconnections = \"postgres://audit:hunter2@db/a\"\n");
+        assert!(
+            err.contains("invalid type: string (not shown), expected"),
+            "{err}"
+        );
+        assert!(!err.contains("hunter2"), "{err}");
+        // A value refused by validation names the file it came from.
+        let err = load_err("[ingest]\nbatch_size = 0\n");
+        assert!(
+            err.contains("ea.toml") && err.contains("ingest.batch_size"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -221,6 +221,12 @@ impl Settings {
             1024,
             1 << 20,
         );
+        c.dur(
+            "witness_server.max_connection_age",
+            self.witness_server.max_connection_age,
+            Dur::secs(1),
+            Dur::secs(86_400),
+        );
     }
 
     /// The platform's REST API: URL, timeouts, concurrency, rate and retries.

@@ -22,6 +22,9 @@ pub struct WitnessServerSettings {
     pub state_dir: Option<PathBuf>,
     /// Listen address of `POST /add-checkpoint` and `/metrics`.
     pub listen: std::net::SocketAddr,
+    /// How long one connection may stay open: then it closes after its request in progress
+    /// (a client reconnects; a hostile one cannot hold a connection forever).
+    pub max_connection_age: Dur,
 }
 
 impl Default for WitnessServerSettings {
@@ -33,6 +36,7 @@ impl Default for WitnessServerSettings {
             listen: defaults::WITNESS_LISTEN
                 .parse()
                 .unwrap_or_else(|_| std::net::SocketAddr::from(([127, 0, 0, 1], 0))),
+            max_connection_age: defaults::WITNESS_CONNECTION_AGE,
         }
     }
 }
@@ -50,6 +54,9 @@ pub struct WitnessSettings {
     pub checkpoint_replicas: usize,
     /// A directory each checkpoint is also written to (one file per checkpoint).
     pub checkpoint_dir: Option<PathBuf>,
+    /// Where the daemon writes the log as C2SP tlog-tiles at each published checkpoint (and
+    /// serves it under `/log/`); an existing log is backfilled on the first round.
+    pub tiles_dir: Option<PathBuf>,
     /// The log's name in its checkpoints; default: the signing key's name (which `keygen`
     /// makes `event-audit/<database name>`).
     pub origin: Option<String>,
@@ -86,6 +93,7 @@ impl Default for WitnessSettings {
             checkpoint_stream: defaults::CHECKPOINT_STREAM.into(),
             checkpoint_replicas: defaults::CHECKPOINT_REPLICAS,
             checkpoint_dir: None,
+            tiles_dir: None,
             origin: None,
             public_key: None,
             full: false,

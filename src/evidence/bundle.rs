@@ -17,8 +17,9 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::tlog::cosign::{PolicyError, WitnessPolicy};
-use crate::tlog::merkle::{self, Hash, ProofError};
+use crate::tlog::merkle::{self, Hash, Node, ProofError};
 use crate::tlog::note::{self, NoteError, PublicKey};
+use crate::tlog::tile::read::{ReadError, TileReader};
 use fields::FieldFault;
 use json::Json;
 use leaf::LeafError;
@@ -46,6 +47,10 @@ pub enum EntryFault {
     Field(FieldFault),
     #[error("inclusion_proof: a proof hash is not 32 bytes")]
     ProofHash,
+    #[error("tiles: the log's tiles hold another leaf hash at index {leaf} than SHA-256(0x00 ‖ row hash)")]
+    TileLeaf { leaf: u64 },
+    #[error("tiles: {0}")]
+    TileRead(ReadError),
     #[error("inclusion proof of leaf {leaf} does not lead to the root of tree size {size}: {why}")]
     Proof {
         leaf: u64,
@@ -65,6 +70,8 @@ pub enum BundleError {
     Origin { got: String, want: String },
     #[error("witness policy: {0}")]
     Policy(PolicyError),
+    #[error("tiles: the log's tiles make another root for tree size {size} than the bundle's signed checkpoint (the tiles hold another tree)")]
+    TilesRoot { size: u64 },
     #[error("entry {index} (stream {stream} seq {seq}): {fault}")]
     Entry {
         index: usize,
@@ -117,7 +124,32 @@ fn unhex(s: &str) -> Option<Hash> {
     Some(out)
 }
 
-fn check_entry(e: &Entry, size: u64, root: &Hash) -> Result<(), EntryFault> {
+/// The inclusion proof of `index` in the tree of `size` read from the tiles, once the tiles'
+/// leaf there is `leaf` (an index outside the tree: no proof, which the check rejects).
+fn proof_from_tiles(
+    t: &TileReader<'_>,
+    index: u64,
+    size: u64,
+    leaf: &Hash,
+) -> Result<Vec<Hash>, EntryFault> {
+    if index >= size {
+        return Ok(Vec::new());
+    }
+    let at = t
+        .node(Node { level: 0, index })
+        .map_err(EntryFault::TileRead)?;
+    if &at != leaf {
+        return Err(EntryFault::TileLeaf { leaf: index });
+    }
+    t.inclusion(index, size).map_err(EntryFault::TileRead)
+}
+
+fn check_entry(
+    e: &Entry,
+    size: u64,
+    root: &Hash,
+    tiles: Option<&TileReader<'_>>,
+) -> Result<(), EntryFault> {
     let data = B64
         .decode(&e.leaf_data)
         .map_err(|_| EntryFault::Base64("leaf_data"))?;
@@ -137,17 +169,20 @@ fn check_entry(e: &Entry, size: u64, root: &Hash) -> Result<(), EntryFault> {
     for (key, shown) in &e.columns {
         fields::check(&format!("columns.{key}"), key, shown, &c).map_err(EntryFault::Field)?;
     }
-    let proof = e
-        .inclusion_proof
-        .iter()
-        .map(|p| {
-            let b = B64
-                .decode(p)
-                .map_err(|_| EntryFault::Base64("an inclusion_proof hash"))?;
-            Hash::try_from(b).map_err(|_| EntryFault::ProofHash)
-        })
-        .collect::<Result<Vec<Hash>, EntryFault>>()?;
     let leaf = merkle::leaf_hash(&row_hash);
+    let proof = match tiles {
+        Some(t) => proof_from_tiles(t, e.leaf_index, size, &leaf)?,
+        None => e
+            .inclusion_proof
+            .iter()
+            .map(|p| {
+                let b = B64
+                    .decode(p)
+                    .map_err(|_| EntryFault::Base64("an inclusion_proof hash"))?;
+                Hash::try_from(b).map_err(|_| EntryFault::ProofHash)
+            })
+            .collect::<Result<Vec<Hash>, EntryFault>>()?,
+    };
     merkle::verify_inclusion(e.leaf_index, size, &leaf, &proof, root).map_err(|why| {
         EntryFault::Proof {
             leaf: e.leaf_index,
@@ -160,6 +195,33 @@ fn check_entry(e: &Entry, size: u64, root: &Hash) -> Result<(), EntryFault> {
 /// Checks a bundle's text: its checkpoint signed by `key` (without a key, as it claims: for
 /// `prove`'s own check of what it writes), then `expect`, then every entry.
 pub fn check(text: &str, key: Option<&PublicKey>, expect: &Expect) -> Result<Proven, BundleError> {
+    check_against(text, key, expect, None)
+}
+
+/// The bundle's shape, as read (its claims not checked).
+pub(crate) fn read(text: &str) -> Result<Bundle, BundleError> {
+    shape::read(text)
+}
+
+/// [`check`], each entry's inclusion read from the log's tiles (`verify-proof --tiles`) instead
+/// of the bundle's proof hashes: the tiles' root at the checkpoint's size must be the signed
+/// root, the tiles' leaf at each entry's index its leaf hash, and the proof read from the tiles
+/// must lead to the signed root.
+pub(crate) fn check_against_tiles(
+    text: &str,
+    key: &PublicKey,
+    expect: &Expect,
+    tiles: &TileReader<'_>,
+) -> Result<Proven, BundleError> {
+    check_against(text, Some(key), expect, Some(tiles))
+}
+
+fn check_against(
+    text: &str,
+    key: Option<&PublicKey>,
+    expect: &Expect,
+    tiles: Option<&TileReader<'_>>,
+) -> Result<Proven, BundleError> {
     let b = shape::read(text)?;
     let cp = match key {
         Some(k) => note::open(&b.checkpoint, k),
@@ -178,8 +240,16 @@ pub fn check(text: &str, key: Option<&PublicKey>, expect: &Expect) -> Result<Pro
         Some(p) => Some(p.check(&b.checkpoint).map_err(BundleError::Policy)?),
         None => None,
     };
+    if let Some(t) = tiles {
+        let root = t
+            .root(cp.size)
+            .map_err(|e| BundleError::Unusable(format!("tiles: {e}")))?;
+        if root != cp.root {
+            return Err(BundleError::TilesRoot { size: cp.size });
+        }
+    }
     for (index, e) in b.entries.iter().enumerate() {
-        check_entry(e, cp.size, &cp.root).map_err(|fault| BundleError::Entry {
+        check_entry(e, cp.size, &cp.root, tiles).map_err(|fault| BundleError::Entry {
             index,
             stream: e.stream.clone(),
             seq: e.stream_seq.clone(),

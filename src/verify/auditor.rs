@@ -50,7 +50,7 @@ struct Entry {
 
 /// The state of one key's logs.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct AuditorState {
+pub struct AuditorState {
     pub(crate) logs: Newest<Frontier>,
     /// How many runs used this state (the run that saves it included).
     pub(crate) runs: u64,
@@ -73,12 +73,21 @@ impl AuditorState {
             path: path.display().to_string(),
             why,
         };
-        let Some(text) = crate::files::read_if_present(path).map_err(|e| err(e.to_string()))?
-        else {
-            return Ok(None);
+        match crate::files::read_if_present(path).map_err(|e| err(e.to_string()))? {
+            Some(text) => Self::parse(&text, path, key).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// The state in the text of the file at `path` (named in the error): every log's note
+    /// opens with `key` and its right edge has the note's size and root.
+    pub fn parse(text: &str, path: &Path, key: &PublicKey) -> Result<AuditorState, StateError> {
+        let err = |why: String| StateError {
+            path: path.display().to_string(),
+            why,
         };
         let f: File =
-            serde_json::from_str(&text).map_err(|e| err(format!("not a verify state ({e})")))?;
+            serde_json::from_str(text).map_err(|e| err(format!("not a verify state ({e})")))?;
         if f.format != FORMAT && f.format != FORMAT_V1 {
             return Err(err(format!("format `{}` is not {FORMAT}", f.format)));
         }
@@ -96,15 +105,20 @@ impl AuditorState {
             // One entry per origin in the file: nothing to lower.
             let _ = logs.advance(&origin, r);
         }
-        Ok(Some(AuditorState {
+        Ok(AuditorState {
             logs,
             runs: f.runs,
             breaks: f.breaks,
-        }))
+        })
     }
 
     /// Writes the state atomically (0600). Callers never lower it (see `verify::witness`).
     pub(crate) fn save(&self, path: &Path, key: &PublicKey) -> std::io::Result<()> {
+        crate::files::replace_private(path, &self.encode(key))
+    }
+
+    /// The file's text: what [`AuditorState::parse`] reads back to this state.
+    pub fn encode(&self, key: &PublicKey) -> Vec<u8> {
         let f = File {
             format: FORMAT.into(),
             key: key.encode(),
@@ -124,8 +138,7 @@ impl AuditorState {
             runs: self.runs,
             breaks: self.breaks.clone(),
         };
-        let body = serde_json::to_vec_pretty(&f).unwrap_or_default();
-        crate::files::replace_private(path, &body)
+        serde_json::to_vec_pretty(&f).unwrap_or_default()
     }
 }
 

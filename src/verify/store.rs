@@ -233,6 +233,22 @@ impl VerifyStore {
     }
 
     /// How many rows the log holds (an index-only scan when the table is vacuumed).
+    /// The rows with these hashes, wherever they are: `(row_hash, stream, stream_seq)`. One
+    /// scan of the table; called with a handful of hashes (`verify --mirror` naming what it
+    /// found changed or lost).
+    pub(crate) async fn rows_by_hash(
+        &self,
+        hashes: &[Vec<u8>],
+    ) -> Result<Vec<(Vec<u8>, String, i64)>, DbError> {
+        sqlx::query_as(
+            "SELECT row_hash, stream, stream_seq FROM audit.events WHERE row_hash = ANY($1)",
+        )
+        .bind(hashes)
+        .fetch_all(self.db.pool())
+        .await
+        .ctx("find rows by their hash")
+    }
+
     pub(crate) async fn row_count(&self) -> Result<i64, DbError> {
         sqlx::query_scalar("SELECT count(*) FROM audit.events")
             .fetch_one(self.db.pool())

@@ -33,6 +33,10 @@ pub struct WitnessMetrics {
     pub foreign: IntCounter,
     /// Submissions a witness of the policy did not cosign (the WARN line names the witness).
     pub(crate) witness_failures: IntCounter,
+    /// Tree size of the checkpoint the tile directory serves (`--tiles-dir`).
+    pub(crate) tiles_size: IntGauge,
+    /// Rounds whose tiles could not be written (the WARN line says why; retried next round).
+    pub(crate) tiles_failures: IntCounter,
 }
 
 impl WitnessMetrics {
@@ -104,6 +108,16 @@ impl WitnessMetrics {
                 r,
                 "event_audit_checkpoint_witness_failures_total",
                 "Checkpoint submissions a witness of the policy did not cosign",
+            ),
+            tiles_size: gauge(
+                r,
+                "event_audit_tiles_size_rows",
+                "Tree size (rows) of the checkpoint the tile directory serves (C2SP tlog-tiles)",
+            ),
+            tiles_failures: counter(
+                r,
+                "event_audit_tiles_write_failures_total",
+                "Signer rounds whose tiles could not be written to the tile directory (retried)",
             ),
         };
         m.signer_ok.set(1);

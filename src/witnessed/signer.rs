@@ -10,7 +10,7 @@
 //! 0; ingest goes on. The witness being down never stops ingest: what is not published stays
 //! queued, is counted (`backlog`) and retried at the next round.
 
-mod memory;
+pub(crate) mod memory;
 pub mod publish;
 mod queue;
 mod read;
@@ -32,6 +32,8 @@ use crate::row::reverdict::chain_order;
 use crate::tlog::merkle::Frontier;
 use crate::tlog::note::{self, Checkpoint, PrivateKey, PublicKey, REVERDICTS_SUFFIX};
 use crate::witnessed::metrics::WitnessMetrics;
+use crate::witnessed::tiles::writer::{Outcome, TileWriter};
+use crate::witnessed::tiles::TileDir;
 use crate::witnessed::tree::TreeStore;
 use memory::{Memory, Remembered};
 pub use read::{latest_checkpoint, load_key, load_policy, load_public_key, read_witness};
@@ -96,6 +98,8 @@ pub struct Signer {
     searched: Mutex<bool>,
     /// Whether the remembered checkpoints were shown to the witnesses since the start.
     cross_checked: Mutex<bool>,
+    /// The log's tiles, when a tile directory is configured.
+    tiles: Option<Mutex<TileWriter>>,
 }
 
 impl Signer {
@@ -116,7 +120,15 @@ impl Signer {
             why: "no signer state file (--signer-state)".into(),
         })?;
         let limit = s.publish_timeout.get();
+        let tiles = s.tiles_dir.as_ref().map(|d| {
+            Mutex::new(TileWriter::new(
+                TileDir::new(d.clone()),
+                key.public(),
+                metrics.clone(),
+            ))
+        });
         Ok(Signer {
+            tiles,
             public: key.public(),
             key: Arc::new(key),
             origin,
@@ -205,6 +217,7 @@ impl Signer {
             refusal = r.err();
             failed = f;
         }
+        self.write_tiles(&mut tx).await?;
         tx.commit().await.map_err(|e| {
             CheckpointError::Db(DbError::Sql {
                 action: "commit checkpoints",
@@ -268,6 +281,34 @@ impl Signer {
             }
         }
         Ok(out)
+    }
+
+    /// Brings the tile directory to the newest published checkpoint (under the round's lock);
+    /// a failure is logged and counted, and retried next round.
+    async fn write_tiles(&self, tx: &mut sqlx::PgConnection) -> Result<(), CheckpointError> {
+        let Some(tiles) = &self.tiles else {
+            return Ok(());
+        };
+        let Some(note) = CheckpointStore::newest_published(tx).await? else {
+            return Ok(());
+        };
+        let started = std::time::Instant::now();
+        match tiles.lock().await.publish(&self.trees, &note).await {
+            Ok(Outcome::Wrote { from, size }) => {
+                tracing::debug!(
+                    from,
+                    size,
+                    ms = started.elapsed().as_millis() as u64,
+                    "tiles written"
+                )
+            }
+            Ok(Outcome::Current { .. }) => {}
+            Err(e) => {
+                self.metrics.tiles_failures.inc();
+                tracing::warn!(error = %e, "the log's tiles were not written (the served checkpoint stays the previous one); retried next round");
+            }
+        }
+        Ok(())
     }
 
     fn foreign(&self, log: &str, size: i64) {

@@ -135,6 +135,53 @@ impl TreeStore {
         mut each: impl FnMut(&Frontier),
     ) -> Result<(), DbError> {
         let from = tree.size();
+        self.rows_between(from, to, |row_hash| {
+            tree.append(merkle::leaf_hash(row_hash), |_, _| {});
+            each(tree);
+        })
+        .await
+    }
+
+    /// Link ends from `from` to `to` (a link's tree size) about `chunk` leaves apart, `to`
+    /// last: where a long read of row hashes can stop and go on.
+    pub(crate) async fn chunk_ends(
+        &self,
+        from: u64,
+        to: u64,
+        chunk: u64,
+    ) -> Result<Vec<u64>, DbError> {
+        if to <= from {
+            return Ok(Vec::new());
+        }
+        let sizes: Vec<i64> = sqlx::query_scalar(
+            "SELECT tree_size FROM audit.chain_links \
+             WHERE tree_size > $1 AND tree_size < $2 ORDER BY tree_size",
+        )
+        .bind(i64::try_from(from).unwrap_or(i64::MAX))
+        .bind(i64::try_from(to).unwrap_or(i64::MAX))
+        .fetch_all(self.db.pool())
+        .await
+        .ctx("read the link ends of a leaf range")?;
+        let mut out = Vec::new();
+        let mut last = from;
+        for s in sizes.into_iter().filter_map(|s| u64::try_from(s).ok()) {
+            if s >= last + chunk {
+                out.push(s);
+                last = s;
+            }
+        }
+        out.push(to);
+        Ok(out)
+    }
+
+    /// The stored row hashes of leaves `[from, to)` (`to` a link's tree size), in log order,
+    /// each given to `each`; an error when a link's rows are missing or no link ends at `to`.
+    pub(crate) async fn rows_between(
+        &self,
+        from: u64,
+        to: u64,
+        mut each: impl FnMut(&[u8]),
+    ) -> Result<(), DbError> {
         if to <= from {
             return Ok(());
         }
@@ -153,6 +200,7 @@ impl TreeStore {
                 .ok()
                 .map_or(0, |start| from.saturating_sub(start))
         });
+        let mut at = from;
         for chunk in links.chunks(LINKS_PER_READ) {
             let lo = chunk.iter().map(|l| l.1).min().unwrap_or(0);
             let hi = chunk.iter().map(|l| l.1).max().unwrap_or(0);
@@ -162,11 +210,11 @@ impl TreeStore {
                     skip -= 1;
                     continue;
                 }
-                tree.append(merkle::leaf_hash(&r.row_hash), |_, _| {});
-                each(tree);
+                each(&r.row_hash);
+                at += 1;
             }
         }
-        if tree.size() != to {
+        if at != to {
             return Err(DbError::Corrupt {
                 what: "audit.events",
                 why: "the rows of the links do not make the tree size their links claim",

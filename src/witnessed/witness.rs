@@ -152,7 +152,7 @@ impl WitnessServer {
             listener,
             address,
             limits: crate::server::limits::Limits {
-                max_age: Some(defaults::WITNESS_CONNECTION_AGE.get()),
+                max_age: Some(s.max_connection_age.get()),
                 ..crate::server::limits::Limits::from_settings(&settings.http)
             },
         })

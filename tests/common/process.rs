@@ -17,6 +17,8 @@ pub struct RunOpts {
     pub subject_prefix: Option<String>,
     /// Further arguments of `run`.
     pub extra: Vec<String>,
+    /// Further environment variables of the process.
+    pub env: Vec<(String, String)>,
 }
 
 impl Default for RunOpts {
@@ -26,6 +28,7 @@ impl Default for RunOpts {
             exit_when_idle: true,
             subject_prefix: None,
             extra: Vec::new(),
+            env: Vec::new(),
         }
     }
 }
@@ -68,6 +71,7 @@ impl Daemon {
             cmd.arg("--exit-when-idle");
         }
         cmd.args(&opts.extra);
+        cmd.envs(opts.env.iter().map(|(k, v)| (k, v)));
         cmd.env("RUST_LOG", "info")
             .stdout(Stdio::null())
             .stderr(log.reopen().expect("reopen log file"))

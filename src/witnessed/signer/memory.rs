@@ -26,7 +26,7 @@ pub type Remembered = crate::tlog::latest::Remembered<Frontier>;
 
 /// Why the memory cannot be used (signing stops until an operator looks).
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum MemoryError {
+pub enum MemoryError {
     #[error("signer state {path}: {why}")]
     Unusable { path: String, why: String },
     #[error("signer state {path}: cannot be written: {source}")]
@@ -57,24 +57,32 @@ struct Entry {
 
 /// The memory of every log of one key.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Memory {
+pub struct Memory {
     pub(crate) logs: Newest<Frontier>,
 }
 
 impl Memory {
     /// Reads the file: `Ok(None)` when there is none.
     pub fn load(path: &Path, key: &PublicKey) -> Result<Option<Memory>, MemoryError> {
-        let shown = path.display().to_string();
         let bad = |why: String| MemoryError::Unusable {
-            path: shown.clone(),
+            path: path.display().to_string(),
             why,
         };
-        let Some(text) = crate::files::read_if_present(path).map_err(|e| bad(e.to_string()))?
-        else {
-            return Ok(None);
+        match crate::files::read_if_present(path).map_err(|e| bad(e.to_string()))? {
+            Some(text) => Self::parse(&text, path, key).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// The memory in the text of the file at `path` (named in the error): every log's note
+    /// opens with `key`, names its origin, and has the size, root and right edge stated.
+    pub fn parse(text: &str, path: &Path, key: &PublicKey) -> Result<Memory, MemoryError> {
+        let bad = |why: String| MemoryError::Unusable {
+            path: path.display().to_string(),
+            why,
         };
         let f: File =
-            serde_json::from_str(&text).map_err(|e| bad(format!("not a signer state ({e})")))?;
+            serde_json::from_str(text).map_err(|e| bad(format!("not a signer state ({e})")))?;
         if f.format != FORMAT {
             return Err(bad(format!("format `{}` is not {FORMAT}", f.format)));
         }
@@ -92,11 +100,21 @@ impl Memory {
             // One entry per origin in the file: nothing to lower.
             let _ = logs.advance(&origin, r);
         }
-        Ok(Some(Memory { logs }))
+        Ok(Memory { logs })
     }
 
     /// Writes the file atomically and durably (0600).
     pub(crate) fn save(&self, path: &Path, key: &PublicKey) -> Result<(), MemoryError> {
+        crate::files::replace_private(path, &self.encode(key)).map_err(|source| {
+            MemoryError::Write {
+                path: path.display().to_string(),
+                source,
+            }
+        })
+    }
+
+    /// The file's text: what [`Memory::parse`] reads back to this memory.
+    pub fn encode(&self, key: &PublicKey) -> Vec<u8> {
         let f = File {
             format: FORMAT.into(),
             key: key.encode(),
@@ -116,11 +134,7 @@ impl Memory {
                 })
                 .collect(),
         };
-        let body = serde_json::to_vec_pretty(&f).unwrap_or_default();
-        crate::files::replace_private(path, &body).map_err(|source| MemoryError::Write {
-            path: path.display().to_string(),
-            source,
-        })
+        serde_json::to_vec_pretty(&f).unwrap_or_default()
     }
 }
 

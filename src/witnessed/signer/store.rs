@@ -121,6 +121,23 @@ impl CheckpointStore {
         Ok(())
     }
 
+    /// The newest published checkpoint of the events log, with the cosignatures it was
+    /// published with.
+    pub(crate) async fn newest_published(tx: &mut PgConnection) -> Result<Option<String>, DbError> {
+        let row: Option<(String, Option<String>)> = sqlx::query_as(
+            "SELECT note, cosignatures FROM audit.checkpoints WHERE log = $1 AND published \
+             ORDER BY tree_size DESC LIMIT 1",
+        )
+        .bind(LOG_EVENTS)
+        .fetch_optional(tx)
+        .await
+        .ctx("read the newest published checkpoint")?;
+        Ok(row.map(|(n, c)| match c {
+            Some(c) => crate::tlog::note::with_signatures(&n, &c),
+            None => n,
+        }))
+    }
+
     /// The stored checkpoints of the events log, newest first, with their cosignatures
     /// appended (`prove`'s fallback when the witness cannot be read; trusted only once the
     /// signature and any witness policy hold).

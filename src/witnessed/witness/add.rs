@@ -62,6 +62,22 @@ pub fn parse(body: &str) -> Result<Request, &'static str> {
     })
 }
 
+impl Request {
+    /// The body this request is read from. [`parse`] accepts one spelling of each request (the
+    /// old size in plain decimal, the proof in canonical base64), so a body it accepts encodes
+    /// back to itself.
+    pub fn body(&self) -> String {
+        let mut out = format!("old {}\n", self.old);
+        for h in &self.proof {
+            out.push_str(&B64.encode(h));
+            out.push('\n');
+        }
+        out.push('\n');
+        out.push_str(&self.note);
+        out
+    }
+}
+
 /// Why a checkpoint is not cosigned.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Refused {
@@ -310,6 +326,8 @@ mod tests {
         for bad in ["", "old 01\n\n", "old 1\nnot base64\n\n", "new 1\n\n"] {
             assert_eq!(run(bad, None).unwrap_err().status(), 400, "{bad:?}");
         }
+        let b = body(4, &t.consistency(4, 10), &n10);
+        assert_eq!(parse(&b).map(|r| r.body()), Ok(b));
         let long: Vec<Hash> = vec![[0; 32]; 64];
         assert!(parse(&body(1, &long, &n4)).is_err());
     }

@@ -1,0 +1,214 @@
+//! The daemon's tiles: at each round the signer in office (under its advisory lock, so one
+//! daemon of a log writes at a time) brings the tile directory to the newest checkpoint it
+//! published. It goes on from what the directory serves (or from a backfill's progress mark),
+//! reads the row hashes after it from the database in chunks of whole links, writes the full
+//! tiles and bundles of each chunk, and, once the tree it built has the checkpoint's root, the
+//! partial tiles and then the checkpoint. A log that had no tiles gets them on its first round
+//! (the backfill), resumable chunk by chunk; a takeover never rewrites a full tile with other
+//! bytes ([`super::TileDir::write`]).
+
+use std::sync::Arc;
+
+use super::{TileDir, TilesError};
+use crate::db::DbError;
+use crate::tlog::note::{self, Checkpoint, PublicKey};
+use crate::tlog::tile::build::TileBuilder;
+use crate::tlog::tile::{TileId, TILE_WIDTH};
+use crate::witnessed::metrics::WitnessMetrics;
+use crate::witnessed::tree::TreeStore;
+
+/// The backfill's mark: every full tile and bundle below this size is written.
+pub const PROGRESS_FILE: &str = ".event-audit-tiles-progress";
+
+/// How many leaves one chunk reads at most before its tiles are written (then rounded up to
+/// the end of a link).
+pub const CHUNK_LEAVES: u64 = 65_536;
+
+/// Why the tiles of a checkpoint could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    #[error(transparent)]
+    Tiles(#[from] TilesError),
+    #[error(transparent)]
+    Db(#[from] DbError),
+    #[error("the tile directory {path} serves a checkpoint that does not open with this log's key ({why}): another log's directory? Point --tiles-dir at an empty directory or this log's own")]
+    Foreign { path: String, why: String },
+    #[error("the rows the database holds up to {size} do not make the root this key signed at that size: no tiles or checkpoint written (run `event-audit verify`)")]
+    Root { size: u64 },
+    #[error("writing tiles stopped: {0}")]
+    Task(String),
+}
+
+/// What one call did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Tiles written from `from` to `size`, then the checkpoint.
+    Wrote { from: u64, size: u64 },
+    /// The directory already serves this checkpoint, or a larger one (never lowered).
+    Current { size: u64 },
+}
+
+/// The tiles of one log, kept by its signer.
+pub struct TileWriter {
+    dir: TileDir,
+    public: PublicKey,
+    /// The tree of the last checkpoint written, kept between rounds.
+    builder: Option<TileBuilder>,
+    metrics: Arc<WitnessMetrics>,
+}
+
+impl TileWriter {
+    pub fn new(dir: TileDir, public: PublicKey, metrics: Arc<WitnessMetrics>) -> TileWriter {
+        TileWriter {
+            dir,
+            public,
+            builder: None,
+            metrics,
+        }
+    }
+
+    /// Brings the directory to `note`, the newest published checkpoint (with its cosignatures).
+    pub async fn publish(&mut self, trees: &TreeStore, note: &str) -> Result<Outcome, WriteError> {
+        let cp = note::open(note, &self.public).map_err(|e| self.foreign(e.to_string()))?;
+        let served = self.served()?;
+        if let Some(s) = served.as_ref().filter(|s| s.size >= cp.size) {
+            self.metrics.tiles_size.set(s.size as i64);
+            return Ok(Outcome::Current { size: s.size });
+        }
+        let from = served.map_or(0, |s| s.size);
+        let mut builder = self.start(from, cp.size)?;
+        let start = builder.size();
+        let written = self.extend(trees, &mut builder, &cp).await;
+        if let Err(e) = written {
+            self.builder = None;
+            return Err(e);
+        }
+        for (id, bytes) in builder.partials() {
+            self.dir.write(&id, &bytes)?;
+        }
+        pause_before_checkpoint().await;
+        self.dir.write_checkpoint(note)?;
+        let _ = std::fs::remove_file(self.dir.root().join(PROGRESS_FILE));
+        self.metrics.tiles_size.set(cp.size as i64);
+        self.builder = Some(builder);
+        Ok(Outcome::Wrote {
+            from: start,
+            size: cp.size,
+        })
+    }
+
+    /// The checkpoint the directory serves, opened with the log's key.
+    fn served(&self) -> Result<Option<Checkpoint>, WriteError> {
+        match self.dir.checkpoint()? {
+            None => Ok(None),
+            Some(text) => note::open(&text, &self.public)
+                .map(Some)
+                .map_err(|e| self.foreign(e.to_string())),
+        }
+    }
+
+    fn foreign(&self, why: String) -> WriteError {
+        WriteError::Foreign {
+            path: self.dir.root().display().to_string(),
+            why,
+        }
+    }
+
+    /// Where to go on from: the tree kept since the last round, the backfill's mark, or the
+    /// served checkpoint's tiles.
+    fn start(&mut self, served: u64, to: u64) -> Result<TileBuilder, WriteError> {
+        if let Some(b) = self
+            .builder
+            .take()
+            .filter(|b| b.size() >= served && b.size() <= to)
+        {
+            return Ok(b);
+        }
+        let mark = std::fs::read_to_string(self.dir.root().join(PROGRESS_FILE))
+            .ok()
+            .and_then(|t| t.trim().parse::<u64>().ok())
+            .filter(|m| *m > served && *m <= to && m % TILE_WIDTH == 0);
+        if let Some(m) = mark {
+            if let Ok(b) = self.dir.builder_at(m) {
+                tracing::info!(dir = %self.dir.root().display(), size = m, "tiles: resuming the backfill");
+                return Ok(b);
+            }
+        }
+        Ok(self.dir.builder_at(served)?)
+    }
+
+    /// Reads the rows up to the checkpoint chunk by chunk, writing each chunk's full tiles and
+    /// the progress mark; then checks the root.
+    async fn extend(
+        &self,
+        trees: &TreeStore,
+        builder: &mut TileBuilder,
+        cp: &Checkpoint,
+    ) -> Result<(), WriteError> {
+        let ends = trees
+            .chunk_ends(builder.size(), cp.size, CHUNK_LEAVES)
+            .await?;
+        let from = builder.size();
+        let backfill = cp.size - from > CHUNK_LEAVES;
+        let started = std::time::Instant::now();
+        if backfill {
+            tracing::info!(dir = %self.dir.root().display(), from = builder.size(), to = cp.size, "tiles: writing the log's tiles (backfill)");
+        }
+        for end in ends {
+            let mut bad = None;
+            trees
+                .rows_between(builder.size(), end, |row| {
+                    if let Err(e) = builder.push(row) {
+                        bad.get_or_insert(e);
+                    }
+                })
+                .await?;
+            if let Some(e) = bad {
+                return Err(TilesError::from(e).into());
+            }
+            let full = builder.take_full();
+            let dir = self.dir.clone();
+            let mark = builder.size() / TILE_WIDTH * TILE_WIDTH;
+            tokio::task::spawn_blocking(move || write_chunk(&dir, &full, mark))
+                .await
+                .map_err(|e| WriteError::Task(e.to_string()))??;
+        }
+        if builder.root() != cp.root {
+            return Err(WriteError::Root { size: cp.size });
+        }
+        if backfill {
+            let secs = started.elapsed().as_secs_f64();
+            let leaves = cp.size - from;
+            tracing::info!(leaves, secs, per_sec = (leaves as f64 / secs.max(1e-9)) as u64, "tiles: backfill done");
+        }
+        Ok(())
+    }
+}
+
+/// Development builds only: waits `EVENT_AUDIT_DEV_TILES_PAUSE_MS` between the tiles and the
+/// checkpoint, so that a test can kill the process in that window. Production builds have no
+/// such pause.
+async fn pause_before_checkpoint() {
+    #[cfg(feature = "dev")]
+    if let Some(ms) = std::env::var("EVENT_AUDIT_DEV_TILES_PAUSE_MS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    {
+        tracing::info!(
+            ms,
+            "tiles written; pausing before the checkpoint (development build)"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+    }
+}
+
+/// Writes a chunk's full tiles, then marks the backfill's progress.
+fn write_chunk(dir: &TileDir, full: &[(TileId, Vec<u8>)], mark: u64) -> Result<(), TilesError> {
+    for (id, bytes) in full {
+        dir.write(id, bytes)?;
+    }
+    if !full.is_empty() {
+        let _ = std::fs::write(dir.root().join(PROGRESS_FILE), mark.to_string());
+    }
+    Ok(())
+}
