@@ -3,9 +3,10 @@
 # checkpoints signed (no tiles), then
 #   (1) the backfill: the daemon started again with --tiles-dir writes the whole log's tiles at
 #       its first round (its "tiles: backfill done" line gives leaves, seconds and leaves/s);
-#   (2) a mirror's first pull of the N leaves (`event-audit mirror`) from the tiles served by a
-#       static web server (python3 -m http.server over the tile directory);
-#   (3) an incremental pull: M more events ingested and tiled, then the mirror pulls again.
+#   (2) a mirror's first pull of the N leaves (`event-audit mirror`) from the daemon's read path
+#       (`GET /log/...` of a running daemon with --tiles-dir);
+#   (3) an incremental pull: M more events ingested and tiled by that daemon, then the mirror
+#       pulls again.
 # Each pull's checks are the mirror's own: the log's signature, every bundle rebuilt into the
 # checkpoint's root, every hash tile compared byte for byte.
 # Usage: scripts/bench-tiles.sh [N] [M]   (default 1000000 and 10000)
@@ -21,9 +22,9 @@ TAG="t$$"
 STREAM="BENCH_${TAG}"
 DB="ea_bench_tiles_${TAG}"
 WORK=$(mktemp -d)
-HPID=
+DPID=
 cleanup() {
-    [ -n "$HPID" ] && kill "$HPID" 2>/dev/null || true
+    [ -n "$DPID" ] && kill "$DPID" 2>/dev/null || true
     "$BIN" bench delete-stream --stream "$STREAM" >/dev/null 2>&1 || true
     "$BIN" bench delete-stream --stream "${STREAM}_CP" >/dev/null 2>&1 || true
     psql -q "$PG/postgres" -c "DROP DATABASE IF EXISTS $DB" >/dev/null 2>&1 || true
@@ -34,7 +35,7 @@ trap cleanup EXIT
 "$BIN" keygen --out "$WORK/log" --database-url "$PG/$DB" >/dev/null 2>&1
 run() {  # extra args...
     "$BIN" --log-json run --database-url "$PG/$DB" --stream "$STREAM" --bind-only --consumer run \
-        --batch-size 2000 --http-addr 127.0.0.1:0 --exit-when-idle \
+        --batch-size 2000 --http-addr "${HTTP:-127.0.0.1:0}" ${IDLE---exit-when-idle} \
         --signing-key-file "$WORK/log.key" --checkpoint-interval 5s \
         --checkpoint-stream "${STREAM}_CP" "$@"
 }
@@ -66,13 +67,14 @@ rate=$(field "$WORK/backfill.log" "tiles: backfill done" per_sec)
 du_tiles=$(du -sm "$WORK/tiles" | cut -f1)
 
 PORT=$(python3 -c "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])")
-python3 -m http.server --bind 127.0.0.1 --directory "$WORK/tiles" "$PORT" >/dev/null 2>&1 &
-HPID=$!
-for _ in $(seq 50); do curl -sf "127.0.0.1:$PORT/checkpoint" >/dev/null && break; sleep 0.1; done
+HTTP="127.0.0.1:$PORT" IDLE= run --tiles-dir "$WORK/tiles" 2> "$WORK/serve.log" &
+DPID=$!
+served() { curl -sf "127.0.0.1:$PORT/log/checkpoint" | sed -n 2p; }
+for _ in $(seq 300); do [ "$(served)" = "$N" ] && break; sleep 0.2; done
 pull() {  # prints seconds
     local t0 t1
     t0=$(seconds)
-    "$BIN" mirror --log-url "http://127.0.0.1:$PORT" --public-key "$WORK/log.pub" --dir "$WORK/mirror" >"$WORK/pull.out" 2>&1 \
+    "$BIN" mirror --log-url "http://127.0.0.1:$PORT/log" --public-key "$WORK/log.pub" --dir "$WORK/mirror" >"$WORK/pull.out" 2>&1 \
         || { cat "$WORK/pull.out" >&2; exit 1; }
     t1=$(seconds)
     python3 -c "print(round($t1 - $t0, 2))"
@@ -81,12 +83,13 @@ echo "(2) a mirror's first pull ..."
 first=$(pull)
 echo "(3) $M more events, tiled, and an incremental pull ..."
 publish "$M" 2
-run --tiles-dir "$WORK/tiles" 2> "$WORK/more.log"
+for _ in $(seq 600); do [ "$(served)" = "$((N + M))" ] && break; sleep 0.2; done
 second=$(pull)
+kill -TERM "$DPID"; wait "$DPID" || true; DPID=
 size=$(sed -n 2p "$WORK/tiles/checkpoint")
 
 printf '\n%-44s %12s %9s %12s\n' "measurement" "leaves" "seconds" "leaves/s"
 printf '%-44s %12s %9s %12s\n' "(1) backfill of an existing log" "$leaves" "$(printf %.2f "$secs")" "$rate"
-printf '%-44s %12s %9s %12s\n' "(2) mirror, first pull (HTTP, static server)" "$N" "$first" "$(python3 -c "print(int($N/$first))")"
+printf '%-44s %12s %9s %12s\n' "(2) mirror, first pull (HTTP, /log/)" "$N" "$first" "$(python3 -c "print(int($N/$first))")"
 printf '%-44s %12s %9s %12s\n' "(3) mirror, incremental pull" "$M" "$second" "$(python3 -c "print(int($M/$second))")"
 echo "tile directory: ${du_tiles} MB for $leaves leaves; served checkpoint size $size"

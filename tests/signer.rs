@@ -153,6 +153,8 @@ async fn two_daemons_on_one_consumer_publish_one_cosigned_sequence() {
         s.witness.checkpoint_interval = Dur::millis(300);
         s.witness.witness_policy = Some(policy.clone());
         s.witness.signer_state = Some(tmp.path().join(format!("signer{n}.state")));
+        // One tile directory: written by whichever daemon's signer holds the round's lock.
+        s.witness.tiles_dir = Some(tmp.path().join("tiles"));
         s
     };
     let (a, b) = (spawn_app(daemon(1)).await, spawn_app(daemon(2)).await);
@@ -190,6 +192,24 @@ async fn two_daemons_on_one_consumer_publish_one_cosigned_sequence() {
         "{sizes:?}"
     );
     assert_eq!(sizes.last(), Some(&240));
+    // The tiles the two daemons wrote in turn: the newest cosigned checkpoint, served with the
+    // tiles of its tree (a full tile rewritten with other bytes would have stopped it earlier).
+    let tiles = tmp.path().join("tiles");
+    let served = std::fs::read_to_string(tiles.join("checkpoint")).expect("served checkpoint");
+    p.check(&served)
+        .expect("the served checkpoint carries the quorum");
+    let cp = note::claimed(&served).expect("note");
+    assert_eq!(cp.size, 240);
+    let mut tree = event_audit::tlog::tile::build::TileBuilder::new();
+    for id in event_audit::tlog::tile::tiles_between(0, 240) {
+        let bytes = std::fs::read(tiles.join(id.path())).expect("a tile of the served tree");
+        if id.kind == event_audit::tlog::tile::Kind::Entries {
+            for e in event_audit::tlog::tile::parse_bundle(&id, &bytes).expect("bundle") {
+                tree.push(e).expect("entry");
+            }
+        }
+    }
+    assert_eq!(tree.root(), cp.root, "the bundles make the served root");
     let pol = policy.to_str().expect("utf-8");
     let v = verify_witness(
         &db.url,

@@ -452,3 +452,31 @@ async fn a_full_tile_is_never_rewritten_with_other_bytes() {
         "the failure is logged"
     );
 }
+
+#[tokio::test]
+async fn tiles_lost_under_the_served_checkpoint_are_named_and_nothing_is_served_over_them() {
+    let s = setup("tiles_damaged").await;
+    let dir = s.tmp.path().join("tiles");
+    s.ts.publish_load(700, 51).await;
+    s.run(Some(&dir)).await;
+    // What a power loss can leave: the checkpoint on disk, its partial tile's data not.
+    let partial = dir.join("tile/0/002.p/188");
+    std::fs::write(&partial, b"").expect("truncate");
+    s.ts.publish_load(100, 52).await;
+    let d = s.run(Some(&dir)).await;
+    assert!(
+        d.log().contains("do not make that checkpoint's root") || d.log().contains("bytes, but"),
+        "{}",
+        d.log()
+    );
+    assert_eq!(
+        served(&dir, &s.public).expect("checkpoint").size,
+        700,
+        "not advanced over damaged tiles"
+    );
+    // Moved away, the next round writes the log's tiles again.
+    std::fs::rename(&dir, s.tmp.path().join("damaged")).expect("move");
+    s.run(Some(&dir)).await;
+    let (cp, _) = check_log(&dir, &s.public);
+    assert_eq!(cp.size, 800);
+}

@@ -76,7 +76,15 @@ async fn the_database_is_checked_against_the_auditor_s_copy() {
     ts.publish_load(900, 51).await;
     let mut extra = signing_args(&key, &cps);
     extra.extend(["--tiles-dir".to_owned(), tiles.display().to_string()]);
-    run_until_idle(&db.url, &ts, &RunOpts { extra, ..RunOpts::default() }).await;
+    run_until_idle(
+        &db.url,
+        &ts,
+        &RunOpts {
+            extra,
+            ..RunOpts::default()
+        },
+    )
+    .await;
     let mirror = tmp.path().join("mirror");
     copy_dir(&tiles, &mirror);
 

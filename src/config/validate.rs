@@ -39,7 +39,7 @@ impl Check {
     fn fail(&mut self, key: &str, value: impl fmt::Display, reason: impl Into<String>) {
         self.0.push(Invalid {
             key: key.into(),
-            value: value.to_string(),
+            value: super::urls::hide_credentials(&value.to_string()),
             reason: reason.into(),
         });
     }
@@ -174,6 +174,13 @@ impl Settings {
             1,
             5,
         );
+        if let (Some(dir), None) = (&self.witness.tiles_dir, &self.witness.signing_key_file) {
+            c.fail(
+                "witness.tiles_dir",
+                dir.display(),
+                "a signing key as well (--signing-key-file): tiles are written at each signed checkpoint",
+            );
+        }
     }
 
     /// Ingest: batch size, writers, linger and the stall and shutdown timeouts.

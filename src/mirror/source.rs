@@ -9,8 +9,6 @@ use std::io::Read;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use sha2::{Digest, Sha256};
-
 use crate::tlog::tile::{self, Kind, TileError, TileId, MAX_ENTRY, TILE_WIDTH};
 
 /// The largest checkpoint read (a note of 64 signature lines is a few kilobytes).
@@ -24,7 +22,7 @@ const MAX_CONNECT: Duration = Duration::from_secs(10);
 pub(crate) enum FetchError {
     #[error("{url}: {why}; check that the log is serving and the address is right")]
     Unreachable { url: String, why: String },
-    #[error("{url}: not found (HTTP 404)")]
+    #[error("{url}: not found")]
     NotFound { url: String },
     #[error("{url}: HTTP status {status}")]
     Status { url: String, status: u16 },
@@ -65,14 +63,7 @@ pub(crate) enum Source {
     Dir(PathBuf),
 }
 
-/// The lowercase hex SHA-256 of a log's origin: the directory of its copy under a mirror's
-/// prefix (C2SP tlog-mirror).
-pub(crate) fn origin_dir(origin: &str) -> String {
-    Sha256::digest(origin.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
+pub(crate) use crate::witnessed::tiles::origin_dir;
 
 impl Source {
     /// `http(s)://...` (the log's prefix), `file://...` or a directory path; each request may

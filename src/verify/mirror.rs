@@ -9,7 +9,6 @@
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-use sha2::{Digest, Sha256};
 
 use crate::tlog::note::{self, Checkpoint, Note, PublicKey};
 use crate::tlog::tile::build::TileBuilder;
@@ -114,7 +113,7 @@ fn log_dir(dir: &Path, key: Option<&PublicKey>) -> Result<PathBuf, MirrorError> 
         return Ok(dir.to_owned());
     }
     if let Some(k) = key {
-        let sub = dir.join(hex(&Sha256::digest(k.name.as_bytes())));
+        let sub = dir.join(crate::witnessed::tiles::origin_dir(&k.name));
         if sub.join("checkpoint").exists() {
             return Ok(sub);
         }
@@ -150,9 +149,9 @@ fn checkpoint(dir: &TileDir, key: Option<&PublicKey>) -> Result<Checkpoint, Mirr
         path: path.clone(),
         why,
     };
-    let text = dir.checkpoint()?.ok_or_else(|| MirrorError::NoCheckpoint {
-        path: path.clone(),
-    })?;
+    let text = dir
+        .checkpoint()?
+        .ok_or_else(|| MirrorError::NoCheckpoint { path: path.clone() })?;
     match key {
         Some(k) => note::open(&text, k).map_err(|e| bad(e.to_string())),
         None => Note::parse(&text)
@@ -165,7 +164,10 @@ fn checkpoint(dir: &TileDir, key: Option<&PublicKey>) -> Result<Checkpoint, Mirr
 fn entries(dir: &TileDir, cp: &Checkpoint) -> Result<Vec<Vec<u8>>, MirrorError> {
     let mut out = Vec::with_capacity(usize::try_from(cp.size).unwrap_or(0));
     let mut tree = TileBuilder::new();
-    for id in tiles_between(0, cp.size).into_iter().filter(|t| t.kind == Kind::Entries) {
+    for id in tiles_between(0, cp.size)
+        .into_iter()
+        .filter(|t| t.kind == Kind::Entries)
+    {
         let bytes = dir.read(&id)?.ok_or_else(|| TilesError::Missing {
             path: dir.root().display().to_string(),
             tile: id.path(),
@@ -192,15 +194,16 @@ pub(crate) async fn check(
     dir: &Path,
     key_file: Option<&Path>,
 ) -> Result<MirrorReport, MirrorError> {
-    let key = match key_file {
-        Some(p) => Some(crate::witnessed::signer::load_public_key(p).map_err(|e| {
-            MirrorError::Key {
-                path: p.display().to_string(),
-                why: e.to_string(),
-            }
-        })?),
-        None => None,
-    };
+    let key =
+        match key_file {
+            Some(p) => Some(crate::witnessed::signer::load_public_key(p).map_err(|e| {
+                MirrorError::Key {
+                    path: p.display().to_string(),
+                    why: e.to_string(),
+                }
+            })?),
+            None => None,
+        };
     let root = log_dir(dir, key.as_ref())?;
     let tiles = TileDir::new(root.clone());
     let cp = checkpoint(&tiles, key.as_ref())?;

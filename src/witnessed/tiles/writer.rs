@@ -35,6 +35,8 @@ pub enum WriteError {
     Foreign { path: String, why: String },
     #[error("the rows the database holds up to {size} do not make the root this key signed at that size: no tiles or checkpoint written (run `event-audit verify`)")]
     Root { size: u64 },
+    #[error("the tile directory {path}: its tiles at the served checkpoint's size {size} do not make that checkpoint's root (damaged, or files lost in a crash before they reached the disk); move the directory away and the next round writes the log's tiles again")]
+    Damaged { path: String, size: u64 },
     #[error("writing tiles stopped: {0}")]
     Task(String),
 }
@@ -75,8 +77,7 @@ impl TileWriter {
             self.metrics.tiles_size.set(s.size as i64);
             return Ok(Outcome::Current { size: s.size });
         }
-        let from = served.map_or(0, |s| s.size);
-        let mut builder = self.start(from, cp.size)?;
+        let mut builder = self.start(served.as_ref(), cp.size)?;
         let start = builder.size();
         let written = self.extend(trees, &mut builder, &cp).await;
         if let Err(e) = written {
@@ -116,7 +117,8 @@ impl TileWriter {
 
     /// Where to go on from: the tree kept since the last round, the backfill's mark, or the
     /// served checkpoint's tiles.
-    fn start(&mut self, served: u64, to: u64) -> Result<TileBuilder, WriteError> {
+    fn start(&mut self, cp: Option<&Checkpoint>, to: u64) -> Result<TileBuilder, WriteError> {
+        let served = cp.map_or(0, |c| c.size);
         if let Some(b) = self
             .builder
             .take()
@@ -134,7 +136,14 @@ impl TileWriter {
                 return Ok(b);
             }
         }
-        Ok(self.dir.builder_at(served)?)
+        let b = self.dir.builder_at(served)?;
+        match cp {
+            Some(c) if b.root() != c.root => Err(WriteError::Damaged {
+                path: self.dir.root().display().to_string(),
+                size: c.size,
+            }),
+            _ => Ok(b),
+        }
     }
 
     /// Reads the rows up to the checkpoint chunk by chunk, writing each chunk's full tiles and
@@ -179,7 +188,12 @@ impl TileWriter {
         if backfill {
             let secs = started.elapsed().as_secs_f64();
             let leaves = cp.size - from;
-            tracing::info!(leaves, secs, per_sec = (leaves as f64 / secs.max(1e-9)) as u64, "tiles: backfill done");
+            tracing::info!(
+                leaves,
+                secs,
+                per_sec = (leaves as f64 / secs.max(1e-9)) as u64,
+                "tiles: backfill done"
+            );
         }
         Ok(())
     }
