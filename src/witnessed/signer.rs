@@ -100,6 +100,8 @@ pub struct Signer {
     cross_checked: Mutex<bool>,
     /// The log's tiles, when a tile directory is configured.
     tiles: Option<Mutex<TileWriter>>,
+    /// The row hashes the last round read, from which size: the tiles' new leaves, most often.
+    tapped: Mutex<Option<(u64, Vec<crate::tlog::merkle::Hash>)>>,
 }
 
 impl Signer {
@@ -129,6 +131,7 @@ impl Signer {
         });
         Ok(Signer {
             tiles,
+            tapped: Mutex::new(None),
             public: key.public(),
             key: Arc::new(key),
             origin,
@@ -293,7 +296,9 @@ impl Signer {
             return Ok(());
         };
         let started = std::time::Instant::now();
-        match tiles.lock().await.publish(&self.trees, &note).await {
+        let tapped = self.tapped.lock().await.take();
+        let rows = tapped.as_ref().map(|(from, rows)| (*from, rows.as_slice()));
+        match tiles.lock().await.publish(&self.trees, &note, rows).await {
             Ok(Outcome::Wrote { from, size }) => {
                 tracing::debug!(
                     from,
@@ -359,15 +364,21 @@ impl Signer {
             let from = before.as_ref().map_or(-1, |r| r.size() as i64);
             let found = self.found(tx, log, &origin, from, &extra).await?;
             let decided = if log == LOG_EVENTS {
-                sign::events(
+                let mut tap = Vec::new();
+                let decided = sign::events(
                     &self.trees,
                     &origin,
                     before.as_ref(),
                     &found,
-                    head_size,
-                    head_root,
+                    (head_size, head_root),
+                    &mut tap,
                 )
-                .await?
+                .await?;
+                if self.tiles.is_some() {
+                    *self.tapped.lock().await =
+                        Some((before.as_ref().map_or(0, |r| r.size()), tap));
+                }
+                decided
             } else {
                 sign::reverdicts(&origin, before.as_ref(), &found, &leaves)
             };

@@ -10,7 +10,7 @@ use futures::stream::BoxStream;
 use futures::TryStreamExt;
 
 use crate::db::{Ctx, Db, DbError};
-use crate::tlog::merkle::{self, Frontier, Hash, Node};
+use crate::tlog::merkle::{self, Hash, Node};
 use crate::tlog::tile::TILE_HEIGHT;
 
 /// A link with the tree after its batch.
@@ -122,24 +122,6 @@ impl TreeStore {
         .bind(batches.1)
         .persistent(false)
         .fetch(self.db.pool())
-    }
-
-    /// Appends to `tree` the leaves after its size up to `to` (a link's tree size), in log
-    /// order, from the stored row hashes of the links covering them ([`LINKS_PER_READ`] links
-    /// per query); `each` sees the tree after every leaf. An error when a link's rows are
-    /// missing or no link ends at `to`.
-    pub(crate) async fn extend(
-        &self,
-        tree: &mut Frontier,
-        to: u64,
-        mut each: impl FnMut(&Frontier),
-    ) -> Result<(), DbError> {
-        let from = tree.size();
-        self.rows_between(from, to, |row_hash| {
-            tree.append(merkle::leaf_hash(row_hash), |_, _| {});
-            each(tree);
-        })
-        .await
     }
 
     /// Link ends from `from` to `to` (a link's tree size) about `chunk` leaves apart, `to`

@@ -146,14 +146,15 @@ impl Meet {
 }
 
 /// The events log: the rows' tree, from the remembered tree up to the head (`head_size`, with the
-/// head's right edge as the database claims it).
+/// head's right edge as the database claims it). The row hashes read on the way are appended to
+/// `tap` (the tile writer's, so that it need not read them again).
 pub(crate) async fn events(
     trees: &TreeStore,
     log: &str,
     start: Option<&Remembered>,
     found: &[Found],
-    head_size: u64,
-    head_root: Option<Hash>,
+    (head_size, head_root): (u64, Option<Hash>),
+    tap: &mut Vec<Hash>,
 ) -> Result<Result<Outcome, Refusal>, DbError> {
     let mut meet = match Meet::new(log, start, found) {
         Ok(m) => m,
@@ -168,7 +169,12 @@ pub(crate) async fn events(
         }));
     }
     let mut tree = start.map(|r| r.tree.clone()).unwrap_or_default();
-    match trees.extend(&mut tree, head_size, |t| meet.at(t)).await {
+    let read = trees.rows_between(tree.size(), head_size, |row| {
+        tree.append(leaf_hash(row), |_, _| {});
+        meet.at(&tree);
+        tap.extend(Hash::try_from(row).ok());
+    });
+    match read.await {
         Ok(()) => {}
         Err(DbError::Corrupt { why, .. }) => {
             return Ok(Err(Refusal::Corrupt {

@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use super::{TileDir, TilesError};
 use crate::db::DbError;
+use crate::tlog::merkle::Hash;
 use crate::tlog::note::{self, Checkpoint, PublicKey};
 use crate::tlog::tile::build::TileBuilder;
 use crate::tlog::tile::{TileId, TILE_WIDTH};
@@ -70,7 +71,14 @@ impl TileWriter {
     }
 
     /// Brings the directory to `note`, the newest published checkpoint (with its cosignatures).
-    pub async fn publish(&mut self, trees: &TreeStore, note: &str) -> Result<Outcome, WriteError> {
+    /// `rows`: row hashes already read this round, from the size given (the signer's); the
+    /// database is read only for leaves they do not cover.
+    pub async fn publish(
+        &mut self,
+        trees: &TreeStore,
+        note: &str,
+        rows: Option<(u64, &[Hash])>,
+    ) -> Result<Outcome, WriteError> {
         let cp = note::open(note, &self.public).map_err(|e| self.foreign(e.to_string()))?;
         let served = self.served()?;
         if let Some(s) = served.as_ref().filter(|s| s.size >= cp.size) {
@@ -79,7 +87,7 @@ impl TileWriter {
         }
         let mut builder = self.start(served.as_ref(), cp.size)?;
         let start = builder.size();
-        let written = self.extend(trees, &mut builder, &cp).await;
+        let written = self.extend(trees, &mut builder, &cp, rows).await;
         if let Err(e) = written {
             self.builder = None;
             return Err(e);
@@ -153,7 +161,19 @@ impl TileWriter {
         trees: &TreeStore,
         builder: &mut TileBuilder,
         cp: &Checkpoint,
+        rows: Option<(u64, &[Hash])>,
     ) -> Result<(), WriteError> {
+        if let Some(new) = rows.and_then(|r| covering(r, builder.size(), cp.size)) {
+            for row in new {
+                builder.push(row).map_err(TilesError::from)?;
+            }
+            let full = builder.take_full();
+            let dir = self.dir.clone();
+            tokio::task::spawn_blocking(move || write_chunk(&dir, &full, 0))
+                .await
+                .map_err(|e| WriteError::Task(e.to_string()))??;
+            return self.check_root(builder, cp);
+        }
         let ends = trees
             .chunk_ends(builder.size(), cp.size, CHUNK_LEAVES)
             .await?;
@@ -182,9 +202,7 @@ impl TileWriter {
                 .await
                 .map_err(|e| WriteError::Task(e.to_string()))??;
         }
-        if builder.root() != cp.root {
-            return Err(WriteError::Root { size: cp.size });
-        }
+        self.check_root(builder, cp)?;
         if backfill {
             let secs = started.elapsed().as_secs_f64();
             let leaves = cp.size - from;
@@ -197,6 +215,23 @@ impl TileWriter {
         }
         Ok(())
     }
+}
+
+impl TileWriter {
+    /// The tree built must have the root the key signed at that size.
+    fn check_root(&self, builder: &TileBuilder, cp: &Checkpoint) -> Result<(), WriteError> {
+        if builder.root() != cp.root {
+            return Err(WriteError::Root { size: cp.size });
+        }
+        Ok(())
+    }
+}
+
+/// The leaves `[from, to)` out of row hashes read from size `start`, when they cover them.
+fn covering((start, rows): (u64, &[Hash]), from: u64, to: u64) -> Option<&[Hash]> {
+    let lo = usize::try_from(from.checked_sub(start)?).ok()?;
+    let hi = usize::try_from(to.checked_sub(start)?).ok()?;
+    rows.get(lo..hi)
 }
 
 /// Development builds only: waits `EVENT_AUDIT_DEV_TILES_PAUSE_MS` between the tiles and the
@@ -221,7 +256,7 @@ fn write_chunk(dir: &TileDir, full: &[(TileId, Vec<u8>)], mark: u64) -> Result<(
     for (id, bytes) in full {
         dir.write(id, bytes)?;
     }
-    if !full.is_empty() {
+    if !full.is_empty() && mark > 0 {
         let _ = std::fs::write(dir.root().join(PROGRESS_FILE), mark.to_string());
     }
     Ok(())
