@@ -7,6 +7,7 @@ mod batch;
 mod catalogue;
 mod decode;
 mod drift;
+mod erase;
 mod keygen;
 mod mirror;
 mod output;
@@ -93,6 +94,9 @@ pub enum Command {
     /// Judge stored events again from their raw bytes with this binary's catalogue (or
     /// --catalogue-dir); prints the transitions; stores the run unless --dry-run.
     Reprocess(reprocess::ReprocessArgs),
+    /// Erase one account's (or one stream range's) personal data, recorded in the log as an
+    /// erasure (exit 2: nothing matched, nothing changed); --dry-run prints what it would do.
+    Erase(erase::EraseArgs),
     /// Inspect the event catalogue generated from catalogue/.
     Catalogue {
         #[command(subcommand)]
@@ -201,6 +205,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Decode(args) => decode::run(&args.files),
         Command::Drift(args) => drift::run(args),
         Command::Reprocess(args) => reprocess::run(args),
+        Command::Erase(args) => erase::run(args),
         Command::Catalogue { action } => catalogue::run(action),
         #[cfg(feature = "dev")]
         Command::Demo(args) => dev::demo(args),

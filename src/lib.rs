@@ -30,6 +30,7 @@ pub(crate) mod db;
 pub mod decode;
 #[cfg(feature = "dev")]
 pub(crate) mod dev;
+pub(crate) mod erase;
 pub mod evidence;
 pub(crate) mod evolution;
 pub(crate) mod files;

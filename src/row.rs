@@ -3,11 +3,13 @@
 //! ([`columns`]), the row view generated from it with its binary COPY writer and parser
 //! ([`view`], [`pgcopy`]), what PostgreSQL's jsonb stores for a payload or why it refuses it
 //! ([`jsonb`]), the chain-link hashing the writer and `verify` share ([`chain`]), and a
-//! re-verdict of `reprocess` with its hash ([`reverdict`]). No I/O.
+//! re-verdict of `reprocess` with its hash ([`reverdict`]), and an erasure record written as a
+//! row of the log ([`erasure`]). No I/O.
 
 pub mod canon;
 pub mod chain;
 pub mod columns;
+pub(crate) mod erasure;
 pub mod jsonb;
 pub mod pgcopy;
 pub mod record;

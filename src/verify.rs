@@ -7,6 +7,7 @@
 pub(crate) mod auditor;
 pub(crate) mod breaks;
 pub mod copy;
+pub(crate) mod erasures;
 mod findings;
 pub(crate) mod gaps;
 pub(crate) mod metrics;
@@ -80,6 +81,9 @@ pub struct VerifyReport {
     /// On a hot standby: how far its view reaches (the run is not recorded there).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) standby: Option<crate::db::StandbyView>,
+    /// The recorded erasures and the erased rows found (absent when the log records none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) erasures: Option<erasures::Summary>,
 }
 
 /// How to walk.
@@ -235,11 +239,17 @@ impl VerifyStore {
         let linked_total: i64 = links.iter().map(|l| i64::from(l.row_count)).sum();
         let from = opts.from_link.unwrap_or(i64::MIN);
         let walked: Vec<LinkRow> = links.into_iter().filter(|l| l.link_seq >= from).collect();
-        let (rehashed, row_breaks) = walk::rows(self, Arc::new(walked), opts.workers, sink).await?;
-        breaks.extend(row_breaks);
+        let (erasures, erasure_breaks) = self.erasures().await?;
+        let erasures = Arc::new(erasures);
+        let w = walk::rows(self, Arc::new(walked), erasures.clone(), opts.workers, sink).await?;
+        let rehashed = w.rows;
+        breaks.extend(w.breaks);
         // Log order: by link (a link's own break after its rows'), stable otherwise.
         breaks.sort_by_key(|b| b.link.unwrap_or(i64::MAX));
         breaks.extend(head_break);
+        breaks.extend(erasure_breaks);
+        let mut summary = erasures.summary.clone();
+        [summary.rows_erased, summary.rows_unverifiable] = w.erased;
         // Every row of a linked batch was walked: more rows than that lie outside the chain (the
         // costly search that names them runs only then).
         // (Incremental: the links' own counts stand for the rows not walked.)
@@ -283,6 +293,7 @@ impl VerifyStore {
             duration_ms: i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX),
             completeness: None,
             standby: None,
+            erasures: (!summary.records.is_empty() || w.erased != [0, 0]).then_some(summary),
         })
     }
 }

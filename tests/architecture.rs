@@ -30,6 +30,7 @@ const SQL_ROOMS: &[&str] = &[
     "witnessed::signer::store",
     "evolution::drift::store",
     "evolution::reprocess::store",
+    "erase",
 ];
 
 fn repo() -> PathBuf {
@@ -57,7 +58,7 @@ const LAYERS: &[&[&str]] = &[
     &["cli", "test_support"],
     &["dev"],
     &["evidence", "app"],
-    &["verify", "mirror"],
+    &["verify", "mirror", "erase"],
     &["witnessed"],
     &["server"],
     &["ingest", "reconcile", "evolution"],

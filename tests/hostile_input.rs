@@ -19,7 +19,7 @@ use proptest::sample::Index;
 use proptest::test_runner::RngSeed;
 use serde_json::Value;
 
-use common::bundle::{bundle, cosign, flip, policy, row};
+use common::bundle::{bundle, cosign, flip, policy};
 use common::records::records;
 use event_audit::decode::verdict::{decode, Status};
 use event_audit::evidence::bundle::{self, leaf, Expect, Proven};
@@ -282,12 +282,11 @@ struct Bundles {
 
 static BUNDLES: LazyLock<Bundles> = LazyLock::new(|| {
     let t0 = DateTime::from_timestamp_micros(1_764_000_000_000_000).expect("t0");
-    let leaves: Vec<Vec<u8>> = records("HOSTILE", 5, 1, t0)
-        .iter()
-        .map(|r| r.canon().encode())
-        .collect();
+    let recs = records("HOSTILE", 5, 1, t0);
+    let leaves: Vec<Vec<u8>> = recs.iter().map(|r| r.canon().encode()).collect();
     let (log, w) = (&NOTES.log, &NOTES.witnesses[0]);
-    let (one, four) = (row(&leaves[1]), row(&leaves[4]));
+    // Row encoding 3: the entries open their leaves' commitments (raw and personal columns).
+    let (one, four) = (recs[1].canon(), recs[4].canon());
     let mut value = bundle(ORIGIN, log, &leaves, &[(1, &one), (4, &four)]);
     let note = value["checkpoint"].as_str().expect("checkpoint").to_owned();
     value["checkpoint"] = cosign(&note, w, 1_700_000_000).into();

@@ -39,6 +39,8 @@ fn rows<'a>(hash: &'a [u8; 32]) -> Vec<RowView<'a>> {
         payload_error: Some("why"),
         catalogue: Some("fingerprint"),
         raw: b"\x00\x01raw bytes\xff",
+        salt: Some(&[3; 32]),
+        commitment: Some(&[4; 32]),
         batch_id: 5,
         row_hash: hash,
     };
@@ -57,6 +59,8 @@ fn rows<'a>(hash: &'a [u8; 32]) -> Vec<RowView<'a>> {
         occurred_at_us: None,
         payload_error: None,
         catalogue: None,
+        salt: None,
+        commitment: None,
         ..full
     };
     vec![full, nulls]

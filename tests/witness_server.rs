@@ -6,9 +6,12 @@
 //! project's note code) including the key id, concurrent submissions that never lower its
 //! state, and a restart that keeps it; a hostile client's flood (mutated, truncated, oversized,
 //! slow and idle requests) with no 5xx, memory flat, every refusal counted by status, and a
-//! valid checkpoint cosigned after it. Also `keygen --witness`, unique default origins and keys
+//! valid checkpoint cosigned after it; a connection closed once older than the age cap
+//! ([`age`]). Also `keygen --witness`, unique default origins and keys
 //! never written through a symlink.
 
+#[path = "witness_server/age.rs"]
+mod age;
 mod common;
 #[path = "witness_server/hostile.rs"]
 mod hostile;

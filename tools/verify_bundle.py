@@ -11,7 +11,9 @@ tlog-checkpoint and tlog-cosignature specifications, not from event-audit's code
 bundle's JSON (strict, no repeated keys) and shape; the checkpoint note's signature by the public
 key (every line by that key must verify), its origin (--origin), the witness policy's quorum of
 valid cosignatures (--witness-policy); per entry: SHA-256(leaf_data) == row_hash, leaf_data read
-by the row-encoding grammar (versions 1 and 2, every byte used), raw == the leaf's raw field,
+by the row-encoding grammar (versions 1, 2 and 3, every byte used; a version 3 leaf's personal
+columns and raw message from the entry's opening, SHA-256(opening) == the leaf's commitment, or
+none of them when the opening is null: the row erased), raw == the leaf's raw field,
 stream, stream_seq and every key of columns against the leaf, and the RFC 9162 inclusion proof
 of leaf SHA-256(0x00 || row_hash) at leaf_index. columns must hold exactly the keys the format
 defines for the leaf's version: one missing or unknown is unusable input.
@@ -22,7 +24,7 @@ from decimal import Decimal
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-FORMATS = ("event-audit-bundle/2", "event-audit-bundle/1")
+FORMATS = ("event-audit-bundle/3", "event-audit-bundle/2", "event-audit-bundle/1")
 MAX_DEPTH, MAX_SIGNATURES, U64 = 1024, 64, 2**64 - 1
 DASH = "\u2014 "
 # Unicode White_Space: never in a key name; separates a policy line's words.
@@ -140,8 +142,9 @@ def read_policy(text):
         if words[0] == "witness" and len(words) == 3:
             w = vkey(words[1], 0x04, err)
             if any(x[:2] == w[:2] for x in witnesses): raise err("this witness is listed twice")
-            if not words[2].startswith(("http://", "https://")):
-                raise err("the URL does not start with http:// or https://")
+            host = re.sub(r"^https?://", "", words[2].rstrip("/"), count=1)
+            if host == words[2].rstrip("/") or not host or host.startswith("/"):
+                raise err("the URL is not http:// or https:// and a host")
             witnesses.append(w)
         elif words[0] == "quorum" and len(words) == 2:
             if not DECIMAL.fullmatch(words[1]) or not 0 < int(words[1]) <= U64:
@@ -274,7 +277,7 @@ def time_us(s):
 
 # --- the leaf -----------------------------------------------------------------------------
 
-TAGS = {b"event-audit row v1\0": 1, b"event-audit row v2\0": 2}
+TAGS = {b"event-audit row v1\0": 1, b"event-audit row v2\0": 2, b"event-audit row v3\0": 3}
 TEXTS = ("headers", "envelope", "event_id", "event_type", "event_version", "status", "errors",
          "unknown_fields", "account_number")
 
@@ -311,10 +314,60 @@ class Reader:
             raise Rejected(f"leaf data: {name}: an integer field that is not 8 bytes long")
         return None if b is None else self.signed(b)
 
+def parse_v3(data):
+    """Row encoding 3 (docs/auditors.md): the fields outside the commitment, then the
+    commitment; the personal columns null and raw empty until `open_v3` fills them."""
+    r = Reader(data)
+    f = {"version": 3, "stream": r.text("stream", False)}
+    for name in ("stream_seq", "published_at", "received_at"):
+        f[name] = r.int(name)
+    f["subject"] = r.text("subject", False)
+    f["delivery_count"] = r.int("delivery_count")
+    if not -(2**31) <= f["delivery_count"] < 2**31:
+        raise Rejected("leaf data: delivery_count: beyond a 32-bit integer")
+    for name in ("envelope", "event_type", "event_version", "status", "unknown_fields"):
+        f[name] = r.text(name, name != "status")
+    f["occurred_at"] = r.int("occurred_at", True)
+    f["payload_error"] = r.text("payload_error")
+    f["catalogue"] = r.text("catalogue", False)
+    f["commitment"] = r.field("commitment", False)
+    if len(f["commitment"]) != 32: raise Rejected("leaf data: commitment: not 32 bytes")
+    if r.at != len(data):
+        raise Rejected("leaf data: commitment: bytes follow the commitment (the last field)")
+    for name in ("headers", "event_id", "errors", "account_number", "payload_place"):
+        f[name] = None
+    f["raw"], f["erased"] = b"", True
+    return f
+
+def open_v3(f, opening):
+    """Fills a version 3 leaf's personal columns from its commitment's opening: the 32-byte salt,
+    then length-prefixed raw, payload_place, headers, event_id, account_number, errors."""
+    if sha256(opening) != f["commitment"]:
+        raise Rejected("leaf data: opening: SHA-256 of the opening is not the leaf's commitment")
+    r = Reader(opening)
+    r.at = 0
+    r.take(32, "salt")
+    f["raw"] = r.field("raw", False)
+    place = r.field("payload_place", True)
+    if place is not None and len(place) != 16:
+        raise Rejected("leaf data: payload_place: not two 8-byte integers")
+    if place is not None:
+        f["payload_place"] = (int.from_bytes(place[:8], "big"), int.from_bytes(place[8:], "big"))
+        p = f["payload_place"]
+        if not p[0] <= p[1] <= len(f["raw"]):
+            raise Rejected("leaf data: payload_place: not a range within the raw message")
+    for name in ("headers", "event_id", "account_number", "errors"):
+        f[name] = r.text(name)
+    if r.at != len(opening):
+        raise Rejected("leaf data: errors: bytes follow the errors (the opening's last field)")
+    f["erased"] = False
+
 def parse_leaf(data):
-    """A row's canonical encoding (README: versions 1 and 2) -> its fields; every byte used."""
+    """A row's canonical encoding (README: versions 1, 2 and 3) -> its fields; every byte used."""
     version = TAGS.get(data[:19])
-    if version is None: raise Rejected("leaf data: version tag: not `event-audit row v1` or `v2`")
+    if version is None:
+        raise Rejected("leaf data: version tag: not `event-audit row v1`, `v2` or `v3`")
+    if version == 3: return parse_v3(data)
     r, f = Reader(data), {"version": version}
     f["stream"] = r.text("stream", False)
     if version == 2:
@@ -361,12 +414,17 @@ COLUMNS = ("stream", "stream_seq", "published_at", "received_at", "subject", "de
            "unknown_fields", "account_number", "occurred_at", "payload_place", "payload",
            "payload_error", "catalogue")
 V2_ONLY = ("payload_place", "payload", "payload_error", "catalogue")
+PERSONAL = ("headers", "event_id", "errors", "account_number", "payload_place", "payload")
 
-def defined(fmt, version):
-    """The keys `columns` holds, no more, no fewer (README, "The format"): format 2, every column
-    the leaf covers; format 1, the nineteen its prove wrote. None: no known leaf version."""
+def defined(fmt, version, erased=False):
+    """The keys `columns` holds, no more, no fewer (README, "The format"): formats 3 and 2, every
+    column the leaf covers (a version 3 leaf without an opening, erased: none of PERSONAL);
+    format 1, the nineteen its prove wrote. None: no leaf version the format defines."""
+    if fmt == FORMATS[2]:
+        return [k for k in COLUMNS if k != "payload_place"] if version in (1, 2) else None
+    if version == 3:
+        return [k for k in COLUMNS[2:] if not (erased and k in PERSONAL)] if fmt == FORMATS[0] else None
     if version not in (1, 2): return None
-    if fmt == FORMATS[1]: return [k for k in COLUMNS if k != "payload_place"]
     return [k for k in COLUMNS[2:] if version == 2 or k not in V2_ONLY]
 
 TIMES = ("published_at", "received_at", "occurred_at")
@@ -384,6 +442,7 @@ def leaf_json(text, why):
 def expected(key, f):
     """What the leaf says `key` holds: a JSON value, a time (int or None), or Unreadable."""
     if f["version"] == 1 and key in V2_ONLY: return None
+    if f.get("erased") and key in PERSONAL: return Unreadable("the row is erased: the leaf no longer opens to it")
     v = f.get(key)
     if key in ("headers", "errors", "unknown_fields"):
         return None if v is None else leaf_json(v, f"the leaf's {key.replace('_', ' ')} are not JSON")
@@ -437,7 +496,12 @@ def check_entry(e, size, root):
         raise Rejected("row_hash is not 64 hex digits")
     if sha256(data) != bytes.fromhex(e["row_hash"]):
         raise Rejected("row hash: row_hash is not SHA-256 of the leaf data")
+    opening = e.get("opening")
     f = parse_leaf(data)
+    if opening is not None:
+        if f["version"] != 3:
+            raise Rejected("opening: given for a leaf without a commitment (not row encoding version 3)")
+        open_v3(f, b64(opening, "opening"))
     if f["raw"] != raw: raise Rejected("raw: the bundle's raw bytes are not the leaf's raw field")
     check_field("stream", "stream", e["stream"], f)
     check_field("stream_seq", "stream_seq", e["stream_seq"], f)
@@ -466,16 +530,17 @@ def shape(b):
         if k not in ("format", "checkpoint", "entries"):
             raise Unusable(f"{k}: not a key of the bundle format")
     if need(b, "format", str, "") not in FORMATS:
-        raise Unusable(f"format {b['format']!r} is not {FORMATS[0]} (nor {FORMATS[1]})")
+        raise Unusable(f"format {b['format']!r} is not {FORMATS[0]} (nor {FORMATS[1]} or {FORMATS[2]})")
     need(b, "checkpoint", str, "")
     if not need(b, "entries", list, ""):
         raise Unusable("entries: none (a bundle proves at least one row)")
     for i, e in enumerate(b["entries"]):
         at = f"entries[{i}]."
         if not isinstance(e, dict): raise Unusable(f"entries[{i}]: not an object")
+        keys = dict(ENTRY, opening=(str, type(None))) if b["format"] == FORMATS[0] else ENTRY
         for k in e:
-            if k not in ENTRY: raise Unusable(f"{at}{k}: not a key of the bundle format")
-        for k, kind in ENTRY.items():
+            if k not in keys: raise Unusable(f"{at}{k}: not a key of the bundle format")
+        for k, kind in keys.items():
             need(e, k, kind, at)
         if not 0 <= e["leaf_index"] <= U64:
             raise Unusable(f"{at}leaf_index: not an integer from 0 to {U64}")
@@ -492,7 +557,7 @@ def complete(fmt, e, at):
         version = TAGS.get(b64(e["leaf_data"], "leaf_data")[:19])
     except Rejected:
         return
-    keys = defined(fmt, version)
+    keys = defined(fmt, version, e.get("opening") is None)
     if keys is None: return
     whose = f"an {fmt} entry with a version {version} leaf"
     for k in e["columns"]:

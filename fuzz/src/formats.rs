@@ -83,7 +83,11 @@ pub fn note(data: &[u8]) -> bool {
     };
     let parsed = Note::parse(s);
     if let Ok(n) = &parsed {
-        assert!((1..=64).contains(&n.sigs.len()), "{} signatures", n.sigs.len());
+        assert!(
+            (1..=64).contains(&n.sigs.len()),
+            "{} signatures",
+            n.sigs.len()
+        );
         let mut again = format!("{}\n", n.text);
         for sig in &n.sigs {
             let line = format!("\u{2014} {} {}", sig.name, B64.encode(&sig.blob));
@@ -96,11 +100,22 @@ pub fn note(data: &[u8]) -> bool {
     let cp = claimed(s);
     if let (Ok(cp), Ok(n)) = (&cp, &parsed) {
         let body = format!("{}\n{}\n{}\n", cp.origin, cp.size, B64.encode(cp.root));
-        assert!(n.text.starts_with(&body), "{cp:?} is not what {:?} says", n.text);
+        assert!(
+            n.text.starts_with(&body),
+            "{cp:?} is not what {:?} says",
+            n.text
+        );
     }
-    assert!(cp.is_err() || parsed.is_ok(), "a checkpoint claimed without a note");
+    assert!(
+        cp.is_err() || parsed.is_ok(),
+        "a checkpoint claimed without a note"
+    );
     if let Ok(opened) = open(s, &log_key().public()) {
-        assert_eq!(Ok(opened), cp, "opened to another checkpoint than it claims");
+        assert_eq!(
+            Ok(opened),
+            cp,
+            "opened to another checkpoint than it claims"
+        );
     }
     let mut key = false;
     if let Ok(k) = PublicKey::parse(s) {

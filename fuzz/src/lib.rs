@@ -27,8 +27,11 @@ pub use evidence::{bundle, copy_rows, decode, leaf_data};
 pub use files::{auditor_state, settings, signer_state};
 pub use formats::{cosign, note, tile_data, tile_path, witness_request};
 
+/// A target's check: panics when the parser breaks its contract; whether it accepted the input.
+pub type Check = fn(&[u8]) -> bool;
+
 /// Every target: its name (its corpus is `fuzz/corpus/<name>/`) and its check.
-pub const TARGETS: &[(&str, fn(&[u8]) -> bool)] = &[
+pub const TARGETS: &[(&str, Check)] = &[
     ("tile_path", tile_path),
     ("tile_data", tile_data),
     ("note", note),

@@ -66,7 +66,7 @@ pub struct ReprocessArgs {
     pub(crate) format: ListFormat,
 }
 
-fn parse_range(s: &str) -> Result<(i64, i64), String> {
+pub(crate) fn parse_range(s: &str) -> Result<(i64, i64), String> {
     let (a, b) = s
         .split_once("..")
         .ok_or_else(|| format!("`{s}`: expected A..B"))?;

@@ -153,6 +153,10 @@ fn chain_line(report: &crate::verify::VerifyReport, skipped: Option<u64>) -> Str
         ),
         None => ", every row rehashed".to_owned(),
     };
+    let rehashed = match &report.erasures {
+        Some(e) => format!("{rehashed}; {}", e.line()),
+        None => rehashed,
+    };
     if report.ok {
         format!(
             "chain intact: {} links, {} rows{rehashed}",

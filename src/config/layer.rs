@@ -82,9 +82,9 @@ fn parse_message(text: &str, e: &toml::de::Error) -> String {
                 .rposition(|b| *b == b'\n')
                 .map_or(0, |i| i + 1);
             let column = before.len() - start + 1;
-            format!("line {line}, column {column}: {message}")
+            super::urls::hide_credentials(&format!("line {line}, column {column}: {message}"))
         }
-        None => message,
+        None => super::urls::hide_credentials(&message),
     }
 }
 

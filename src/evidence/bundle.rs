@@ -1,10 +1,12 @@
-//! Evidence bundles (`event-audit-bundle/2`, written by `prove`; `/1` still read), checked
+//! Evidence bundles (`event-audit-bundle/3`, written by `prove`; `/2` and `/1` still read), checked
 //! offline: the bundle's JSON and shape ([`shape`]), the signed checkpoint against the log's
 //! public key, its origin and the witness policy's quorum of cosignatures when asked, then per
 //! entry its row hash (SHA-256 of its leaf data), the leaf data read strictly as a row encoding
-//! ([`leaf`]), the raw message and every field the entry shows against the leaf ([`fields`]),
+//! ([`leaf`]; a version 3 leaf opened with the entry's opening, or erased without one), the raw
+//! message and every field the entry shows against the leaf ([`fields`]),
 //! and its RFC 9162 inclusion proof of leaf `SHA-256(0x00 ‖ row hash)` against the checkpoint's
-//! root. Each failure names what failed. Pure: no I/O.
+//! root (for `verify-proof --tiles`, the proof and the leaf read from the log's tiles instead,
+//! fetched by the caller). Each failure names what failed. Pure: no I/O.
 
 pub mod fields;
 pub mod json;
@@ -25,8 +27,10 @@ use json::Json;
 use leaf::LeafError;
 pub use shape::{Bundle, Entry};
 
-/// The format `prove` writes.
-pub const FORMAT: &str = "event-audit-bundle/2";
+/// The format `prove` writes: `/2` and an entry's `opening` (row encoding version 3).
+pub const FORMAT: &str = "event-audit-bundle/3";
+/// The second format (no opening, no version 3 leaf); read with the same checks.
+pub(crate) const FORMAT_V2: &str = "event-audit-bundle/2";
 /// The first format (its columns were not evidence then); read with the same checks.
 pub(crate) const FORMAT_V1: &str = "event-audit-bundle/1";
 
@@ -43,6 +47,8 @@ pub enum EntryFault {
     Leaf(LeafError),
     #[error("raw: the bundle's raw bytes are not the leaf's raw field")]
     Raw,
+    #[error("opening: given for a leaf without a commitment (not row encoding version 3)")]
+    Opening,
     #[error(transparent)]
     Field(FieldFault),
     #[error("inclusion_proof: a proof hash is not 32 bytes")]
@@ -154,11 +160,22 @@ fn check_entry(
         .decode(&e.leaf_data)
         .map_err(|_| EntryFault::Base64("leaf_data"))?;
     let raw = B64.decode(&e.raw).map_err(|_| EntryFault::Base64("raw"))?;
+    let opening = match &e.opening {
+        Some(o) => Some(B64.decode(o).map_err(|_| EntryFault::Base64("opening"))?),
+        None => None,
+    };
     let row_hash = unhex(&e.row_hash).ok_or(EntryFault::RowHashHex)?;
     if <[u8; 32]>::from(Sha256::digest(&data)) != row_hash {
         return Err(EntryFault::RowHash);
     }
-    let c = leaf::parse(&data).map_err(EntryFault::Leaf)?;
+    let mut c = leaf::parse(&data).map_err(EntryFault::Leaf)?;
+    // A version 3 leaf's personal columns and raw message come from its opening; without one
+    // (erased) the entry may show none of them, and no raw bytes.
+    match (opening.as_deref(), c.commitment.is_some()) {
+        (Some(o), true) => leaf::open(&mut c, o).map_err(EntryFault::Leaf)?,
+        (Some(_), false) => return Err(EntryFault::Opening),
+        (None, _) => {}
+    }
     if c.raw != raw.as_slice() {
         return Err(EntryFault::Raw);
     }

@@ -1,6 +1,7 @@
 //! `prove`: an evidence bundle for some rows (one event, or an account's events) against one
 //! signed checkpoint: each row's raw bytes, its leaf data (the canonical encoding, whose SHA-256
-//! is the row hash), the decoded columns read back from that leaf data (so every field shown is
+//! is the row hash; for row encoding 3 with the opening of its commitment, none of them once the
+//! row is erased), the decoded columns read back from that leaf data (so every field shown is
 //! covered by the proof; every column the leaf covers, none left out) and its inclusion proof,
 //! plus the checkpoint's signed note. Every proof is checked here before it is written, so a
 //! bundle from a database that does not match the checkpoint is refused, not handed out.
@@ -32,6 +33,9 @@ pub struct Entry {
     pub(crate) leaf_data: String,
     pub(crate) row_hash: String,
     pub(crate) inclusion_proof: Vec<String>,
+    /// The opening of a version 3 leaf's commitment (base64); null for other leaves and for
+    /// an erased row, whose personal columns the entry does not show.
+    pub(crate) opening: Option<String>,
 }
 
 /// The evidence bundle (see docs/auditors.md, "Checking an evidence bundle").
@@ -53,6 +57,8 @@ pub(crate) enum ProveError {
     Mismatch(String),
     #[error("row {what}: its {column} cannot be shown in a bundle (not JSON, or a time outside the years 0000 to 9999), and a bundle shows every column; no bundle is written")]
     Unshowable { what: String, column: &'static str },
+    #[error("row {0}: its personal data was erased, and it was written in row encoding 1 or 2, whose leaf data held them: only its row hash remains, and `verify` reports it as erased, its contents unverifiable; no bundle is written")]
+    ErasedBeforeV3(String),
     #[error(transparent)]
     Db(#[from] DbError),
 }
@@ -109,8 +115,16 @@ pub(crate) async fn prove(
         let row = crate::verify::store::stored_row(store.db(), &p.stream, p.stream_seq)
             .await?
             .ok_or_else(|| ProveError::NotFound(what.clone()))?;
+        let view = row.view();
+        if view.commitment.is_none() && crate::verify::rows::emptied(&view) {
+            return Err(ProveError::ErasedBeforeV3(what));
+        }
         let data = leaf_data(&row).ok_or_else(|| ProveError::Mismatch(what.clone()))?;
-        let parsed = leaf::parse(&data).map_err(|_| ProveError::Mismatch(what.clone()))?;
+        let opening = crate::verify::rows::opening(&view);
+        let mut parsed = leaf::parse(&data).map_err(|_| ProveError::Mismatch(what.clone()))?;
+        if let Some(o) = &opening {
+            leaf::open(&mut parsed, o).map_err(|_| ProveError::Mismatch(what.clone()))?;
+        }
         let columns = fields::columns(&parsed).map_err(|column| ProveError::Unshowable {
             what: what.clone(),
             column,
@@ -134,6 +148,7 @@ pub(crate) async fn prove(
             leaf_data: B64.encode(&data),
             row_hash: hex(&row_hash),
             inclusion_proof: proof.iter().map(|h| B64.encode(h)).collect(),
+            opening: opening.map(|o| B64.encode(o)),
         });
     }
     Ok(Bundle {

@@ -323,6 +323,28 @@ impl Sink {
     }
 }
 
+/// Appends `recs` (in log order) as one batch of their own inside `tx`: a batch id, the rows by
+/// binary COPY, the chain link and the tree, as a batch of events is written (no envelope-id
+/// claims, no drift observations: for rows the daemon makes itself, such as an erasure
+/// record). Returns `(batch_id, link_seq)`.
+pub(crate) async fn append_own_rows(
+    tx: &mut PgConnection,
+    recs: &[Record],
+    instance: &str,
+) -> Result<(i64, i64), DbError> {
+    let batch_id: i64 = sqlx::query_scalar("SELECT nextval('audit.batch_id_seq')")
+        .fetch_one(&mut *tx)
+        .await
+        .ctx("allocate batch id")?;
+    let mut copy = tx.copy_in_raw(&copy_statement()).await.ctx("start COPY")?;
+    copy.send(copy_body(recs, batch_id)).await.ctx("COPY")?;
+    copy.finish().await.ctx("finish COPY")?;
+    let row_hashes: Vec<[u8; 32]> = recs.iter().map(|r| r.row_hash).collect();
+    let digest = batch_digest(&row_hashes);
+    let link_seq = chain::link(tx, batch_id, &row_hashes, &digest, instance).await?;
+    Ok((batch_id, link_seq))
+}
+
 /// The COPY statement the writer uses.
 pub(crate) fn copy_statement() -> String {
     format!(

@@ -1,6 +1,8 @@
 //! The canonical encoding of an audit row and its SHA-256 (the row hash): built from a
 //! [`super::record::Record`] when writing and from the stored columns when verifying, so both
-//! sides hash exactly the same bytes. Pure: no I/O.
+//! sides hash exactly the same bytes. Version 3 (written now) covers the personal columns and
+//! the raw message through a salted commitment ([`Canon::opening`]), so they can be erased while
+//! the row hash still holds; versions 1 and 2 keep their encodings. Pure: no I/O.
 
 use std::collections::BTreeMap;
 
@@ -42,12 +44,21 @@ pub struct Canon<'a> {
     /// before it was recorded (encoding version 1).
     pub catalogue: Option<&'a str>,
     pub raw: &'a [u8],
+    /// Version 3: the row's salt (32 random bytes, kept beside `raw`); `None` once the row's
+    /// personal data is erased, and for versions 1 and 2.
+    pub(crate) salt: Option<&'a [u8]>,
+    /// Version 3: the commitment to the personal columns ([`Canon::opening`]); `None` for
+    /// versions 1 and 2. The v3 encoding covers it instead of them.
+    pub commitment: Option<[u8; 32]>,
 }
 
-/// The tag that starts each encoding version.
 /// The version tags that open a leaf (the canonical encoding); defined here only.
 pub(crate) const TAG_V1: &[u8] = b"event-audit row v1\0";
 pub(crate) const TAG_V2: &[u8] = b"event-audit row v2\0";
+pub(crate) const TAG_V3: &[u8] = b"event-audit row v3\0";
+
+/// The length of a version 3 row's salt.
+pub(crate) const SALT_LEN: usize = 32;
 
 /// A length-prefixed value, or NULL.
 fn field(out: &mut Vec<u8>, v: Option<&[u8]>) {
@@ -80,9 +91,12 @@ impl Canon<'_> {
         ]
     }
 
-    /// The encoding version: 2, or 1 for rows written before the catalogue was recorded.
+    /// The encoding version: 3 (a commitment), 2, or 1 for rows written before the catalogue
+    /// was recorded.
     pub fn version(&self) -> u8 {
-        if self.catalogue.is_some() {
+        if self.commitment.is_some() {
+            3
+        } else if self.catalogue.is_some() {
             2
         } else {
             1
@@ -91,6 +105,9 @@ impl Canon<'_> {
 
     /// The canonical encoding (the Merkle tree's leaf data is its SHA-256, the row hash).
     pub fn encode(&self) -> Vec<u8> {
+        if let Some(c) = self.commitment {
+            return self.encode_v3(&c);
+        }
         let mut out = Vec::with_capacity(self.raw.len() + 512);
         if self.catalogue.is_none() {
             self.encode_v1(&mut out);
@@ -107,17 +124,75 @@ impl Canon<'_> {
             field(&mut out, v.map(str::as_bytes));
         }
         int(&mut out, self.occurred_at_us);
-        let range = self.payload.map(|(a, b)| {
-            let mut r = [0u8; 16];
-            r[..8].copy_from_slice(&a.to_be_bytes());
-            r[8..].copy_from_slice(&b.to_be_bytes());
-            r
-        });
+        let range = self.place();
         field(&mut out, range.as_ref().map(|r| &r[..]));
         field(&mut out, self.payload_error.map(str::as_bytes));
         field(&mut out, self.catalogue.map(str::as_bytes));
         field(&mut out, Some(self.raw));
         out
+    }
+
+    /// The payload's place as the encodings write it: two 8-byte big-endian offsets.
+    fn place(&self) -> Option<[u8; 16]> {
+        self.payload.map(|(a, b)| {
+            let mut r = [0u8; 16];
+            r[..8].copy_from_slice(&a.to_be_bytes());
+            r[8..].copy_from_slice(&b.to_be_bytes());
+            r
+        })
+    }
+
+    /// Version 3: the tag and 15 length-prefixed fields: version 2 without the personal
+    /// columns (headers, envelope id, errors, account number, the payload's place, the raw
+    /// message), and the commitment to them last.
+    fn encode_v3(&self, commitment: &[u8; 32]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(512);
+        out.extend_from_slice(TAG_V3);
+        field(&mut out, Some(self.stream.as_bytes()));
+        int(&mut out, Some(self.stream_seq));
+        int(&mut out, Some(self.published_at_us));
+        int(&mut out, Some(self.received_at_us));
+        field(&mut out, Some(self.subject.as_bytes()));
+        int(&mut out, Some(i64::from(self.delivery_count)));
+        for v in [
+            self.envelope,
+            self.event_type,
+            self.event_version,
+            Some(self.status),
+            self.unknown_fields,
+        ] {
+            field(&mut out, v.map(str::as_bytes));
+        }
+        int(&mut out, self.occurred_at_us);
+        field(&mut out, self.payload_error.map(str::as_bytes));
+        field(&mut out, self.catalogue.map(str::as_bytes));
+        field(&mut out, Some(commitment));
+        out
+    }
+
+    /// Version 3: the opening of the commitment, `None` without a salt (erased, or not
+    /// version 3): the 32-byte salt, then length-prefixed the raw message, the payload's place,
+    /// the headers, the envelope id, the account number and the errors ([`PERSONAL`]).
+    pub fn opening(&self) -> Option<Vec<u8>> {
+        let salt = self.salt?;
+        let mut out = Vec::with_capacity(self.raw.len() + 256);
+        out.extend_from_slice(salt);
+        field(&mut out, Some(self.raw));
+        field(&mut out, self.place().as_ref().map(|r| &r[..]));
+        for v in [
+            self.headers,
+            self.event_id,
+            self.account_number,
+            self.errors,
+        ] {
+            field(&mut out, v.map(str::as_bytes));
+        }
+        Some(out)
+    }
+
+    /// The commitment its opening makes (`None` without a salt): SHA-256 of the opening.
+    pub(crate) fn committed(&self) -> Option<[u8; 32]> {
+        self.opening().map(|o| Sha256::digest(o).into())
     }
 
     /// Version 1: integers without length, a tag byte for the envelope time, no payload,
@@ -208,6 +283,8 @@ mod tests {
             payload_error: None,
             catalogue: None,
             raw: br#"{"k":1}"#,
+            salt: None,
+            commitment: None,
         }
     }
 
@@ -246,5 +323,49 @@ mod tests {
         let tag = b"event-audit row v2\0".len();
         assert_eq!(&enc[tag..tag + 8], &1u64.to_be_bytes());
         assert_eq!(&enc[enc.len() - 7..], br#"{"k":1}"#);
+    }
+
+    /// Version 3: the personal columns and the raw message only through the commitment, which
+    /// is SHA-256 of the opening `salt ‖ field(raw) ‖ field(place) ‖ field(headers) ‖
+    /// field(event_id) ‖ field(account_number) ‖ field(errors)`, written last; without the salt
+    /// (erased) the hash is the same.
+    #[test]
+    fn version_3_commits_to_the_personal_columns() {
+        let salt: &'static [u8] = &[7u8; 32];
+        let mut c = sample();
+        (c.catalogue, c.payload, c.salt) = (Some("0123456789abcdef"), Some((0, 7)), Some(salt));
+        c.commitment = c.committed();
+        assert_eq!(c.version(), 3);
+        let opening = c.opening().expect("a salt");
+        let mut want = salt.to_vec();
+        for f in [
+            &br#"{"k":1}"#[..],
+            &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7],
+            br#"{"a":["b"]}"#,
+            b"id-1",
+            b"A-1",
+        ] {
+            want.extend_from_slice(&(f.len() as u64).to_be_bytes());
+            want.extend_from_slice(f);
+        }
+        want.extend_from_slice(&u64::MAX.to_be_bytes());
+        assert_eq!(opening, want);
+        let enc = c.encode();
+        assert!(enc.starts_with(TAG_V3));
+        let commitment: [u8; 32] = Sha256::digest(&opening).into();
+        assert_eq!(&enc[enc.len() - 32..], &commitment);
+        assert_eq!(&enc[enc.len() - 40..enc.len() - 32], &32u64.to_be_bytes());
+        assert!(
+            !enc.windows(3).any(|w| w == b"A-1"),
+            "no personal column in the encoding"
+        );
+        let base = c.hash();
+        let mut erased = c.clone();
+        (erased.salt, erased.raw, erased.account_number) = (None, b"", None);
+        erased.payload = None;
+        assert_eq!(erased.hash(), base);
+        let mut d = c.clone();
+        d.account_number = Some("A-2");
+        assert_ne!(d.committed(), c.commitment);
     }
 }

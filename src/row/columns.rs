@@ -59,6 +59,8 @@ macro_rules! events_row {
             payload_error payload_error Text opt,
             catalogue catalogue Text opt,
             raw raw Bytea req,
+            salt salt Bytea opt,
+            commitment commitment Bytea opt,
             batch_id batch_id Int8 req,
             row_hash row_hash Bytea req,
         }

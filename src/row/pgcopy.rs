@@ -47,6 +47,13 @@ impl CopyBuf {
         self.field(v);
     }
 
+    pub(crate) fn bytea_opt(&mut self, v: Option<&[u8]>) {
+        match v {
+            Some(b) => self.field(b),
+            None => self.null(),
+        }
+    }
+
     pub(crate) fn int8(&mut self, v: i64) {
         self.field(&v.to_be_bytes());
     }

@@ -8,7 +8,9 @@ use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use sha2::{Digest, Sha256};
 
-use super::canon::{canonical_errors, canonical_headers, canonical_strings, clean, Canon};
+use super::canon::{
+    canonical_errors, canonical_headers, canonical_strings, clean, Canon, SALT_LEN,
+};
 use super::jsonb;
 use crate::decode::catalogue;
 use crate::decode::catalogue::kind::JsonKind;
@@ -77,6 +79,13 @@ pub struct Record {
     pub(crate) account_number: Option<String>,
     pub(crate) occurred_at: Option<DateTime<Utc>>,
     pub(crate) raw: Bytes,
+    /// The salt of the row's commitment: 32 random bytes, stored beside `raw`.
+    pub(crate) salt: [u8; SALT_LEN],
+    /// The commitment to the personal columns (`Canon::opening`), set with the row hash.
+    pub(crate) commitment: [u8; 32],
+    /// Written in row encoding 2, as before version 3 (no salt, no commitment): only for tests
+    /// of logs that hold rows of both ([`Record::as_encoding_2`]).
+    pub(crate) v2: bool,
     /// SHA-256 of the event name and payload text: tells a duplicate id from a conflict.
     pub(crate) id_digest: Option<[u8; 32]>,
     pub(crate) row_hash: [u8; 32],
@@ -113,7 +122,32 @@ impl Record {
         }
     }
 
+    /// The row as the hash covers it (encoding version 3), its commitment made from its
+    /// opening.
     pub fn canon(&self) -> Canon<'_> {
+        let mut c = self.canon_open();
+        if self.v2 {
+            c.salt = None;
+        }
+        c.commitment = c.committed();
+        c
+    }
+
+    /// The record as row encoding 2 wrote it (a log holding rows written before version 3).
+    pub fn as_encoding_2(&mut self) {
+        self.v2 = true;
+        self.seal();
+    }
+
+    /// Sets the commitment and the row hash from the record's columns.
+    pub(crate) fn seal(&mut self) {
+        let c = self.canon();
+        let (commitment, hash) = (c.commitment.unwrap_or_default(), c.hash());
+        self.commitment = commitment;
+        self.row_hash = hash;
+    }
+
+    fn canon_open(&self) -> Canon<'_> {
         Canon {
             stream: &self.stream,
             stream_seq: self.stream_seq,
@@ -138,6 +172,8 @@ impl Record {
             payload_error: self.payload_error.as_deref(),
             catalogue: Some(self.catalogue),
             raw: &self.raw,
+            salt: Some(&self.salt),
+            commitment: None,
         }
     }
 
@@ -146,7 +182,7 @@ impl Record {
     pub(crate) fn refuse_payload(&mut self, reason: String) {
         self.payload = None;
         self.payload_error = Some(reason);
-        self.row_hash = self.canon().hash();
+        self.seal();
     }
 
     /// Keeps only what PostgreSQL cannot refuse (it refused this row although its payload
@@ -165,7 +201,7 @@ impl Record {
         self.occurred_at = None;
         self.id_digest = None;
         self.payload_error = Some(reason);
-        self.row_hash = self.canon().hash();
+        self.seal();
     }
 }
 
@@ -194,6 +230,8 @@ impl Record {
             payload_error: self.payload_error.as_deref(),
             catalogue: Some(self.catalogue),
             raw: &self.raw,
+            salt: (!self.v2).then_some(&self.salt[..]),
+            commitment: (!self.v2).then_some(&self.commitment[..]),
             batch_id,
             row_hash: &self.row_hash,
         }
@@ -234,7 +272,7 @@ pub(crate) fn record_unparsed(
     let block = base64::engine::general_purpose::STANDARD.encode(header_block);
     let headers = BTreeMap::from([(UNPARSED_HEADER_BLOCK.to_owned(), vec![block])]);
     rec.headers = canonical_headers(&headers);
-    rec.row_hash = rec.canon().hash();
+    rec.seal();
     rec
 }
 
@@ -330,10 +368,13 @@ pub fn record(meta: Meta, raw: Bytes, naming: &Naming, received_at: DateTime<Utc
         unknown_kinds,
         declared_seen: v.declared_seen,
         raw: Bytes::new(),
+        salt: rand::random(),
+        commitment: [0; 32],
+        v2: false,
     };
     drop(v);
     rec.raw = raw;
-    rec.row_hash = rec.canon().hash();
+    rec.seal();
     rec
 }
 
@@ -383,9 +424,22 @@ mod tests {
         let r = record(meta("x", vec![]), raw, &Naming::default(), Utc::now());
         let base = r.canon().hash();
         assert_eq!(base, r.row_hash);
+        // Version 3: a personal column is covered through the commitment.
+        assert_eq!(r.canon().version(), 3);
         let mut c = r.canon();
         c.account_number = Some("B");
+        assert_eq!(
+            c.hash(),
+            base,
+            "the encoding holds the commitment, not the column"
+        );
+        assert_ne!(c.committed(), c.commitment);
+        c.commitment = c.committed();
         assert_ne!(c.hash(), base);
+        let mut c = r.canon();
+        c.salt = None;
+        assert_eq!(c.hash(), base, "erased: the hash still holds");
+        assert!(c.opening().is_none());
         let mut c = r.canon();
         c.stream_seq += 1;
         assert_ne!(c.hash(), base);

@@ -17,6 +17,7 @@ macro_rules! view_ty {
     ($lt:lifetime Timestamptz req) => { i64 };
     ($lt:lifetime Timestamptz opt) => { Option<i64> };
     ($lt:lifetime Bytea req) => { &$lt [u8] };
+    ($lt:lifetime Bytea opt) => { Option<&$lt [u8]> };
 }
 
 macro_rules! write_field {
@@ -46,6 +47,9 @@ macro_rules! write_field {
     };
     ($buf:ident, $v:expr, Bytea req) => {
         $buf.bytea($v)
+    };
+    ($buf:ident, $v:expr, Bytea opt) => {
+        $buf.bytea_opt($v)
     };
 }
 
@@ -85,6 +89,10 @@ macro_rules! read_field {
     ($f:expr, Bytea req) => {{
         let (v, i) = $f;
         need(v, i)
+    }};
+    ($f:expr, Bytea opt) => {{
+        let (v, _) = $f;
+        Ok::<_, CopyError>(v)
     }};
 }
 

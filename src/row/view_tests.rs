@@ -67,6 +67,8 @@ fn full<'a>() -> RowView<'a> {
         payload_error: Some("a reason"),
         catalogue: Some("fp"),
         raw: b"\x00\xffraw",
+        salt: Some(&[5; 32]),
+        commitment: Some(&[6; 32]),
         batch_id: 7,
         row_hash: &[9; 32],
     }
@@ -88,6 +90,8 @@ fn every_column_set_and_every_optional_one_null() {
         payload_error: None,
         catalogue: None,
         raw: b"",
+        salt: None,
+        commitment: None,
         ..full()
     };
     round_trip(&[full(), nulls]);
@@ -148,6 +152,8 @@ proptest! {
             payload_error: o(9),
             catalogue: o(10),
             raw: &raw,
+            salt: occurred.then_some(&raw[..]),
+            commitment: None,
             batch_id: ints[1],
             row_hash: texts[3].as_bytes(),
         };

@@ -159,12 +159,17 @@ impl WitnessPolicy {
                     {
                         return Err(err("this witness is listed twice"));
                     }
-                    if !(url.starts_with("http://") || url.starts_with("https://")) {
-                        return Err(err("the URL does not start with http:// or https://"));
+                    // Kept without its trailing slashes: what is left must still name a host.
+                    let url = url.trim_end_matches('/');
+                    let host = url
+                        .strip_prefix("http://")
+                        .or_else(|| url.strip_prefix("https://"));
+                    if !host.is_some_and(|h| !h.is_empty() && !h.starts_with('/')) {
+                        return Err(err("the URL is not http:// or https:// and a host"));
                     }
                     witnesses.push(PolicyWitness {
                         key,
-                        url: url.trim_end_matches('/').to_owned(),
+                        url: url.to_owned(),
                     });
                 }
                 ["witness", ..] => return Err(err("expected `witness <vkey> <url>`")),
@@ -304,6 +309,10 @@ mod tests {
             "quorum 1\n",
             "witness nope http://x\n",
             &format!("witness {} ftp://x\n", a.public().encode()),
+            // Found by the `cosign` fuzz target's contract: `http:///` was kept as `http:`, a
+            // policy that did not read back from its own lines (and named no host).
+            &format!("witness {} http:///\n", a.public().encode()),
+            &format!("witness {} https:///x\n", a.public().encode()),
             &format!("witness {} http://x\nquorum 2\n", a.public().encode()),
             &format!("witness {} http://x\nquorum 0\n", a.public().encode()),
             &format!(

@@ -125,15 +125,22 @@ impl TileId {
         }
     }
 
-    /// The leaves the tile's hashes (or entries) span, `[start, end)`, as far as its width goes.
+    /// The leaves the tile's hashes (or entries) span, `[start, end)`, as far as its width goes;
+    /// a bound past `u64::MAX` (a path can name any index at any level) is `u64::MAX`.
     pub fn leaves(&self) -> (u64, u64) {
         let shift = TILE_HEIGHT * u32::from(self.level());
+        let scale = |n: u64| match n {
+            0 => 0,
+            n => 1u64
+                .checked_shl(shift)
+                .and_then(|unit| n.checked_mul(unit))
+                .unwrap_or(u64::MAX),
+        };
         let first = self.index.saturating_mul(TILE_WIDTH);
-        let start = first.checked_shl(shift).unwrap_or(u64::MAX);
-        let end = (first + u64::from(self.width))
-            .checked_shl(shift)
-            .unwrap_or(u64::MAX);
-        (start, end)
+        (
+            scale(first),
+            scale(first.saturating_add(u64::from(self.width))),
+        )
     }
 
     /// Whether a tree of `size` leaves has this tile (full tiles wholly inside it; partial

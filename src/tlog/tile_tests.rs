@@ -246,3 +246,22 @@ fn the_reader_reads_roots_and_proofs_from_the_tiles() {
         })
         .is_err());
 }
+
+/// Found by the `tile_path` fuzz target: a path may name the largest index at the highest
+/// level, and its leaves then overflowed (a panic in debug builds, a wrapped range otherwise).
+#[test]
+fn the_leaves_of_any_parsable_path_saturate() {
+    let far = TileId::parse("tile/63/x018/x446/x744/x073/x709/x551/615").unwrap();
+    assert_eq!(far.index, u64::MAX);
+    assert_eq!(far.leaves(), (u64::MAX, u64::MAX));
+    let entries = TileId::parse("tile/entries/x018/x446/x744/x073/x709/x551/615").unwrap();
+    assert_eq!(entries.leaves(), (u64::MAX, u64::MAX));
+    // Level 1, index 2^55: 2^71 leaves in; the shift used to drop the high bits (start 0).
+    let past = TileId::hashes(1, 1 << 55, 256);
+    assert_eq!(past.leaves(), (u64::MAX, u64::MAX));
+    assert_eq!(TileId::hashes(8, 0, 1).leaves(), (0, u64::MAX));
+    assert_eq!(
+        TileId::hashes(1, 3, 2).leaves(),
+        (3 * 65_536, 3 * 65_536 + 512)
+    );
+}

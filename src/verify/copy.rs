@@ -163,6 +163,8 @@ mod tests {
             field(out, None);
         }
         field(out, Some(b"{}"));
+        field(out, None);
+        field(out, None);
         field(out, Some(&9i64.to_be_bytes()));
         field(out, Some(&[7u8; 32]));
     }

@@ -22,6 +22,11 @@ pub enum Check {
     PayloadDiffers { hash: [u8; 32], from_raw: String },
     /// The row does not match: why.
     Broken(&'static str),
+    /// The row's personal data is gone (a version 3 row without its salt: its hash still
+    /// holds, this one; a version 1 or 2 row whose raw message and personal columns are empty:
+    /// its contents can no longer be checked, its stored hash). Only a recorded erasure makes
+    /// this anything but a break; the walk decides.
+    Erased { hash: [u8; 32], verified: bool },
 }
 
 fn recanon<T: serde::de::DeserializeOwned>(
@@ -80,6 +85,11 @@ pub(crate) fn with_canon<'a, T>(
         payload_error: row.payload_error,
         catalogue: row.catalogue,
         raw: row.raw,
+        salt: row.salt,
+        commitment: match row.commitment {
+            None => None,
+            Some(c) => Some(<[u8; 32]>::try_from(c).ok()?),
+        },
     };
     Some((f(&canon), payload_text))
 }
@@ -90,17 +100,60 @@ pub(crate) fn encoding(row: &RowView<'_>) -> Option<Vec<u8>> {
     with_canon(row, |c| c.encode()).map(|(e, _)| e)
 }
 
+/// The opening of a version 3 row's commitment (`None`: erased, or not version 3): what a
+/// bundle shows for an auditor to check the personal columns against the leaf.
+pub(crate) fn opening(row: &RowView<'_>) -> Option<Vec<u8>> {
+    with_canon(row, |c| c.opening()).and_then(|(o, _)| o)
+}
+
+/// Whether a row's personal columns and raw message are all gone (NULL, `raw` empty).
+pub(crate) fn emptied(row: &RowView<'_>) -> bool {
+    row.raw.is_empty()
+        && row.salt.is_none()
+        && row.payload.is_none()
+        && row.headers.is_none()
+        && row.event_id.is_none()
+        && row.account_number.is_none()
+        && row.errors.is_none()
+}
+
 /// The row's hash recomputed from its columns (`None`: a JSON column lost its recorded shape).
 pub(crate) fn recomputed(row: &RowView<'_>) -> Option<[u8; 32]> {
     with_canon(row, |c| c.hash()).map(|(hash, _)| hash)
 }
 
 pub fn check(row: &RowView<'_>) -> Check {
-    let Some((hash, payload_text)) = with_canon(row, |c| c.hash()) else {
+    if row.commitment.is_some_and(|c| c.len() != 32) {
+        return Check::Broken("the commitment is not 32 bytes (row edited)");
+    }
+    let opened = |c: &Canon<'_>| (c.hash(), c.salt.is_none() || c.committed() == c.commitment);
+    let Some(((hash, committed), payload_text)) = with_canon(row, opened) else {
         return Check::Broken("a JSON column no longer has its recorded shape");
     };
-    if row.row_hash[..] != hash[..] {
-        return Check::Broken("stored columns do not match the row's hash (row edited)");
+    let stored: Option<[u8; 32]> = row.row_hash.try_into().ok();
+    if row.commitment.is_some() && row.salt.is_none() {
+        return match (stored == Some(hash), emptied(row)) {
+            (true, true) => Check::Erased {
+                hash,
+                verified: true,
+            },
+            (false, _) => Check::Broken("stored columns do not match the row's hash (row edited)"),
+            (true, false) => Check::Broken(
+                "personal columns kept without the salt that checks them (salt removed)",
+            ),
+        };
+    }
+    if stored != Some(hash) {
+        return match stored {
+            Some(h) if row.commitment.is_none() && emptied(row) => Check::Erased {
+                hash: h,
+                verified: false,
+            },
+            _ => Check::Broken("stored columns do not match the row's hash (row edited)"),
+        };
+    }
+    if !committed {
+        return Check::Broken("personal columns do not match the row's commitment (row edited)");
     }
     let Some(stored) = row.payload else {
         return Check::Ok(hash);
@@ -115,5 +168,89 @@ pub fn check(row: &RowView<'_>) -> Check {
             hash,
             from_raw: String::new(),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use bytes::Bytes;
+    use chrono::Utc;
+
+    use super::*;
+    use crate::row::record::{record, Meta, Naming, Record};
+
+    fn rec() -> Record {
+        let meta = Meta {
+            stream: Arc::from("S"),
+            stream_seq: 1,
+            published_at: Utc::now(),
+            subject: "s".into(),
+            delivery_count: 1,
+            headers: vec![("X-User".into(), "a@example.com".into())],
+        };
+        let raw = br#"{"event":"account.occupied-v1","id":"i-1","payload":{"account_number":"A"}}"#;
+        record(
+            meta,
+            Bytes::from_static(raw),
+            &Naming::default(),
+            Utc::now(),
+        )
+    }
+
+    fn erased<'a>(v: RowView<'a>) -> RowView<'a> {
+        RowView {
+            raw: b"",
+            salt: None,
+            payload: None,
+            headers: None,
+            event_id: None,
+            account_number: None,
+            errors: None,
+            ..v
+        }
+    }
+
+    fn holds(c: &Check) -> bool {
+        matches!(c, Check::Ok(_) | Check::PayloadDiffers { .. })
+    }
+
+    /// An erased row is told from an edited one: version 3 keeps its hash, version 2 its
+    /// stored hash (unverifiable); anything short of a whole erasure is a break.
+    #[test]
+    fn erased_rows_are_told_from_edited_ones() {
+        let r = rec();
+        let v = r.view(1);
+        assert!(holds(&check(&v)), "{:?}", check(&v));
+        let e = check(&erased(v));
+        assert_eq!(
+            e,
+            Check::Erased {
+                hash: r.row_hash,
+                verified: true
+            }
+        );
+        let half = RowView { salt: None, ..v };
+        assert!(matches!(check(&half), Check::Broken(w) if w.contains("salt removed")));
+        let edited = RowView {
+            account_number: Some("B"),
+            ..v
+        };
+        assert!(matches!(check(&edited), Check::Broken(w) if w.contains("commitment")));
+        let mut old = rec();
+        old.as_encoding_2();
+        let v = old.view(1);
+        assert!(holds(&check(&v)), "{:?}", check(&v));
+        let e = check(&erased(v));
+        assert_eq!(
+            e,
+            Check::Erased {
+                hash: old.row_hash,
+                verified: false
+            }
+        );
+        let edited = RowView { payload: None, ..v };
+        assert!(matches!(check(&edited), Check::Broken(_)));
     }
 }

@@ -37,6 +37,7 @@ macro_rules! stored_ty {
     (Timestamptz req) => { DateTime<Utc> };
     (Timestamptz opt) => { Option<DateTime<Utc>> };
     (Bytea req) => { Vec<u8> };
+    (Bytea opt) => { Option<Vec<u8>> };
 }
 
 /// A stored column as the row view has it.
@@ -67,6 +68,9 @@ macro_rules! as_view {
     };
     ($e:expr, Bytea req) => {
         &$e
+    };
+    ($e:expr, Bytea opt) => {
+        $e.as_deref()
     };
 }
 
@@ -101,6 +105,15 @@ pub(crate) struct Unlinked {
     pub(crate) stream_seq: i64,
     pub(crate) batch_id: i64,
     pub(crate) total: i64,
+}
+
+/// The row of an erasure record.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub(crate) struct ErasureRow {
+    pub(crate) stream_seq: i64,
+    pub(crate) raw: Vec<u8>,
+    pub(crate) row_hash: Vec<u8>,
+    pub(crate) linked: bool,
 }
 
 /// One run of `verify`, as recorded.
@@ -256,6 +269,28 @@ impl VerifyStore {
             .ctx("count rows")
     }
 
+    /// The erasure records' rows (stream `event-audit.erasures`), in order: their sequence, raw
+    /// message, row hash, and whether their batch has a chain link.
+    pub(crate) async fn erasure_rows(&self) -> Result<Vec<ErasureRow>, DbError> {
+        sqlx::query_as(
+            "SELECT e.stream_seq, e.raw, e.row_hash, \
+               EXISTS (SELECT 1 FROM audit.chain_links l WHERE l.batch_id = e.batch_id) AS linked \
+             FROM audit.events e WHERE e.stream = $1 ORDER BY e.stream_seq",
+        )
+        .bind(crate::row::erasure::STREAM)
+        .fetch_all(self.db.pool())
+        .await
+        .ctx("read the erasure records")
+    }
+
+    /// `audit.erasures`: each erasure's number and the row hash of its record's row.
+    pub(crate) async fn erasure_index(&self) -> Result<Vec<(i64, Vec<u8>)>, DbError> {
+        sqlx::query_as("SELECT erasure_id, row_hash FROM audit.erasures ORDER BY erasure_id")
+            .fetch_all(self.db.pool())
+            .await
+            .ctx("read audit.erasures")
+    }
+
     /// Up to `limit` rows whose batch has no chain link, each with the total count.
     pub(crate) async fn unlinked_rows(&self, limit: i64) -> Result<Vec<Unlinked>, DbError> {
         sqlx::query_as(
@@ -275,9 +310,10 @@ impl VerifyStore {
         sqlx::query_as(
             "SELECT stream, min(stream_seq) AS first, max(stream_seq) AS last FROM ( \
                SELECT stream, stream_seq, stream_seq - row_number() OVER (PARTITION BY stream ORDER BY stream_seq) AS island \
-               FROM (SELECT DISTINCT stream, stream_seq FROM audit.events) d) s \
+               FROM (SELECT DISTINCT stream, stream_seq FROM audit.events WHERE stream <> $1) d) s \
              GROUP BY stream, island ORDER BY stream, first",
         )
+        .bind(crate::row::erasure::STREAM)
         .fetch_all(self.db.pool())
         .await
         .ctx("read the sequence ranges of the log")

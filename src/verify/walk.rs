@@ -12,6 +12,7 @@ use futures::TryStreamExt;
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 
 use super::copy::{CopyError, Tuples};
+use super::erasures::Erasures;
 use super::rows::{self, Check};
 use super::store::LinkRow;
 use super::{Break, VerifyError, VerifyStore};
@@ -30,6 +31,8 @@ pub trait LeafSink: Send {
 /// What one chunk found.
 struct Chunk {
     rows: i64,
+    /// Erased rows accepted: `[hash holds, contents unverifiable]`.
+    erased: [i64; 2],
     breaks: Vec<Break>,
     /// Per link of the chunk, its row hashes.
     leaves: Vec<Vec<[u8; 32]>>,
@@ -53,14 +56,23 @@ pub(crate) fn chunks(links: &[LinkRow], target: i64) -> Vec<std::ops::Range<usiz
     out
 }
 
-/// Rehashes the rows of `links` (with `workers` connections) and returns `(rows, breaks)`,
-/// handing each link's row hashes to `sink` in log order.
+/// What the walk of the rows found.
+pub(crate) struct Walked {
+    pub(crate) rows: i64,
+    pub(crate) breaks: Vec<Break>,
+    /// Erased rows a record covers: `[hash holds, contents unverifiable]`.
+    pub(crate) erased: [i64; 2],
+}
+
+/// Rehashes the rows of `links` (with `workers` connections), accepting the erased rows
+/// `erasures` names, and hands each link's row hashes to `sink` in log order.
 pub(crate) async fn rows(
     store: &VerifyStore,
     links: Arc<Vec<LinkRow>>,
+    erasures: Arc<Erasures>,
     workers: usize,
     mut sink: Option<&mut dyn LeafSink>,
-) -> Result<(i64, Vec<Break>), VerifyError> {
+) -> Result<Walked, VerifyError> {
     let total: i64 = links.iter().map(|l| i64::from(l.row_count.max(0))).sum();
     let workers = workers.max(1);
     let target = (total / (workers as i64 * 4)).clamp(500, CHUNK_ROWS);
@@ -71,13 +83,14 @@ pub(crate) async fn rows(
         mpsc::channel::<(usize, Result<Chunk, VerifyError>, OwnedSemaphorePermit)>(workers * 2);
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..workers.min(ranges.len()) {
-        let (store, links, ranges, next, window, tx) = (
+        let (store, links, ranges, next, window, tx, erasures) = (
             store.clone(),
             links.clone(),
             ranges.clone(),
             next.clone(),
             window.clone(),
             tx.clone(),
+            erasures.clone(),
         );
         tasks.spawn(async move {
             loop {
@@ -90,7 +103,7 @@ pub(crate) async fn rows(
                 let Some(range) = ranges.get(i) else {
                     return;
                 };
-                let res = chunk(&store, &links[range.clone()]).await;
+                let res = chunk(&store, &links[range.clone()], &erasures).await;
                 if tx.send((i, res, permit)).await.is_err() {
                     return;
                 }
@@ -98,7 +111,7 @@ pub(crate) async fn rows(
         });
     }
     drop(tx);
-    let (mut rows, mut breaks) = (0i64, Vec::new());
+    let (mut rows, mut breaks, mut erased) = (0i64, Vec::new(), [0i64; 2]);
     let mut pending = BTreeMap::new();
     let mut expect = 0usize;
     while let Some((i, res, permit)) = rx.recv().await {
@@ -107,6 +120,7 @@ pub(crate) async fn rows(
             let range = ranges[expect].clone();
             rows += c.rows;
             breaks.extend(c.breaks);
+            erased = [erased[0] + c.erased[0], erased[1] + c.erased[1]];
             if let Some(s) = sink.as_deref_mut() {
                 for (l, leaves) in links[range].iter().zip(&c.leaves) {
                     s.link(l, leaves);
@@ -117,7 +131,11 @@ pub(crate) async fn rows(
         }
     }
     while tasks.join_next().await.is_some() {}
-    Ok((rows, breaks))
+    Ok(Walked {
+        rows,
+        breaks,
+        erased,
+    })
 }
 
 /// The state of the link being read.
@@ -128,10 +146,15 @@ struct Open {
 }
 
 /// Streams and checks the rows of `links` (contiguous, in order).
-async fn chunk(store: &VerifyStore, links: &[LinkRow]) -> Result<Chunk, VerifyError> {
+async fn chunk(
+    store: &VerifyStore,
+    links: &[LinkRow],
+    erasures: &Erasures,
+) -> Result<Chunk, VerifyError> {
     let (Some(first), Some(last)) = (links.first(), links.last()) else {
         return Ok(Chunk {
             rows: 0,
+            erased: [0; 2],
             breaks: Vec::new(),
             leaves: Vec::new(),
         });
@@ -145,6 +168,7 @@ async fn chunk(store: &VerifyStore, links: &[LinkRow]) -> Result<Chunk, VerifyEr
     let mut t = Tuples::new();
     let mut out = Chunk {
         rows: 0,
+        erased: [0; 2],
         breaks: Vec::new(),
         leaves: Vec::with_capacity(links.len()),
     };
@@ -179,6 +203,14 @@ async fn chunk(store: &VerifyStore, links: &[LinkRow]) -> Result<Chunk, VerifyEr
                         continue;
                     }
                     "payload column does not match the raw message (payload edited)"
+                }
+                Check::Erased { hash, verified } => {
+                    open.leaves.push(hash);
+                    if erasures.covers(row.stream, row.stream_seq, row.row_hash) {
+                        out.erased[usize::from(!verified)] += 1;
+                        continue;
+                    }
+                    "personal data removed without a recorded erasure (row edited)"
                 }
                 Check::Broken(why) => {
                     open.leaves.push(rows::recomputed(&row).unwrap_or(stored));

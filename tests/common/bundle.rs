@@ -210,6 +210,7 @@ pub fn bundle(
                 "columns": serde_json::to_value(fields::columns(c).expect("showable")).expect("columns"),
                 "leaf_data": B64.encode(data), "row_hash": hex(&Sha256::digest(data)),
                 "inclusion_proof": proof,
+                "opening": c.opening().map(|o| B64.encode(o)),
             })
         })
         .collect();

@@ -41,18 +41,40 @@ pub(crate) const COLUMNS: [&str; 20] = [
 /// The columns only a version 2 leaf covers.
 const V2_ONLY: [&str; 4] = ["payload_place", "payload", "payload_error", "catalogue"];
 
+/// The columns a version 3 leaf covers only through its commitment: shown when the entry opens
+/// it, and absent (never shown, never null) once the row is erased.
+pub(crate) const PERSONAL: [&str; 6] = [
+    "headers",
+    "event_id",
+    "errors",
+    "account_number",
+    "payload_place",
+    "payload",
+];
+
+/// Whether a parsed leaf is a version 3 row whose opening is not given (erased).
+fn erased(c: &Canon<'_>) -> bool {
+    c.commitment.is_some() && c.salt.is_none()
+}
+
 /// The keys `columns` must hold, no more and no fewer: in `event-audit-bundle/2`, every column
 /// the entry's leaf covers (for a version 1 leaf, none of [`V2_ONLY`]); in
 /// `event-audit-bundle/1`, the nineteen columns its `prove` wrote (with `stream` and
 /// `stream_seq`, without `payload_place`), whatever the leaf. `None` for a leaf version no
 /// format defines. A later format may let an entry mark a column as withheld (an erased row's
 /// payload): that will be a marker of its own, named here, never a key left out.
-pub(crate) fn defined(format: &str, leaf_version: u8) -> Option<Vec<&'static str>> {
+pub(crate) fn defined(format: &str, leaf_version: u8, erased: bool) -> Option<Vec<&'static str>> {
     let keys = COLUMNS.iter().copied();
-    match (format == super::FORMAT_V1, leaf_version) {
-        (true, 1 | 2) => Some(keys.filter(|k| *k != "payload_place").collect()),
-        (false, 2) => Some(keys.skip(2).collect()),
-        (false, 1) => Some(keys.skip(2).filter(|k| !V2_ONLY.contains(k)).collect()),
+    match (format, leaf_version) {
+        (super::FORMAT_V1, 1 | 2) => Some(keys.filter(|k| *k != "payload_place").collect()),
+        (super::FORMAT_V1, _) => None,
+        (super::FORMAT, 3) => Some(
+            keys.skip(2)
+                .filter(|k| !erased || !PERSONAL.contains(k))
+                .collect(),
+        ),
+        (_, 2) => Some(keys.skip(2).collect()),
+        (_, 1) => Some(keys.skip(2).filter(|k| !V2_ONLY.contains(k)).collect()),
         _ => None,
     }
 }
@@ -148,6 +170,9 @@ fn json_column(t: Option<&str>, why: &'static str) -> Want {
 
 /// What the leaf `c` says column `key` holds; `None` for a key no bundle may show.
 pub(crate) fn want(key: &str, c: &Canon<'_>) -> Option<Want> {
+    if erased(c) && PERSONAL.contains(&key) {
+        return None;
+    }
     let v2 = c.catalogue.is_some();
     if !v2 && V2_ONLY.contains(&key) {
         return Some(Want::Value(Json::Null));
@@ -241,7 +266,7 @@ pub fn columns(c: &Canon<'_>) -> Result<Json, &'static str> {
     let v2 = c.catalogue.is_some();
     let mut out = Vec::new();
     for key in &COLUMNS[2..] {
-        if !v2 && V2_ONLY.contains(key) {
+        if (!v2 && V2_ONLY.contains(key)) || (erased(c) && PERSONAL.contains(key)) {
             continue;
         }
         let v = match want(key, c) {

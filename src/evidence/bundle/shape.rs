@@ -3,14 +3,15 @@
 //! (string), `stream_seq` (integer), `leaf_index` (integer from 0 to 2^64 − 1), `raw`,
 //! `leaf_data`, `row_hash` (strings), `inclusion_proof` (array of strings) and `columns` (an
 //! object holding exactly the keys its format defines for the version its leaf data is tagged
-//! with, [`fields::defined`]; checked as claims later). Anything else is not a usable bundle
+//! with, [`fields::defined`]; checked as claims later); in `event-audit-bundle/3` also
+//! `opening` (a string, or null: no version 3 leaf to open, or the row erased). Anything else is not a usable bundle
 //! (exit 2), so a bundle never shows a shorter row than its format promises. Pure.
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 
 use super::json::{self, Json, Keys};
-use super::{fields, leaf, BundleError, FORMAT, FORMAT_V1};
+use super::{fields, leaf, BundleError, FORMAT, FORMAT_V1, FORMAT_V2};
 
 /// A bundle as read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,6 +39,9 @@ pub struct Entry {
     pub row_hash: String,
     /// Base64 hashes.
     pub inclusion_proof: Vec<String>,
+    /// `event-audit-bundle/3`: the opening of a version 3 leaf's commitment (base64); `None`
+    /// for a leaf of another version, and for an erased row (its personal columns not shown).
+    pub opening: Option<String>,
 }
 
 const TOP: [&str; 3] = ["format", "checkpoint", "entries"];
@@ -50,6 +54,19 @@ const ENTRY: [&str; 8] = [
     "leaf_data",
     "row_hash",
     "inclusion_proof",
+];
+
+/// The keys of an `event-audit-bundle/3` entry: those of [`ENTRY`] and `opening`.
+const ENTRY_V3: [&str; 9] = [
+    "stream",
+    "stream_seq",
+    "leaf_index",
+    "raw",
+    "columns",
+    "leaf_data",
+    "row_hash",
+    "inclusion_proof",
+    "opening",
 ];
 
 fn bad(why: String) -> BundleError {
@@ -88,13 +105,14 @@ fn complete(
     format: &str,
     leaf_data: &str,
     columns: &[(String, Json)],
+    erased: bool,
     at: &str,
 ) -> Result<(), BundleError> {
     let data = B64.decode(leaf_data).unwrap_or_default();
     let Some(version) = leaf::version(&data) else {
         return Ok(());
     };
-    let Some(keys) = fields::defined(format, version) else {
+    let Some(keys) = fields::defined(format, version, erased) else {
         return Ok(());
     };
     let whose = format!("an {format} entry with a version {version} leaf");
@@ -114,7 +132,15 @@ fn entry(i: usize, format: &str, v: &Json) -> Result<Entry, BundleError> {
     let Json::Obj(e) = v else {
         return Err(bad(format!("entries[{i}]: not an object")));
     };
-    only(e, &ENTRY, &at)?;
+    let v3 = format == FORMAT;
+    only(e, if v3 { &ENTRY_V3[..] } else { &ENTRY[..] }, &at)?;
+    let opening = match (v3, json::get(e, "opening")) {
+        (false, _) => None,
+        (true, Some(Json::Null)) => None,
+        (true, Some(Json::Str(o))) => Some(o.clone()),
+        (true, Some(_)) => return Err(bad(format!("{at}opening: not a string or null"))),
+        (true, None) => return Err(bad(format!("{at}opening: missing"))),
+    };
     let index = integer(e, "leaf_index", &at)?;
     let leaf_index = match index.as_str() {
         "-0" => Some(0),
@@ -141,7 +167,7 @@ fn entry(i: usize, format: &str, v: &Json) -> Result<Entry, BundleError> {
         _ => return Err(bad(format!("{at}columns: not an object"))),
     };
     let leaf_data = string(e, "leaf_data", &at)?;
-    complete(format, &leaf_data, &columns, &at)?;
+    complete(format, &leaf_data, &columns, opening.is_none(), &at)?;
     Ok(Entry {
         stream: string(e, "stream", &at)?,
         stream_seq: integer(e, "stream_seq", &at)?,
@@ -151,6 +177,7 @@ fn entry(i: usize, format: &str, v: &Json) -> Result<Entry, BundleError> {
         leaf_data,
         row_hash: string(e, "row_hash", &at)?,
         inclusion_proof,
+        opening,
     })
 }
 
@@ -162,9 +189,9 @@ pub(crate) fn read(text: &str) -> Result<Bundle, BundleError> {
     };
     only(&top, &TOP, "")?;
     let format = string(&top, "format", "")?;
-    if format != FORMAT && format != FORMAT_V1 {
+    if ![FORMAT, FORMAT_V2, FORMAT_V1].contains(&format.as_str()) {
         return Err(bad(format!(
-            "format {format:?} is not {FORMAT} (nor {FORMAT_V1})"
+            "format {format:?} is not {FORMAT} (nor {FORMAT_V2} or {FORMAT_V1})"
         )));
     }
     let checkpoint = string(&top, "checkpoint", "")?;
@@ -203,6 +230,7 @@ mod tests {
             ("row_hash", r#""""#),
             ("inclusion_proof", "[]"),
             ("columns", "{}"),
+            ("opening", "null"),
         ];
         e.retain(|(k, _)| *k != key);
         e.push((key, value));
@@ -245,7 +273,7 @@ mod tests {
         for (text, what) in [
             ("[]", "not a JSON object"),
             (
-                r#"{"format":"event-audit-bundle/3","checkpoint":"x","entries":[{}]}"#,
+                r#"{"format":"event-audit-bundle/4","checkpoint":"x","entries":[{}]}"#,
                 "format",
             ),
             (

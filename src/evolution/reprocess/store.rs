@@ -56,6 +56,8 @@ impl ReprocessStore {
     ) -> Result<Vec<Stored>, DbError> {
         // Only the filters given: a plain keyset scan of the primary key when there are none
         // (a generic plan of `$n IS NULL OR ...` could scan the whole log per page).
+        // Erased rows (no raw message, no personal column) are not judged again: there is
+        // nothing left to judge, and an empty message's verdict cannot change.
         // Each row comes with its latest verdict (its latest re-verdict, else the original), which
         // the new verdict is compared with.
         let mut sql = String::from(
@@ -69,7 +71,10 @@ impl ReprocessStore {
                  WHERE r.stream = e.stream AND r.stream_seq = e.stream_seq \
                      AND r.published_at = e.published_at \
                  ORDER BY r.run_id DESC LIMIT 1) rv ON true \
-             WHERE (e.stream, e.stream_seq, e.published_at) > ($1::text, $2::int8, $3::timestamptz)",
+             WHERE (e.stream, e.stream_seq, e.published_at) > ($1::text, $2::int8, $3::timestamptz) \
+                 AND NOT (octet_length(e.raw) = 0 AND e.salt IS NULL AND e.payload IS NULL \
+                     AND e.headers IS NULL AND e.event_id IS NULL AND e.account_number IS NULL \
+                     AND e.errors IS NULL)",
         );
         let mut n = 3;
         let mut next = |cond: &str| {

@@ -1,0 +1,100 @@
+//! `event-audit erase`: one account's (`--account`) or one stream range's (`--stream`,
+//! `--seq A..B`) personal data erased and the erasure recorded in the log (see `erase`); prints
+//! what it did, or with `--dry-run` what it would do. Exit 0 done, 2 nothing matched (nothing
+//! changed) or could not erase. A reader's open: never creates the database, never migrates.
+
+use std::process::ExitCode;
+
+use serde::Serialize;
+
+use super::args::{ConfigArg, NatsArgs, StatementDatabaseArgs};
+use super::catalogue::ListFormat;
+use crate::db::Db;
+use crate::erase::{self, EraseError, Selector};
+
+/// Options of `event-audit erase`.
+#[derive(clap::Args, Debug, Clone, Serialize)]
+#[command(group(clap::ArgGroup::new("which").required(true).args(["account", "stream"])))]
+pub struct EraseArgs {
+    #[command(flatten)]
+    #[serde(skip)]
+    pub(crate) config: ConfigArg,
+    #[command(flatten)]
+    pub(crate) database: StatementDatabaseArgs,
+    /// Where the erased messages are deleted from the bus (the stream the daemon owns: its
+    /// `stream.name` in the configuration file, `stream.bind_only` off).
+    #[command(flatten)]
+    pub(crate) nats: NatsArgs,
+    /// Every row of this account number.
+    #[arg(long, conflicts_with = "stream")]
+    #[serde(skip)]
+    pub(crate) account: Option<String>,
+    /// The rows of this stream (with --seq).
+    #[arg(long, requires = "seq")]
+    #[serde(skip)]
+    pub(crate) stream: Option<String>,
+    /// Stream sequences A..B (inclusive).
+    #[arg(long, requires = "stream", value_parser = super::reprocess::parse_range)]
+    #[serde(skip)]
+    pub(crate) seq: Option<(i64, i64)>,
+    /// Why (recorded in the log: name the request, never the person or their data).
+    #[arg(long)]
+    #[serde(skip)]
+    pub(crate) reason: String,
+    /// Print what would be erased; change nothing.
+    #[arg(long)]
+    #[serde(skip)]
+    pub(crate) dry_run: bool,
+    #[arg(long, value_enum, default_value = "table")]
+    #[serde(skip)]
+    pub(crate) format: ListFormat,
+}
+
+pub fn run(args: EraseArgs) -> anyhow::Result<ExitCode> {
+    let settings = args.config.load(&args)?;
+    let sel = match (&args.account, &args.stream, args.seq) {
+        (Some(a), _, _) => Selector::Account(a.clone()),
+        (None, Some(s), Some(seq)) => Selector::Range {
+            stream: s.clone(),
+            seq,
+        },
+        _ => anyhow::bail!("erase needs --account NUMBER, or --stream S with --seq A..B"),
+    };
+    let instance = settings.ingest.instance_name();
+    let outcome = super::runtime()?.block_on(async {
+        let db = Db::open_existing(&settings.database, 1).await?;
+        let bound = settings.database.statement_timeout.get();
+        let done = tokio::time::timeout(
+            bound * 4,
+            erase::erase(&db, &sel, &args.reason, args.dry_run, &instance),
+        )
+        .await;
+        match done {
+            Ok(r) => anyhow::Ok(r),
+            Err(_) => anyhow::bail!(
+                "erase did not finish within {:?} (4 × database.statement_timeout) at {}; nothing was committed; try again, or raise --db-statement-timeout",
+                bound * 4,
+                db.place()
+            ),
+        }
+    })?;
+    let mut outcome = match outcome {
+        Ok(o) => o,
+        Err(EraseError::NothingMatched(what)) => {
+            eprintln!("no row with personal data matches {what}: nothing changed");
+            return Ok(ExitCode::from(2));
+        }
+        Err(EraseError::Db(e)) => return Err(e.into()),
+    };
+    outcome.bus = if outcome.dry_run {
+        erase::bus::plan(&outcome.rows, &settings.stream)
+    } else {
+        let (nats, own, rows) = (&settings.nats, &settings.stream, &outcome.rows);
+        super::runtime()?.block_on(erase::bus::delete(nats, own, rows))
+    };
+    match args.format {
+        ListFormat::Json => println!("{}", serde_json::to_string_pretty(&outcome)?),
+        ListFormat::Table => print!("{}", erase::report(&outcome)),
+    }
+    Ok(ExitCode::SUCCESS)
+}

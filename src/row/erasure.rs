@@ -1,0 +1,133 @@
+//! An erasure record: when, why and which rows had their personal data erased, written as a
+//! row of the log itself (stream [`STREAM`], a name JetStream cannot give a stream), so the
+//! chain, the Merkle tree, the signed checkpoints, the witnesses and the mirrors hold it like
+//! any event. Its raw message is the record's JSON; `verify` reads the rows it names from there
+//! and accepts their missing contents only because of it. Pure.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::record::{range_in, Record};
+use crate::decode::catalogue;
+use crate::decode::verdict::Status;
+
+/// The stream of erasure records: it holds a dot, which no JetStream stream name can.
+pub(crate) const STREAM: &str = "event-audit.erasures";
+/// The subject and the event type of an erasure record.
+pub(crate) const SUBJECT: &str = "event-audit.erasure";
+/// The event version of an erasure record.
+pub(crate) const VERSION: &str = "v1";
+
+/// One erased row, as the record names it: its place in the log and the row hash it had.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Erased {
+    pub(crate) stream: String,
+    pub(crate) stream_seq: i64,
+    /// The row hash, lowercase hex.
+    pub(crate) row_hash: String,
+}
+
+/// The record (its raw message is this, as compact JSON in field order).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Erasure {
+    /// The record's number: its stream sequence in [`STREAM`], from 1.
+    pub(crate) erasure: i64,
+    /// When it was made (RFC 3339, UTC, microseconds).
+    pub(crate) at: String,
+    /// Why, as the operator gave it.
+    pub(crate) reason: String,
+    /// What was asked for, never the account number itself: `account` or
+    /// `stream <S> seq <A>..<B>`.
+    pub(crate) selector: String,
+    pub(crate) rows: Vec<Erased>,
+}
+
+impl Erasure {
+    /// The record's JSON (the erasure row's raw message).
+    pub(crate) fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// The record a raw message holds, if it is one.
+    pub(crate) fn parse(raw: &[u8]) -> Option<Erasure> {
+        serde_json::from_slice(raw).ok()
+    }
+
+    /// The row of the log that records this erasure, made at `now` (a version 3 row, its raw
+    /// message the record, the payload its whole text).
+    pub(crate) fn row(&self, now: DateTime<Utc>) -> Record {
+        let raw = Bytes::from(self.to_json());
+        let now = DateTime::from_timestamp_micros(now.timestamp_micros()).unwrap_or(now);
+        let text = std::str::from_utf8(&raw).unwrap_or_default();
+        let payload = range_in(&raw, text);
+        let mut rec = Record {
+            stream: Arc::from(STREAM),
+            stream_seq: self.erasure,
+            published_at: now,
+            received_at: now,
+            subject: SUBJECT.to_owned(),
+            delivery_count: 1,
+            headers: None,
+            envelope: None,
+            event_id: None,
+            event_type: Some(SUBJECT.to_owned()),
+            event_version: Some(VERSION.to_owned()),
+            status: Status::UnknownType,
+            errors: None,
+            unknown_fields: None,
+            payload,
+            payload_error: None,
+            catalogue: catalogue::FINGERPRINT,
+            account_number: None,
+            occurred_at: Some(now),
+            raw: raw.clone(),
+            salt: rand::random(),
+            commitment: [0; 32],
+            v2: false,
+            id_digest: None,
+            row_hash: [0; 32],
+            catalogue_index: None,
+            error_codes: Vec::new(),
+            unknown_field_count: 0,
+            unknown_kinds: Vec::new(),
+            declared_seen: 0,
+        };
+        rec.seal();
+        rec
+    }
+}
+
+/// Lowercase hex.
+pub(crate) fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_record_is_a_v3_row_that_reads_back() {
+        let e = Erasure {
+            erasure: 3,
+            at: "2026-11-26T00:00:00.000000Z".into(),
+            reason: "request 7".into(),
+            selector: "account".into(),
+            rows: vec![Erased {
+                stream: "S".into(),
+                stream_seq: 9,
+                row_hash: "ab".repeat(32),
+            }],
+        };
+        let rec = e.row(Utc::now());
+        assert_eq!(rec.canon().version(), 3);
+        assert_eq!(rec.payload_text(), Some(e.to_json().as_str()));
+        assert_eq!(Erasure::parse(&rec.raw), Some(e));
+        assert_eq!(Erasure::parse(b"{\"erasure\":1}"), None);
+    }
+}

@@ -1,0 +1,81 @@
+//! The fuzz targets on the stable toolchain (CI has no nightly): every file of every target's
+//! committed corpus (`fuzz/corpus/<target>/`) replayed through the same check `cargo fuzz`
+//! runs (`fuzz/src/lib.rs`, included here), which panics when a parser breaks its contract;
+//! each corpus must hold inputs its parser accepts and inputs it refuses. The seeds the corpora
+//! started from are made again from the project's formats and must be read as intended
+//! (`EVENT_AUDIT_WRITE_SEEDS=1` writes them into the corpora; docs/fuzzing.md).
+
+mod common;
+#[path = "fuzz_corpus/seeds.rs"]
+mod seeds;
+#[path = "../fuzz/src/lib.rs"]
+mod targets;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+fn corpus(target: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fuzz/corpus")
+        .join(target)
+}
+
+#[test]
+fn every_committed_input_keeps_its_targets_contract() {
+    let mut replayed = Vec::new();
+    for (target, check) in targets::TARGETS {
+        let dir = corpus(target);
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+            .map(|e| e.expect("a directory entry").path())
+            .collect();
+        files.sort();
+        let (mut accepted, mut refused) = (0, 0);
+        for f in &files {
+            let bytes = std::fs::read(f).expect("a corpus file");
+            let ok = std::panic::catch_unwind(|| check(&bytes))
+                .unwrap_or_else(|_| panic!("{target}: {} breaks the contract", f.display()));
+            if ok {
+                accepted += 1;
+            } else {
+                refused += 1;
+            }
+        }
+        assert!(
+            accepted > 0 && refused > 0,
+            "{target}: {accepted} accepted and {refused} refused of {} files in {}",
+            files.len(),
+            dir.display()
+        );
+        replayed.push(format!("{target} {accepted}+{refused}"));
+    }
+    assert_eq!(replayed.len(), 12, "{replayed:?}");
+    eprintln!("replayed (accepted+refused): {}", replayed.join(", "));
+}
+
+#[test]
+fn the_seeds_are_read_as_intended_and_are_in_the_corpora() {
+    let seeds = seeds::all();
+    let write = std::env::var("EVENT_AUDIT_WRITE_SEEDS").is_ok_and(|v| v == "1");
+    let mut targets_seeded = BTreeSet::new();
+    for s in &seeds {
+        let (_, check) = targets::TARGETS
+            .iter()
+            .find(|(t, _)| *t == s.target)
+            .expect("a target");
+        assert_eq!(check(&s.bytes), s.accepted, "{}: seed {}", s.target, s.name);
+        let file = corpus(s.target).join(format!("seed-{}", s.name));
+        if write {
+            std::fs::create_dir_all(corpus(s.target)).expect("the corpus directory");
+            std::fs::write(&file, &s.bytes).expect("write a seed");
+        }
+        assert!(
+            file.exists(),
+            "{} is missing: write the seeds again",
+            file.display()
+        );
+        targets_seeded.insert(s.target);
+    }
+    let all: BTreeSet<&str> = targets::TARGETS.iter().map(|(t, _)| *t).collect();
+    assert_eq!(targets_seeded, all, "a target without seeds");
+}
