@@ -79,3 +79,54 @@ fn the_seeds_are_read_as_intended_and_are_in_the_corpora() {
     let all: BTreeSet<&str> = targets::TARGETS.iter().map(|(t, _)| *t).collect();
     assert_eq!(targets_seeded, all, "a target without seeds");
 }
+
+/// Mutations of one input: bytes flipped, inserted, removed, a tail cut or a slice repeated,
+/// one to four of them, from `rng`.
+fn mutate(rng: &mut rand::rngs::StdRng, input: &[u8]) -> Vec<u8> {
+    use rand::Rng;
+    let mut v = input.to_vec();
+    for _ in 0..rng.gen_range(1..=4) {
+        let at = if v.is_empty() {
+            0
+        } else {
+            rng.gen_range(0..v.len())
+        };
+        match rng.gen_range(0..5) {
+            0 if !v.is_empty() => v[at] ^= 1 << rng.gen_range(0..8),
+            1 => v.insert(at, rng.gen()),
+            2 if !v.is_empty() => {
+                v.remove(at);
+            }
+            3 => v.truncate(at),
+            _ => {
+                let end = (at + rng.gen_range(1..16)).min(v.len());
+                let slice = v[at..end].to_vec();
+                v.splice(at..at, slice);
+            }
+        }
+    }
+    v
+}
+
+/// The bounded, seeded run CI makes of every target without nightly: each target's check over
+/// mutations of its committed corpus (a fixed seed, so a failure is the same on every run).
+#[test]
+fn seeded_mutations_of_every_corpus_keep_the_contract() {
+    use rand::{Rng, SeedableRng};
+    const CASES: usize = 1000;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(0x5eed_27);
+    for (target, check) in targets::TARGETS {
+        let files: Vec<Vec<u8>> = std::fs::read_dir(corpus(target))
+            .expect("the corpus")
+            .map(|e| std::fs::read(e.expect("an entry").path()).expect("a corpus file"))
+            .collect();
+        assert!(!files.is_empty(), "{target}: an empty corpus");
+        for case in 0..CASES {
+            let pick = rng.gen_range(0..files.len());
+            let input = mutate(&mut rng, &files[pick]);
+            if std::panic::catch_unwind(|| check(&input)).is_err() {
+                panic!("{target}: case {case} breaks the contract on {input:?}");
+            }
+        }
+    }
+}

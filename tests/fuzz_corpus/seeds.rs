@@ -256,6 +256,14 @@ fn evidence(out: &mut Vec<Seed>) {
     for (i, l) in leaves.iter().take(3).enumerate() {
         add(out, "leaf_data", &format!("leaf-{i}"), l.clone(), true);
     }
+    // The older encodings, still read: v2 (no commitment), v1 (no catalogue either).
+    for r in records("FUZZ", 1, 1, t0) {
+        let mut c = r.canon();
+        c.commitment = None;
+        add(out, "leaf_data", "leaf-v2", c.encode(), true);
+        c.catalogue = None;
+        add(out, "leaf_data", "leaf-v1", c.encode(), true);
+    }
     let l = &leaves[0];
     add(out, "leaf_data", "cut", &l[..l.len() - 1], false);
     add(out, "leaf_data", "longer", [&l[..], b"x"].concat(), false);
