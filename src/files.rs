@@ -31,6 +31,12 @@ fn sync_dir(path: &Path) -> std::io::Result<()> {
 /// Replaces `path` with `body` atomically and durably, mode 0600: once this returns, a crash
 /// leaves either the old content or the new, and the new survives a power loss.
 pub(crate) fn replace_private(path: &Path, body: &[u8]) -> std::io::Result<()> {
+    replace(path, body, 0o600)
+}
+
+/// Replaces `path` with `body` atomically and durably, with `mode` (a temporary file in the
+/// same directory, fsynced, renamed over the old one, the directory fsynced).
+pub(crate) fn replace(path: &Path, body: &[u8], mode: u32) -> std::io::Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)?;
     }
@@ -44,7 +50,7 @@ pub(crate) fn replace_private(path: &Path, body: &[u8]) -> std::io::Result<()> {
         let mut f = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
-            .mode(0o600)
+            .mode(mode)
             .open(&tmp)?;
         f.write_all(body)?;
         f.sync_all()?;

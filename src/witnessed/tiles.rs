@@ -149,23 +149,6 @@ impl TileDir {
         written
     }
 
-    /// Writes `bytes` at `path` through a temporary file fsynced and renamed into place, then
-    /// fsyncs the directory.
-    fn put_durably(&self, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-        let tmp = path.with_file_name(format!(".checkpoint.{}.tmp", std::process::id()));
-        let written = (|| {
-            let mut f = std::fs::File::create(&tmp)?;
-            f.write_all(bytes)?;
-            f.sync_all()?;
-            std::fs::rename(&tmp, path)?;
-            std::fs::File::open(&self.root)?.sync_all()
-        })();
-        if written.is_err() {
-            let _ = std::fs::remove_file(&tmp);
-        }
-        written
-    }
-
     /// The checkpoint served, `None` before the first.
     pub fn checkpoint(&self) -> Result<Option<String>, TilesError> {
         crate::files::read_if_present(&self.root.join(CHECKPOINT_FILE)).map_err(|e| self.io(e))
@@ -178,8 +161,7 @@ impl TileDir {
         std::fs::create_dir_all(&self.root).map_err(|e| self.io(e))?;
         self.sync().map_err(|e| self.io(e))?;
         let path = self.root.join(CHECKPOINT_FILE);
-        self.put_durably(&path, note.as_bytes())
-            .map_err(|e| self.io(e))
+        crate::files::replace(&path, note.as_bytes(), 0o644).map_err(|e| self.io(e))
     }
 
     /// Syncs the file system the directory is on (every tile written before, in one call).
