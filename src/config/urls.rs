@@ -79,7 +79,12 @@ pub(crate) fn hide_credentials(text: &str) -> String {
 /// A database URL without its password and query string (`?password=` is valid for libpq).
 pub fn redact_url(url: &str) -> String {
     match url::Url::parse(url) {
-        Ok(u) if u.username().is_empty() && u.password().is_none() && url.contains('@') => {
+        // No credentials where a URL keeps them, yet an `@`; or a second `@` past them (a
+        // mistyped URL can hold a password in its path): everything up to the last one hidden.
+        Ok(u)
+            if (u.username().is_empty() && u.password().is_none() && url.contains('@'))
+                || url.matches('@').count() > 1 =>
+        {
             hide_before_at(u.scheme(), url)
         }
         Ok(mut u) => {
@@ -125,6 +130,14 @@ pub fn redact_nats_url(url: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_second_at_sign_hides_everything_before_it() {
+        // Found by the `settings` fuzz target: a password in the path of a mistyped URL.
+        let shown = redact_url("postsreg://u:x@h,i//:tiadudbet-pw@nats.example:4222/db");
+        assert!(!shown.contains("tiadudbet-pw"), "{shown}");
+        assert_eq!(shown, "postsreg://***@nats.example:4222/db");
+    }
 
     #[test]
     fn credentials_never_survive_redaction() {
