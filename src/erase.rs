@@ -15,7 +15,8 @@ use serde::Serialize;
 use sqlx::{Connection, PgConnection};
 
 use crate::db::{Ctx, Db, DbError};
-use crate::row::erasure::{self, hex, Erased, Erasure};
+use crate::row::erasure::{self, Erased, Erasure};
+use crate::row::hex;
 
 /// The role erasure works as.
 pub(crate) const ERASER_ROLE: &str = "event_audit_eraser";

@@ -15,3 +15,9 @@ pub mod pgcopy;
 pub mod record;
 pub(crate) mod reverdict;
 pub mod view;
+
+/// Bytes as lowercase hex: row hashes in reports and erasure records, signatures in links, a
+/// mirror's origin directory.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

@@ -13,6 +13,7 @@ use sha2::{Digest, Sha256};
 
 use crate::db::DbError;
 use crate::evidence::bundle::{fields, json::Json, leaf};
+use crate::row::hex;
 use crate::tlog::merkle;
 use crate::tlog::note::Checkpoint;
 use crate::verify::store::StoredRow;
@@ -61,10 +62,6 @@ pub(crate) enum ProveError {
     ErasedBeforeV3(String),
     #[error(transparent)]
     Db(#[from] DbError),
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 /// What a query asks to prove.

@@ -102,11 +102,6 @@ impl Erasure {
     }
 }
 
-/// Lowercase hex.
-pub(crate) fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

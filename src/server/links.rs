@@ -11,6 +11,8 @@ use hmac::{Hmac, Mac};
 use secrecy::{ExposeSecret, SecretString};
 use sha2::Sha256;
 
+use crate::row::hex;
+
 /// The session cookie's name.
 pub(crate) const SESSION_COOKIE: &str = "event_audit_session";
 
@@ -25,10 +27,6 @@ fn mac(token: &SecretString, purpose: &str, message: &str) -> Hmac<Sha256> {
     m.update(b"\n");
     m.update(message.as_bytes());
     m
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn unhex(s: &str) -> Option<Vec<u8>> {

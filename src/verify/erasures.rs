@@ -9,7 +9,8 @@ use std::collections::HashMap;
 use super::store::ErasureRow;
 use super::{Break, VerifyStore};
 use crate::db::DbError;
-use crate::row::erasure::{hex, Erasure};
+use crate::row::erasure::Erasure;
+use crate::row::hex;
 
 /// One erasure as the report names it.
 #[derive(Debug, Clone, serde::Serialize, PartialEq, Eq)]

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::row::hex;
 use crate::tlog::note::{self, Checkpoint, Note, PublicKey};
 use crate::tlog::tile::build::TileBuilder;
 use crate::tlog::tile::{parse_bundle, tiles_between, Kind};
@@ -136,10 +137,6 @@ fn log_dir(dir: &Path, key: Option<&PublicKey>) -> Result<PathBuf, MirrorError> 
     Err(MirrorError::NoCheckpoint {
         path: dir.display().to_string(),
     })
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 /// The mirror's checkpoint, opened with the key when there is one.

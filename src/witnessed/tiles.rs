@@ -21,10 +21,7 @@ pub const CHECKPOINT_FILE: &str = "checkpoint";
 /// prefix (C2SP tlog-mirror).
 pub(crate) fn origin_dir(origin: &str) -> String {
     use sha2::{Digest, Sha256};
-    Sha256::digest(origin.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    crate::row::hex(&Sha256::digest(origin.as_bytes()))
 }
 
 /// Why a tile directory could not be read or written.
