@@ -23,27 +23,10 @@ use common::{count_rows, TestDb, TestStream};
 /// Every file under `dir` (relative path → bytes), hidden ones (temporary files, the
 /// backfill's mark) left out.
 fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    fn walk(root: &Path, at: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
-        for e in std::fs::read_dir(at).expect("read dir") {
-            let p = e.expect("entry").path();
-            let name = p.file_name().expect("name").to_string_lossy().into_owned();
-            if name.starts_with('.') {
-                continue;
-            }
-            if p.is_dir() {
-                walk(root, &p, out);
-            } else {
-                let rel = p.strip_prefix(root).expect("under root");
-                out.insert(
-                    rel.to_string_lossy().into_owned(),
-                    std::fs::read(&p).expect("read"),
-                );
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(dir, dir, &mut out);
-    out
+    common::files::files(dir)
+        .into_iter()
+        .filter(|(path, _)| !path.split('/').any(|part| part.starts_with('.')))
+        .collect()
 }
 
 fn public_key(path: &Path) -> PublicKey {

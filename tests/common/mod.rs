@@ -14,6 +14,7 @@ pub mod app;
 pub mod bundle;
 pub mod cli;
 pub mod db;
+pub mod files;
 pub mod logs;
 pub mod mix;
 pub mod observe;

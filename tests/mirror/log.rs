@@ -92,24 +92,10 @@ pub fn copy_of(mirror: &Path, origin: &str) -> PathBuf {
 
 /// Every file under `dir` (relative path → SHA-256), empty when `dir` does not exist.
 pub fn hash_files(dir: &Path) -> BTreeMap<String, Hash> {
-    let mut out = BTreeMap::new();
-    let mut todo = vec![dir.to_owned()];
-    while let Some(d) = todo.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in rd {
-            let p = e.expect("dir entry").path();
-            if p.is_dir() {
-                todo.push(p);
-            } else {
-                let rel = p.strip_prefix(dir).expect("under dir");
-                let bytes = std::fs::read(&p).expect("read");
-                out.insert(rel.display().to_string(), Sha256::digest(bytes).into());
-            }
-        }
-    }
-    out
+    crate::common::files::files(dir)
+        .into_iter()
+        .map(|(path, bytes)| (path, Sha256::digest(bytes).into()))
+        .collect()
 }
 
 /// What the test server knows: the directory, the paths asked.

@@ -105,25 +105,7 @@ pub fn reference(dir: &Path, entries: &[Vec<u8>]) {
 /// Every file under `dir`, by its path relative to `dir` ('/'-separated), with its bytes (none
 /// when `dir` is not there yet).
 pub fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    let mut todo: Vec<PathBuf> = dir
-        .exists()
-        .then(|| dir.to_path_buf())
-        .into_iter()
-        .collect();
-    while let Some(d) = todo.pop() {
-        for e in std::fs::read_dir(&d).expect("read a directory") {
-            let path = e.expect("a directory entry").path();
-            if path.is_dir() {
-                todo.push(path);
-            } else {
-                let rel = path.strip_prefix(dir).expect("under the root");
-                let rel = rel.to_str().expect("utf-8 path").replace('\\', "/");
-                out.insert(rel, std::fs::read(&path).expect("read a file"));
-            }
-        }
-    }
-    out
+    crate::common::files::files(dir)
 }
 
 /// How many hash tiles (every level, full and partial) and entry bundles a tree of `size`
