@@ -2,9 +2,10 @@
 //! PostgreSQL and NATS answer, then creates the database and stream and binds the consumer;
 //! [`App::run_until_stopped`] runs ingest with its background tasks (probers, chain poller,
 //! checkpoint signer, scheduled reconciliation of each open batch, the reconciliation metrics
-//! polled from the stored runs, HTTP) until the stop token is cancelled (SIGTERM/SIGINT in the
-//! binary) or, with `exit_when_idle`, until the consumer is drained. Nothing is aborted.
-//! The probers and pollers are in `probes`, the scheduled reconciliation in `schedule`.
+//! polled from the stored runs, retention when a period is set, HTTP) until the stop token is
+//! cancelled (SIGTERM/SIGINT in the binary) or, with `exit_when_idle`, until the consumer is
+//! drained. Nothing is aborted. The probers and pollers are in `probes`, the scheduled
+//! reconciliation in `schedule`, the retention job in `crate::retention`.
 
 pub mod metrics;
 mod probes;
@@ -111,9 +112,12 @@ impl App {
         let listener = TcpListener::bind(addr).await.map_err(listen)?;
         let address = listener.local_addr().map_err(listen)?;
         let mut db_settings = settings.database.clone();
-        // Writers, the pollers (chain, reconciliation metrics), and scheduled reconciliation
-        // each need their connection.
-        let needed = settings.ingest.writers as u32 + 2 + if rest.is_some() { 2 } else { 0 };
+        // Writers, the pollers (chain, reconciliation metrics), scheduled reconciliation and
+        // retention each need their connection.
+        let needed = settings.ingest.writers as u32
+            + 2
+            + if rest.is_some() { 2 } else { 0 }
+            + u32::from(settings.retention.enabled());
         db_settings.connections = db_settings.connections.max(needed);
         Db::reach(&db_settings).await?;
         let bus = Bus::connect(&settings.nats).await?;
@@ -193,6 +197,16 @@ impl App {
             &metrics,
             &background,
         );
+        if settings.retention.enabled() {
+            crate::retention::spawn(
+                &tasks,
+                &db,
+                &settings.retention,
+                settings.ingest.instance_name(),
+                &metrics.retention,
+                &background,
+            );
+        }
         let ingest = ingest(&settings, &db, &metrics, &health).await;
         let totals = ingest.run(&bus, &binding, consumer, stop).await;
         background.cancel();

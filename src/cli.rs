@@ -2,6 +2,7 @@
 //! command turns its arguments into [`crate::config::Settings`] (defaults → file → environment →
 //! flags, once) and calls into the library; output formatting lives here, logic does not.
 
+mod archive;
 mod args;
 mod batch;
 mod catalogue;
@@ -97,6 +98,9 @@ pub enum Command {
     /// Erase one account's (or one stream range's) personal data, recorded in the log as an
     /// erasure (exit 2: nothing matched, nothing changed); --dry-run prints what it would do.
     Erase(erase::EraseArgs),
+    /// Write the log's monthly partitions that end by a time to a directory (JSON Lines and a
+    /// manifest); with --prune then drop their contents from the database, recorded in the log.
+    Archive(archive::ArchiveArgs),
     /// Inspect the event catalogue generated from catalogue/.
     Catalogue {
         #[command(subcommand)]
@@ -206,6 +210,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Drift(args) => drift::run(args),
         Command::Reprocess(args) => reprocess::run(args),
         Command::Erase(args) => erase::run(args),
+        Command::Archive(args) => archive::run(args),
         Command::Catalogue { action } => catalogue::run(action),
         #[cfg(feature = "dev")]
         Command::Demo(args) => dev::demo(args),

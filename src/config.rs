@@ -7,6 +7,7 @@
 pub(crate) mod defaults;
 mod duration;
 pub(crate) mod layer;
+mod retention;
 pub(crate) mod secrets;
 mod tools;
 pub(crate) mod urls;
@@ -19,6 +20,8 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 pub use duration::{parse_duration, Dur};
+// Not re-exported: reached as `Settings::retention` (the public items stay within their bound).
+pub(crate) use retention::RetentionSettings;
 pub use tools::{DemoSettings, PublishSettings, SimNaming, SimRates, SimulatorSettings};
 pub use urls::{redact_nats_url, redact_url};
 pub use validate::ConfigError;
@@ -36,6 +39,7 @@ pub struct Settings {
     pub http: HttpSettings,
     pub rest: RestSettings,
     pub reconcile: ReconcileSettings,
+    pub retention: RetentionSettings,
     pub publish: PublishSettings,
     pub simulator: SimulatorSettings,
     pub demo: DemoSettings,

@@ -28,6 +28,9 @@ pub(crate) enum Selector {
     Account(String),
     /// Stream sequences `A..=B` of a stream.
     Range { stream: String, seq: (i64, i64) },
+    /// Every row published before this time (payload retention): recorded as the range, a
+    /// count and a digest of the rows' hashes rather than row by row.
+    PublishedBefore(DateTime<Utc>),
 }
 
 impl Selector {
@@ -36,6 +39,7 @@ impl Selector {
         match self {
             Selector::Account(_) => "account".into(),
             Selector::Range { stream, seq } => format!("stream {stream} seq {}..{}", seq.0, seq.1),
+            Selector::PublishedBefore(t) => format!("published before {}", erasure::stamp(*t)),
         }
     }
 }
@@ -105,6 +109,17 @@ async fn targets(tx: &mut PgConnection, sel: &Selector) -> Result<Vec<Target>, D
                 .fetch_all(&mut *tx)
                 .await
         }
+        Selector::PublishedBefore(t) => {
+            let sql = format!(
+                "SELECT {cols} FROM audit.events e WHERE e.published_at < $1 \
+                 AND e.stream <> $2 AND {held} ORDER BY e.batch_id, e.stream, e.stream_seq"
+            );
+            sqlx::query_as(&sql)
+                .bind(t)
+                .bind(erasure::STREAM)
+                .fetch_all(&mut *tx)
+                .await
+        }
     };
     found.ctx("find the rows to erase")
 }
@@ -156,20 +171,70 @@ pub(crate) async fn erase(
         tx.rollback().await.ctx("roll back a dry run")?;
         return Ok(out);
     }
-    record(&mut tx, sel, reason, instance, &mut out).await?;
+    record(&mut tx, sel, reason, instance, &found, &mut out).await?;
     remove(&mut tx, sel, &found, &mut out).await?;
     tx.commit().await.ctx("commit the erasure")?;
     Ok(out)
 }
 
-/// Appends the erasure record through the chain and indexes it in `audit.erasures`.
+/// Appends the erasure record for `sel` through the chain and indexes it in `audit.erasures`.
 async fn record(
     tx: &mut PgConnection,
     sel: &Selector,
     reason: &str,
     instance: &str,
+    found: &[Target],
     out: &mut Outcome,
 ) -> Result<(), DbError> {
+    let (rows, published) = match sel {
+        Selector::PublishedBefore(t) => {
+            let hashes: Vec<[u8; 32]> = found
+                .iter()
+                .map(|t| t.row_hash.as_slice().try_into().unwrap_or([0; 32]))
+                .collect();
+            let published = erasure::Published {
+                from: None,
+                before: erasure::stamp(*t),
+                count: out.rows.len() as i64,
+                row_hashes_sha256: hex(&hashes_digest(&hashes)),
+            };
+            (Vec::new(), Some(published))
+        }
+        _ => (out.rows.clone(), None),
+    };
+    let e = Erasure {
+        erasure: 0,
+        at: String::new(),
+        reason: reason.to_owned(),
+        selector: sel.recorded(),
+        rows,
+        published,
+        archive: None,
+    };
+    let (n, link_seq) = append_record(tx, e, instance).await?;
+    (out.erasure, out.link_seq) = (Some(n), Some(link_seq));
+    Ok(())
+}
+
+/// SHA-256 of 32-byte row hashes, concatenated in order (an erasure by time and an archive
+/// name their rows by it).
+pub(crate) fn hashes_digest(hashes: &[[u8; 32]]) -> [u8; 32] {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    for x in hashes {
+        h.update(x);
+    }
+    h.finalize().into()
+}
+
+/// Numbers `e` (the next in the erasure stream), stamps it now, appends it as a row of the log
+/// through the chain and indexes it in `audit.erasures`. The caller holds the erasure lock.
+/// Returns its number and its link.
+pub(crate) async fn append_record(
+    tx: &mut PgConnection,
+    mut e: Erasure,
+    instance: &str,
+) -> Result<(i64, i64), DbError> {
     let next: i64 = sqlx::query_scalar(
         "SELECT coalesce(max(stream_seq), 0) + 1 FROM audit.events WHERE stream = $1",
     )
@@ -178,13 +243,12 @@ async fn record(
     .await
     .ctx("number the erasure")?;
     let now = Utc::now();
-    let e = Erasure {
-        erasure: next,
-        at: now.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string(),
-        reason: reason.to_owned(),
-        selector: sel.recorded(),
-        rows: out.rows.clone(),
-    };
+    e.erasure = next;
+    e.at = erasure::stamp(now);
+    let count = e
+        .published
+        .as_ref()
+        .map_or(e.rows.len() as i64, |p| p.count);
     let row = e.row(now);
     let (_, link_seq) =
         crate::ingest::sink::append_own_rows(tx, std::slice::from_ref(&row), instance).await?;
@@ -194,15 +258,14 @@ async fn record(
     )
     .bind(next)
     .bind(row.published_at)
-    .bind(reason)
+    .bind(&e.reason)
     .bind(&e.selector)
-    .bind(i32::try_from(e.rows.len()).unwrap_or(i32::MAX))
+    .bind(i32::try_from(count).unwrap_or(i32::MAX))
     .bind(&row.row_hash[..])
     .execute(&mut *tx)
     .await
     .ctx("index the erasure in audit.erasures")?;
-    (out.erasure, out.link_seq) = (Some(next), Some(link_seq));
-    Ok(())
+    Ok((next, link_seq))
 }
 
 /// Removes the personal data: claims and findings first (they are found through the rows'

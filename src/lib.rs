@@ -23,6 +23,7 @@
 //! an API.
 
 pub mod app;
+pub(crate) mod archive;
 pub(crate) mod bus;
 pub(crate) mod cli;
 pub mod config;
@@ -37,6 +38,7 @@ pub(crate) mod files;
 pub(crate) mod ingest;
 pub(crate) mod mirror;
 pub(crate) mod reconcile;
+pub(crate) mod retention;
 pub(crate) mod row;
 pub(crate) mod server;
 pub(crate) mod telemetry;

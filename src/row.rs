@@ -9,6 +9,7 @@
 pub mod canon;
 pub mod chain;
 pub mod columns;
+pub mod copy;
 pub(crate) mod erasure;
 pub mod jsonb;
 pub mod pgcopy;

@@ -3,6 +3,11 @@
 //! those tests use (`event_audit::test_support::db::Db` for `crate::db::Db`). Not an API: hidden
 //! from the documentation, and `tests/architecture.rs` holds its size.
 
+pub mod archive {
+    pub mod line {
+        pub use crate::archive::line::{parse_line, write_line, ArchivedRow};
+    }
+}
 pub mod bus {
     pub use crate::bus::Bus;
 }
@@ -98,7 +103,7 @@ pub mod verify {
         pub use crate::verify::auditor::AuditorState;
     }
     pub mod copy {
-        pub use crate::verify::copy::Tuples;
+        pub use crate::row::copy::Tuples;
     }
     pub mod store {
         pub use crate::verify::store::{stored_row, StoredRow};

@@ -4,9 +4,9 @@
 //! order; [`gaps`] reports which stream sequences the log holds and why the others are missing.
 //! Its SQL is in [`store`]; it opens the database as a reader (never creates, never migrates).
 
+pub(crate) mod archive;
 pub(crate) mod auditor;
 pub(crate) mod breaks;
-pub mod copy;
 pub(crate) mod erasures;
 mod findings;
 pub(crate) mod gaps;
@@ -37,7 +37,7 @@ pub enum VerifyError {
     #[error("reading the rows of {place}: {source}")]
     Copy {
         place: String,
-        source: copy::CopyError,
+        source: crate::row::copy::CopyError,
     },
     #[error(transparent)]
     Gaps(#[from] gaps::GapsError),

@@ -31,6 +31,8 @@ const SQL_ROOMS: &[&str] = &[
     "evolution::drift::store",
     "evolution::reprocess::store",
     "erase",
+    "archive::write",
+    "archive::prune",
 ];
 
 fn repo() -> PathBuf {
@@ -58,7 +60,9 @@ const LAYERS: &[&[&str]] = &[
     &["cli", "test_support"],
     &["dev"],
     &["evidence", "app"],
-    &["verify", "mirror", "erase"],
+    &["verify", "mirror", "retention"],
+    &["archive"],
+    &["erase"],
     &["witnessed"],
     &["server"],
     &["ingest", "reconcile", "evolution"],
@@ -265,8 +269,9 @@ const BOUNDARY: &[&str] = &[
 
 /// The public items those modules declare at their top level, at most (132 when the boundary
 /// was drawn; the crate's root and `test_support` included; 18 more when the C2SP tlog-tiles
-/// format, its builder and its reader joined the public formats).
-const MAX_PUBLIC_ITEMS: usize = 160;
+/// format, its builder and its reader joined the public formats; 3 more in `test_support` for
+/// the archive line format's fuzz target).
+const MAX_PUBLIC_ITEMS: usize = 164;
 
 #[test]
 fn the_public_api_is_the_boundary_lib_rs_states() {

@@ -49,7 +49,7 @@ fn every_committed_input_keeps_its_targets_contract() {
         );
         replayed.push(format!("{target} {accepted}+{refused}"));
     }
-    assert_eq!(replayed.len(), 12, "{replayed:?}");
+    assert_eq!(replayed.len(), 13, "{replayed:?}");
     eprintln!("replayed (accepted+refused): {}", replayed.join(", "));
 }
 

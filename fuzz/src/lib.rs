@@ -16,6 +16,8 @@ use event_audit::test_support::evolution::compat;
 use event_audit::tlog::cosign::{WitnessPolicy, WitnessSigner};
 use event_audit::tlog::note::PrivateKey;
 
+#[path = "archive.rs"]
+mod archive;
 #[path = "evidence.rs"]
 mod evidence;
 #[path = "files.rs"]
@@ -23,6 +25,7 @@ mod files;
 #[path = "formats.rs"]
 mod formats;
 
+pub use archive::archive_line;
 pub use evidence::{bundle, copy_rows, decode, leaf_data};
 pub use files::{auditor_state, settings, signer_state};
 pub use formats::{cosign, note, tile_data, tile_path, witness_request};
@@ -44,6 +47,7 @@ pub const TARGETS: &[(&str, Check)] = &[
     ("settings", settings),
     ("auditor_state", auditor_state),
     ("signer_state", signer_state),
+    ("archive_line", archive_line),
 ];
 
 /// The log of the fixtures: its origin is its key's name.

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use crate::ingest::metrics::IngestMetrics;
 use crate::reconcile::metrics::ReconcileMetrics;
 use crate::reconcile::rest::metrics::RestMetrics;
+use crate::retention::metrics::RetentionMetrics;
 use crate::telemetry::metrics::{gauge, gauge_vec, render, Registry};
 use crate::verify::metrics::ChainMetrics;
 use crate::witnessed::metrics::WitnessMetrics;
@@ -18,6 +19,7 @@ pub struct Metrics {
     pub rest: RestMetrics,
     pub(crate) reconcile: ReconcileMetrics,
     pub(crate) witness: Arc<WitnessMetrics>,
+    pub(crate) retention: Arc<RetentionMetrics>,
 }
 
 impl Metrics {
@@ -48,6 +50,7 @@ impl Metrics {
             rest: RestMetrics::new(&registry),
             reconcile: ReconcileMetrics::new(&registry),
             witness: Arc::new(WitnessMetrics::new(&registry)),
+            retention: Arc::new(RetentionMetrics::new(&registry)),
             registry,
         }
     }

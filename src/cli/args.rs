@@ -429,6 +429,42 @@ pub struct ScheduleArgs {
     pub(crate) poll: Option<Dur>,
 }
 
+/// The daemon's retention: payloads erased, rows archived, past their periods.
+#[skip_serializing_none]
+#[derive(clap::Args, Debug, Clone, Default, Serialize)]
+pub struct RetentionArgs {
+    /// Erase the personal data of rows published longer ago than this (`400d`), recorded as
+    /// one erasure per run; without it, payloads are kept.
+    #[arg(
+        long = "retention-payloads-for",
+        id = "retention.payloads_for",
+        env = "EVENT_AUDIT_RETENTION_PAYLOADS_FOR"
+    )]
+    pub(crate) payloads_for: Option<Dur>,
+    /// Archive rows published longer ago than this to --retention-archive-dir, then drop them
+    /// from the database; without it, rows are kept.
+    #[arg(
+        long = "retention-rows-for",
+        id = "retention.rows_for",
+        env = "EVENT_AUDIT_RETENTION_ROWS_FOR"
+    )]
+    pub(crate) rows_for: Option<Dur>,
+    /// Where rows are archived before they leave the database.
+    #[arg(
+        long = "retention-archive-dir",
+        id = "retention.archive_dir",
+        env = "EVENT_AUDIT_RETENTION_ARCHIVE_DIR"
+    )]
+    pub(crate) archive_dir: Option<PathBuf>,
+    /// Time between retention runs.
+    #[arg(
+        long = "retention-interval",
+        id = "retention.interval",
+        env = "EVENT_AUDIT_RETENTION_INTERVAL"
+    )]
+    pub(crate) interval: Option<Dur>,
+}
+
 #[cfg(test)]
 #[path = "args_tests.rs"]
 mod tests;

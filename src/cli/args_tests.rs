@@ -113,6 +113,9 @@ fn every_settings_id_is_a_settings_path() {
         "witness_server.key_file",
         "witness_server.state_dir",
         "witness_server.log_keys",
+        "retention.payloads_for",
+        "retention.rows_for",
+        "retention.archive_dir",
     ];
     let mut seen = 0;
     let cmd = crate::cli::Cli::command();

@@ -1,6 +1,6 @@
-//! `event-audit erase`: one account's (`--account`) or one stream range's (`--stream`,
-//! `--seq A..B`) personal data erased and the erasure recorded in the log (see `erase`); prints
-//! what it did, or with `--dry-run` what it would do. Exit 0 done, 2 nothing matched (nothing
+//! `event-audit erase`: one account's (`--account`), one stream range's (`--stream`,
+//! `--seq A..B`) or everything published before a time (`--published-before`) personal data
+//! erased and the erasure recorded in the log (see `erase`); prints what it did, or with `--dry-run` what it would do. Exit 0 done, 2 nothing matched (nothing
 //! changed) or could not erase. A reader's open: never creates the database, never migrates.
 
 use std::process::ExitCode;
@@ -14,7 +14,7 @@ use crate::erase::{self, EraseError, Selector};
 
 /// Options of `event-audit erase`.
 #[derive(clap::Args, Debug, Clone, Serialize)]
-#[command(group(clap::ArgGroup::new("which").required(true).args(["account", "stream"])))]
+#[command(group(clap::ArgGroup::new("which").required(true).args(["account", "stream", "published_before"])))]
 pub struct EraseArgs {
     #[command(flatten)]
     #[serde(skip)]
@@ -37,6 +37,11 @@ pub struct EraseArgs {
     #[arg(long, requires = "stream", value_parser = super::reprocess::parse_range)]
     #[serde(skip)]
     pub(crate) seq: Option<(i64, i64)>,
+    /// Every row published before this time (RFC 3339, e.g. 2025-10-22T00:00:00Z): what the
+    /// daemon's `retention.payloads_for` does on its schedule, by hand.
+    #[arg(long, conflicts_with_all = ["account", "stream"], value_parser = parse_time)]
+    #[serde(skip)]
+    pub(crate) published_before: Option<chrono::DateTime<chrono::Utc>>,
     /// Why (recorded in the log: name the request, never the person or their data).
     #[arg(long)]
     #[serde(skip)]
@@ -50,9 +55,19 @@ pub struct EraseArgs {
     pub(crate) format: ListFormat,
 }
 
+/// An RFC 3339 time, as `--published-before` takes it.
+pub(crate) fn parse_time(s: &str) -> Result<chrono::DateTime<chrono::Utc>, String> {
+    chrono::DateTime::parse_from_rfc3339(s)
+        .map(|t| t.with_timezone(&chrono::Utc))
+        .map_err(|e| format!("not an RFC 3339 time such as 2025-10-22T00:00:00Z: {e}"))
+}
+
 pub fn run(args: EraseArgs) -> anyhow::Result<ExitCode> {
     let settings = args.config.load(&args)?;
     let sel = match (&args.account, &args.stream, args.seq) {
+        _ if args.published_before.is_some() => {
+            Selector::PublishedBefore(args.published_before.unwrap_or_default())
+        }
         (Some(a), _, _) => Selector::Account(a.clone()),
         (None, Some(s), Some(seq)) => Selector::Range {
             stream: s.clone(),

@@ -43,6 +43,11 @@ pub struct ProveArgs {
     #[arg(long, requires = "account")]
     #[serde(skip)]
     pub(crate) until: Option<chrono::DateTime<chrono::Utc>>,
+    /// An archive directory (`event-audit archive --out`): a row whose partition was pruned
+    /// is proven from its archived copy, which must make the row hash the log keeps.
+    #[arg(long)]
+    #[serde(skip)]
+    pub(crate) archive: Option<PathBuf>,
     /// Write the bundle here (mode 0600) instead of stdout.
     #[arg(short = 'o', long = "output")]
     #[serde(skip)]
@@ -109,7 +114,7 @@ pub fn run(args: ProveArgs) -> anyhow::Result<ExitCode> {
             _ => anyhow::bail!("give --stream and --seq, or --account"),
         };
         let started = std::time::Instant::now();
-        let bundle = prove(&store, query, &cp, &note).await?;
+        let bundle = prove(&store, query, &cp, &note, args.archive.as_deref()).await?;
         let took = started.elapsed();
         let body = serde_json::to_string_pretty(&bundle)? + "\n";
         let expect = Expect {

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use serde::Serialize;
 
 use super::args::{
-    ConfigArg, ConsumerArgs, HttpArgs, IngestArgs, NatsArgs, RestArgs, ScheduleArgs,
+    ConfigArg, ConsumerArgs, HttpArgs, IngestArgs, NatsArgs, RestArgs, RetentionArgs, ScheduleArgs,
     WriterDatabaseArgs,
 };
 use super::witness_args::SignerArgs;
@@ -32,6 +32,8 @@ pub struct RunArgs {
     pub(crate) rest: RestArgs,
     #[command(flatten)]
     pub(crate) reconcile: ScheduleArgs,
+    #[command(flatten)]
+    pub(crate) retention: RetentionArgs,
     #[command(flatten)]
     pub(crate) witness: SignerArgs,
 }

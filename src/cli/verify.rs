@@ -50,10 +50,17 @@ pub struct VerifyGroup {
     #[arg(long, id = "verify.mirror", env = "EVENT_AUDIT_VERIFY_MIRROR")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) mirror: Option<std::path::PathBuf>,
+    /// An archive directory (`event-audit archive --out`): every archived row must make its
+    /// row hash again and match the row the log keeps at its place (pruned or not), every file
+    /// its manifest's digest, a pruned partition's file the one its prune record names.
+    #[arg(long)]
+    #[serde(skip)]
+    pub(crate) archive: Option<std::path::PathBuf>,
 }
 
 pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
     let settings = args.config.load(&args)?;
+    let args_archive = args.verify.archive.clone();
     super::runtime()?.block_on(async {
         let workers = settings.database.connections.max(1);
         // One more connection than workers: a payload compared by PostgreSQL itself.
@@ -131,6 +138,21 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
                 eprintln!("{}", m.line());
                 doc["mirror"] = serde_json::to_value(&m)?;
                 if m.holds() { code } else { ExitCode::from(1) }
+            }
+            None => code,
+        };
+        let code = match &args_archive {
+            Some(dir) => {
+                let a = match crate::verify::archive::check(&store, dir).await {
+                    Ok(a) => a,
+                    Err(e) => {
+                        eprintln!("event-audit: could not verify the archive: {e}");
+                        return Ok(ExitCode::from(2));
+                    }
+                };
+                eprintln!("{}", a.line());
+                doc["archive"] = serde_json::to_value(&a)?;
+                if a.holds() { code } else { ExitCode::from(1) }
             }
             None => code,
         };

@@ -53,6 +53,10 @@ pub(crate) const REGISTRATION_GRACE: Dur = Dur::secs(7 * 86_400);
 /// How often the daemon derives the reconciliation metrics from the stored runs.
 pub(crate) const RECONCILE_POLL: Dur = Dur::secs(5);
 
+// Retention.
+/// Time between the daemon's retention runs (`retention.interval`).
+pub(crate) const RETENTION_INTERVAL: Dur = Dur::secs(3600);
+
 // The REST token obtained through the platform's GraphQL mutation (ObtainToken in the spec,
 // whose shape the spec does not show): the platform's `obtainKrakenToken` mutation, sent with
 // the variables `{"input": {"APIKey": KEY}}`; the token is `data.<first field>.token`.

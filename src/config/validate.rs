@@ -33,10 +33,11 @@ impl fmt::Display for ConfigError {
     }
 }
 
-struct Check(Vec<Invalid>);
+/// The refusals found so far (each group of settings adds its own).
+pub(super) struct Check(Vec<Invalid>);
 
 impl Check {
-    fn fail(&mut self, key: &str, value: impl fmt::Display, reason: impl Into<String>) {
+    pub(super) fn fail(&mut self, key: &str, value: impl fmt::Display, reason: impl Into<String>) {
         self.0.push(Invalid {
             key: key.into(),
             value: super::urls::hide_credentials(&value.to_string()),
@@ -50,7 +51,7 @@ impl Check {
         }
     }
 
-    fn dur(&mut self, key: &str, v: Dur, lo: Dur, hi: Dur) {
+    pub(super) fn dur(&mut self, key: &str, v: Dur, lo: Dur, hi: Dur) {
         if v < lo || v > hi {
             self.fail(key, v, format!("must be between {lo} and {hi}"));
         }
@@ -74,6 +75,7 @@ impl Settings {
         self.check_http(&mut c);
         self.check_rest(&mut c);
         self.check_reconcile(&mut c);
+        self.retention.check(&mut c);
         self.check_dev_tools(&mut c);
         if c.0.is_empty() {
             Ok(())

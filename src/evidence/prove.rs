@@ -60,6 +60,10 @@ pub(crate) enum ProveError {
     Unshowable { what: String, column: &'static str },
     #[error("row {0}: its personal data was erased, and it was written in row encoding 1 or 2, whose leaf data held them: only its row hash remains, and `verify` reports it as erased, its contents unverifiable; no bundle is written")]
     ErasedBeforeV3(String),
+    #[error("row {what}: its archived copy in {dir} does not make the row hash the log keeps (the archive changed)")]
+    ArchiveMismatch { what: String, dir: String },
+    #[error(transparent)]
+    Archive(#[from] crate::archive::ArchiveError),
     #[error(transparent)]
     Db(#[from] DbError),
 }
@@ -83,6 +87,7 @@ pub(crate) async fn prove(
     query: Query<'_>,
     cp: &Checkpoint,
     note: &str,
+    archive: Option<&std::path::Path>,
 ) -> Result<Bundle, ProveError> {
     let places: Vec<RowPlace> = match query {
         Query::Event { stream, seq } => store.place(stream, seq).await?.into_iter().collect(),
@@ -112,11 +117,32 @@ pub(crate) async fn prove(
         let row = crate::verify::store::stored_row(store.db(), &p.stream, p.stream_seq)
             .await?
             .ok_or_else(|| ProveError::NotFound(what.clone()))?;
-        let view = row.view();
+        // A pruned (or erased) row whose archive is given: its archived copy, if it makes the
+        // row hash the log keeps.
+        let archived = match archive {
+            Some(dir) if crate::verify::rows::emptied(&row.view()) => {
+                let at = row.view().published_at_us;
+                crate::archive::read::find(dir, &row.stream, row.stream_seq, at)?
+            }
+            _ => None,
+        };
+        let view = archived.as_ref().map_or_else(|| row.view(), |a| a.view());
         if view.commitment.is_none() && crate::verify::rows::emptied(&view) {
             return Err(ProveError::ErasedBeforeV3(what));
         }
-        let data = leaf_data(&row).ok_or_else(|| ProveError::Mismatch(what.clone()))?;
+        let data = crate::verify::rows::encoding(&view)
+            .ok_or_else(|| ProveError::Mismatch(what.clone()))?;
+        if let (Some(dir), Some(_)) = (archive, &archived) {
+            // Its columns must make the kept row hash, its commitment open to its raw message.
+            let holds = matches!(crate::verify::rows::check(&view),
+                crate::verify::rows::Check::Ok(h) if h[..] == row.row_hash[..]);
+            if !holds || Sha256::digest(&data)[..] != row.row_hash[..] {
+                return Err(ProveError::ArchiveMismatch {
+                    what,
+                    dir: dir.display().to_string(),
+                });
+            }
+        }
         let opening = crate::verify::rows::opening(&view);
         let mut parsed = leaf::parse(&data).map_err(|_| ProveError::Mismatch(what.clone()))?;
         if let Some(o) = &opening {
@@ -140,7 +166,7 @@ pub(crate) async fn prove(
             stream: row.stream.clone(),
             stream_seq: row.stream_seq,
             leaf_index: index,
-            raw: B64.encode(&row.raw),
+            raw: B64.encode(view.raw),
             columns,
             leaf_data: B64.encode(&data),
             row_hash: hex(&row_hash),

@@ -44,7 +44,64 @@ pub(crate) struct Erasure {
     /// What was asked for, never the account number itself: `account` or
     /// `stream <S> seq <A>..<B>`.
     pub(crate) selector: String,
+    /// The rows it names one by one (empty for an erasure by publication time).
     pub(crate) rows: Vec<Erased>,
+    /// An erasure by publication time (payload retention, or a pruned partition): every row
+    /// published in the range is covered, whether named or not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) published: Option<Published>,
+    /// A pruned partition: where its rows were archived before the database dropped them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) archive: Option<Archived>,
+}
+
+/// The rows of an erasure by publication time: published at or after `from` (when given) and
+/// before `before`, how many there were and a digest of their row hashes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Published {
+    /// RFC 3339, UTC, microseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) from: Option<String>,
+    /// RFC 3339, UTC, microseconds.
+    pub(crate) before: String,
+    /// How many rows the erasure changed.
+    pub(crate) count: i64,
+    /// SHA-256 of their 32-byte row hashes in order of batch, stream and sequence, lowercase
+    /// hex (for a pruned partition, the archive's `row_hashes_sha256`).
+    pub(crate) row_hashes_sha256: String,
+}
+
+impl Published {
+    /// The range in Unix microseconds: `[from, before)`, `None` when a bound does not parse.
+    pub(crate) fn range_us(&self) -> Option<(Option<i64>, i64)> {
+        let us = |t: &str| {
+            DateTime::parse_from_rfc3339(t)
+                .ok()
+                .map(|d| d.timestamp_micros())
+        };
+        let from = match &self.from {
+            Some(f) => Some(us(f)?),
+            None => None,
+        };
+        Some((from, us(&self.before)?))
+    }
+}
+
+/// A pruned partition's archive: the archive manifest's SHA-256 and the partition's name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Archived {
+    pub(crate) partition: String,
+    /// SHA-256 of the partition's archive file (the manifest's `sha256`), lowercase hex.
+    pub(crate) file_sha256: String,
+    /// The file's name in the archive directory.
+    pub(crate) file: String,
+}
+
+/// A time as records write it: RFC 3339, UTC, microseconds.
+pub(crate) fn stamp(t: DateTime<Utc>) -> String {
+    t.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()
 }
 
 impl Erasure {
@@ -118,11 +175,38 @@ mod tests {
                 stream_seq: 9,
                 row_hash: "ab".repeat(32),
             }],
+            published: None,
+            archive: None,
         };
         let rec = e.row(Utc::now());
         assert_eq!(rec.canon().version(), 3);
         assert_eq!(rec.payload_text(), Some(e.to_json().as_str()));
-        assert_eq!(Erasure::parse(&rec.raw), Some(e));
+        assert_eq!(Erasure::parse(&rec.raw), Some(e.clone()));
         assert_eq!(Erasure::parse(b"{\"erasure\":1}"), None);
+        // A record without the newer fields is the same JSON as before them.
+        assert!(!e.to_json().contains("published"));
+    }
+
+    #[test]
+    fn an_erasure_by_time_reads_back_with_its_range() {
+        let e = Erasure {
+            erasure: 4,
+            at: "2026-11-26T00:00:00.000000Z".into(),
+            reason: "retention: payloads_for 400d".into(),
+            selector: "published before 2025-10-22T00:00:00.000000Z".into(),
+            rows: Vec::new(),
+            published: Some(Published {
+                from: None,
+                before: "2025-10-22T00:00:00.000000Z".into(),
+                count: 12,
+                row_hashes_sha256: "cd".repeat(32),
+            }),
+            archive: None,
+        };
+        let back = Erasure::parse(e.to_json().as_bytes()).expect("parses");
+        assert_eq!(back, e);
+        let (from, before) = back.published.and_then(|p| p.range_us()).expect("range");
+        assert_eq!(from, None);
+        assert_eq!(before, 1_761_091_200_000_000);
     }
 }

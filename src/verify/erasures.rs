@@ -52,15 +52,29 @@ impl Summary {
 #[derive(Debug, Default)]
 pub(crate) struct Erasures {
     rows: HashMap<(String, i64), (i64, String)>,
+    /// Erasures by publication time: `[from, before)` in Unix microseconds.
+    ranges: Vec<(Option<i64>, i64)>,
     pub(crate) summary: Summary,
 }
 
 impl Erasures {
-    /// Whether a record names this row with this row hash.
-    pub(crate) fn covers(&self, stream: &str, seq: i64, row_hash: &[u8]) -> bool {
-        self.rows
-            .get(&(stream.to_owned(), seq))
-            .is_some_and(|(_, h)| *h == hex(row_hash))
+    /// Whether a record names this row with this row hash, or erased every row published in a
+    /// range that holds this one's time (erasures by time: retention, pruned partitions).
+    pub(crate) fn covers(
+        &self,
+        stream: &str,
+        seq: i64,
+        published_us: i64,
+        row_hash: &[u8],
+    ) -> bool {
+        let in_range = |&(from, before): &(Option<i64>, i64)| {
+            from.is_none_or(|f| published_us >= f) && published_us < before
+        };
+        self.ranges.iter().any(in_range)
+            || self
+                .rows
+                .get(&(stream.to_owned(), seq))
+                .is_some_and(|(_, h)| *h == hex(row_hash))
     }
 
     /// From the records' rows and `audit.erasures`; the breaks found on the way.
@@ -80,6 +94,22 @@ impl Erasures {
         for r in rows.iter().filter(|r| r.linked) {
             match Erasure::parse(&r.raw) {
                 Some(e) if e.erasure == r.stream_seq => {
+                    let count = match &e.published {
+                        None => e.rows.len(),
+                        Some(p) => match p.range_us() {
+                            Some(range) => {
+                                out.ranges.push(range);
+                                usize::try_from(p.count).unwrap_or(0)
+                            }
+                            None => {
+                                breaks.push(brk(format!(
+                                    "erasure record {}: its publication range does not parse",
+                                    r.stream_seq
+                                )));
+                                continue;
+                            }
+                        },
+                    };
                     for x in &e.rows {
                         out.rows.insert(
                             (x.stream.clone(), x.stream_seq),
@@ -91,7 +121,7 @@ impl Erasures {
                         at: e.at,
                         reason: e.reason,
                         selector: e.selector,
-                        rows: e.rows.len(),
+                        rows: count,
                     });
                 }
                 // The record itself erased: nothing it named is accepted through it.

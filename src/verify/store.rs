@@ -283,6 +283,26 @@ impl VerifyStore {
         .ctx("read the erasure records")
     }
 
+    /// The row hashes the log keeps for rows published in `[from, to)` (RFC 3339), by place,
+    /// but the log's own erasure records (what `verify --archive` compares an archive with).
+    pub(crate) async fn range_hashes(
+        &self,
+        from: &str,
+        to: &str,
+    ) -> Result<std::collections::HashMap<(String, i64), Vec<u8>>, DbError> {
+        let rows: Vec<(String, i64, Vec<u8>)> = sqlx::query_as(
+            "SELECT stream, stream_seq, row_hash FROM audit.events \
+             WHERE published_at >= $1::timestamptz AND published_at < $2::timestamptz AND stream <> $3",
+        )
+        .bind(from)
+        .bind(to)
+        .bind(crate::row::erasure::STREAM)
+        .fetch_all(self.db.pool())
+        .await
+        .ctx("read the row hashes of an archived partition's range")?;
+        Ok(rows.into_iter().map(|(s, q, h)| ((s, q), h)).collect())
+    }
+
     /// `audit.erasures`: each erasure's number and the row hash of its record's row.
     pub(crate) async fn erasure_index(&self) -> Result<Vec<(i64, Vec<u8>)>, DbError> {
         sqlx::query_as("SELECT erasure_id, row_hash FROM audit.erasures ORDER BY erasure_id")

@@ -11,13 +11,13 @@ use std::sync::Arc;
 use futures::TryStreamExt;
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 
-use super::copy::{CopyError, Tuples};
 use super::erasures::Erasures;
 use super::rows::{self, Check};
 use super::store::LinkRow;
 use super::{Break, VerifyError, VerifyStore};
 use crate::db::{Ctx, DbError};
 use crate::row::chain::{batch_digest, stored_link_hash};
+use crate::row::copy::{CopyError, Tuples};
 
 /// Rows per chunk, at most (a link is never split).
 pub(crate) const CHUNK_ROWS: i64 = 5_000;
@@ -206,7 +206,12 @@ async fn chunk(
                 }
                 Check::Erased { hash, verified } => {
                     open.leaves.push(hash);
-                    if erasures.covers(row.stream, row.stream_seq, row.row_hash) {
+                    if erasures.covers(
+                        row.stream,
+                        row.stream_seq,
+                        row.published_at_us,
+                        row.row_hash,
+                    ) {
                         out.erased[usize::from(!verified)] += 1;
                         continue;
                     }

@@ -13,6 +13,7 @@ use super::common::records::records;
 use super::targets::{log_key, policy_text, witnesses, ORIGIN};
 use event_audit::config::Settings;
 use event_audit::decode::catalogue::EVENTS;
+use event_audit::test_support::archive::line::write_line;
 use event_audit::test_support::dev::sample::{native, payload_for};
 use event_audit::test_support::row::pgcopy::CopyBuf;
 use event_audit::tlog::merkle::{leaf_hash, Frontier, MemTree};
@@ -44,6 +45,7 @@ pub fn all() -> Vec<Seed> {
     decoder(&mut out);
     evidence(&mut out);
     files(&mut out);
+    archive(&mut out);
     out
 }
 
@@ -388,4 +390,39 @@ fn files(out: &mut Vec<Seed>) {
     let mut extra = signer.clone();
     extra["logs"][ORIGIN]["cosigned"] = true.into();
     add(out, "signer_state", "extra-field", pretty(&extra), false);
+}
+
+/// Archive lines: a written row and an erased one, and a line cut short, with a byte of hex
+/// that is not lowercase, and with a field it does not have.
+fn archive(out: &mut Vec<Seed>) {
+    let t0 = DateTime::from_timestamp_micros(1_767_225_600_000_000).expect("t0");
+    let recs = records("FUZZ", 2, 1, t0);
+    let mut line = Vec::new();
+    write_line(&recs[0].view(3), 0, &mut line);
+    add(out, "archive_line", "row", line.clone(), true);
+    let mut erased = Vec::new();
+    let v = recs[1].view(3);
+    write_line(
+        &event_audit::test_support::row::view::RowView {
+            raw: b"",
+            salt: None,
+            payload: None,
+            headers: None,
+            event_id: None,
+            account_number: None,
+            errors: None,
+            ..v
+        },
+        1,
+        &mut erased,
+    );
+    add(out, "archive_line", "erased", erased, true);
+    add(out, "archive_line", "cut", &line[..line.len() / 2], false);
+    let text = String::from_utf8(line).expect("UTF-8");
+    let at = text.find("\"row_hash\":\"").expect("row_hash") + 12;
+    let mut upper = text.clone();
+    upper.replace_range(at..at + 2, "AB");
+    add(out, "archive_line", "hex-uppercase", upper, false);
+    let extra = text.replacen("{", "{\"comment\":\"not a column\",", 1);
+    add(out, "archive_line", "extra-field", extra, false);
 }

@@ -1,8 +1,8 @@
-//! The rows `verify` streams out of PostgreSQL with `COPY (SELECT …) TO STDOUT (FORMAT binary)`,
-//! parsed without copying: a [`Tuples`] buffer takes the chunks as they arrive and yields each
+//! The rows `verify` and `archive` stream out of PostgreSQL with `COPY (SELECT …) TO STDOUT
+//! (FORMAT binary)`, parsed without copying: a [`Tuples`] buffer takes the chunks as they arrive and yields each
 //! complete tuple as a [`RowView`] borrowing its bytes. Pure: no I/O.
 
-use super::rows::RowView;
+use super::view::RowView;
 pub use crate::row::pgcopy::CopyError;
 use crate::row::pgcopy::{int8, Field};
 

@@ -1,0 +1,73 @@
+//! Archiving old rows out of the database: the archive's files (`line`, `manifest`), the
+//! command that writes them (`write`), the prune that then drops what they hold (`prune`), and
+//! the retention step that does both for rows older than `retention.rows_for` (`retain`).
+pub(crate) mod line;
+pub(crate) mod manifest;
+pub(crate) mod prune;
+pub(crate) mod read;
+pub(crate) mod write;
+
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Utc};
+
+use crate::db::{Db, DbError};
+use crate::row::pgcopy::CopyError;
+
+/// Why archiving or pruning stopped.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ArchiveError {
+    #[error(transparent)]
+    Db(#[from] DbError),
+    #[error("{path}: {source}", path = .0.display(), source = .1)]
+    Io(PathBuf, std::io::Error),
+    #[error("{path}: {source}", path = .0.display(), source = .1)]
+    Manifest(PathBuf, manifest::ManifestError),
+    #[error("partition audit.{0}: its rows as COPY streamed them do not parse: {1}")]
+    Copy(String, CopyError),
+    #[error("partition audit.{partition}: row stream={stream} stream_seq={stream_seq} has no leaf index (its link has no tree size); run the daemon once so the tree covers it")]
+    NoLeaf {
+        partition: String,
+        stream: String,
+        stream_seq: i64,
+    },
+    #[error("{path}: not what the manifest says was written (changed or truncated since); archive again before pruning", path = .0.display())]
+    FileChanged(PathBuf),
+}
+
+/// How much longer than one ordinary statement an archive's COPY or a prune may take (the
+/// whole partition in one statement): 60 × `database.statement_timeout`, 30 minutes by default.
+pub(crate) const STATEMENT_FACTOR: u32 = 60;
+
+/// `SET LOCAL statement_timeout` for an archive's or a prune's transaction.
+fn bound_sql(bound: std::time::Duration) -> String {
+    format!(
+        "SET LOCAL statement_timeout = '{}ms'",
+        bound.as_millis().max(1)
+    )
+}
+
+/// What one retention step did: the partitions archived and then pruned.
+#[derive(Debug, Clone, serde::Serialize)]
+pub(crate) struct Retained {
+    pub(crate) written: write::Written,
+    pub(crate) pruned: Vec<prune::Pruned>,
+}
+
+/// Archives every unpruned dated partition that ends by `before` into `dir`, then prunes each
+/// (`retention.rows_for`, and `event-audit archive --prune`).
+pub(crate) async fn retain(
+    db: &Db,
+    before: DateTime<Utc>,
+    dir: &Path,
+    reason: &str,
+    instance: &str,
+    bound: std::time::Duration,
+) -> Result<Retained, ArchiveError> {
+    let (written, _) = write::archive(db, before, dir, bound).await?;
+    let mut pruned = Vec::new();
+    for entry in &written.partitions {
+        pruned.push(prune::prune(db, dir, entry, reason, instance, bound).await?);
+    }
+    Ok(Retained { written, pruned })
+}

@@ -1,0 +1,150 @@
+//! Pruning an archived partition: the archive file checked on disk against its manifest entry,
+//! then in one transaction as the eraser role its rows' envelope-id claims and findings removed,
+//! the prune recorded as an erasure by publication time naming the archive file (a row of the
+//! log: chain, tree, checkpoints, witnesses and mirrors hold it), and the partition swapped for
+//! its compact copy by `audit.prune_partition`, which refuses unless the partition still holds
+//! exactly the archived rows.
+
+use std::io::Read;
+use std::path::Path;
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+use sqlx::Connection;
+
+use super::manifest::PartitionFile;
+use super::ArchiveError;
+use crate::db::{Ctx, Db};
+use crate::erase::{append_record, ERASER_ROLE};
+use crate::row::erasure::{Archived, Erasure, Published};
+use crate::row::hex;
+
+/// What a prune did.
+#[derive(Debug, Clone, serde::Serialize)]
+pub(crate) struct Pruned {
+    pub(crate) partition: String,
+    pub(crate) rows: i64,
+    /// The record's erasure number and chain link.
+    pub(crate) erasure: i64,
+    pub(crate) link_seq: i64,
+    pub(crate) claims_removed: u64,
+    pub(crate) findings_removed: u64,
+}
+
+/// SHA-256 of a file, lowercase hex, read in blocks.
+pub(crate) fn file_sha256(path: &Path) -> std::io::Result<String> {
+    let mut f = std::fs::File::open(path)?;
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            return Ok(hex(&h.finalize()));
+        }
+        h.update(&buf[..n]);
+    }
+}
+
+fn unhex32(s: &str) -> Option<[u8; 32]> {
+    let b = s.as_bytes();
+    if b.len() != 64 {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = u8::from_str_radix(std::str::from_utf8(&b[2 * i..2 * i + 2]).ok()?, 16).ok()?;
+    }
+    Some(out)
+}
+
+/// Prunes the partition `entry` archives in `dir` (see the module).
+pub(crate) async fn prune(
+    db: &Db,
+    dir: &Path,
+    entry: &PartitionFile,
+    reason: &str,
+    instance: &str,
+    bound: Duration,
+) -> Result<Pruned, ArchiveError> {
+    let path = dir.join(&entry.file);
+    let on_disk = file_sha256(&path).map_err(|e| ArchiveError::Io(path.clone(), e))?;
+    if on_disk != entry.sha256 {
+        return Err(ArchiveError::FileChanged(path));
+    }
+    let digest = unhex32(&entry.row_hashes_sha256)
+        .ok_or_else(|| ArchiveError::FileChanged(dir.join(super::write::MANIFEST)))?;
+    let rows = i64::try_from(entry.rows).unwrap_or(i64::MAX);
+    let mut conn = db.acquire().await?;
+    let mut tx = conn.begin().await.ctx("begin")?;
+    sqlx::query(&format!("SET LOCAL ROLE {ERASER_ROLE}"))
+        .execute(&mut *tx)
+        .await
+        .ctx("work as the eraser role (GRANT event_audit_eraser TO the login that prunes)")?;
+    sqlx::query("SELECT pg_advisory_xact_lock(hashtext('event-audit erase'))")
+        .execute(&mut *tx)
+        .await
+        .ctx("take the erasure lock")?;
+    sqlx::query(&super::bound_sql(bound))
+        .execute(&mut *tx)
+        .await
+        .ctx("bound the prune's statements")?;
+    let (from, to) = (&entry.published_from, &entry.published_to);
+    let claims_removed = sqlx::query(
+        "DELETE FROM audit.event_claims WHERE id_key IN ( \
+           SELECT substring(sha256(convert_to(e.event_id, 'UTF8')) FROM 1 FOR 16) \
+           FROM audit.events e WHERE e.published_at >= $1::timestamptz \
+             AND e.published_at < $2::timestamptz AND e.event_id IS NOT NULL)",
+    )
+    .bind(from)
+    .bind(to)
+    .execute(&mut *tx)
+    .await
+    .ctx("remove the pruned rows' envelope-id claims")?
+    .rows_affected();
+    let findings_removed = sqlx::query(
+        "DELETE FROM audit.id_findings f \
+         WHERE (f.published_at >= $1::timestamptz AND f.published_at < $2::timestamptz) \
+            OR (f.first_published_at >= $1::timestamptz AND f.first_published_at < $2::timestamptz)",
+    )
+    .bind(from)
+    .bind(to)
+    .execute(&mut *tx)
+    .await
+    .ctx("remove the pruned rows' envelope-id findings")?
+    .rows_affected();
+    let record = Erasure {
+        erasure: 0,
+        at: String::new(),
+        reason: reason.to_owned(),
+        selector: format!("partition {}", entry.partition),
+        rows: Vec::new(),
+        published: Some(Published {
+            from: Some(from.clone()),
+            before: to.clone(),
+            count: rows,
+            row_hashes_sha256: entry.row_hashes_sha256.clone(),
+        }),
+        archive: Some(Archived {
+            partition: entry.partition.clone(),
+            file_sha256: entry.sha256.clone(),
+            file: entry.file.clone(),
+        }),
+    };
+    let (n, link_seq) = append_record(&mut tx, record, instance).await?;
+    let pruned: i64 = sqlx::query_scalar("SELECT audit.prune_partition($1, $2, $3)")
+        .bind(&entry.partition)
+        .bind(rows)
+        .bind(&digest[..])
+        .fetch_one(&mut *tx)
+        .await
+        .ctx("prune the partition (audit.prune_partition)")?;
+    tx.commit().await.ctx("commit the prune")?;
+    Ok(Pruned {
+        partition: entry.partition.clone(),
+        rows: pruned,
+        erasure: n,
+        link_seq,
+        claims_removed,
+        findings_removed,
+    })
+}

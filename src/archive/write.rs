@@ -1,0 +1,250 @@
+//! `event-audit archive`: each dated partition of `audit.events` that ends by a time, streamed
+//! with binary COPY into a JSON Lines file of the archive directory (every column by name, the
+//! row's leaf index first), mode 0600 (the rows hold personal data), fsynced and renamed into
+//! place; then the manifest (the files' and row hashes' digests, the newest signed checkpoint),
+//! replaced last. A partition already pruned is left out: its archive is the one that counts.
+
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use futures::TryStreamExt;
+use sha2::{Digest, Sha256};
+use sqlx::Connection;
+
+use super::line::write_line;
+use super::manifest::{Manifest, PartitionFile, FORMAT};
+use super::ArchiveError;
+use crate::db::{Ctx, Db};
+use crate::row::copy::Tuples;
+use crate::row::erasure::{self, stamp};
+use crate::row::{columns, hex};
+
+/// The manifest's name in an archive directory.
+pub(crate) const MANIFEST: &str = "manifest.json";
+
+/// A dated partition of `audit.events`: `[from, to)`.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub(crate) struct Partition {
+    pub(crate) name: String,
+    pub(crate) from_ts: DateTime<Utc>,
+    pub(crate) to_ts: DateTime<Utc>,
+    /// Whether a recorded prune already emptied it.
+    pub(crate) pruned: bool,
+    /// Whether it holds any row to archive.
+    pub(crate) has_rows: bool,
+}
+
+/// The dated partitions that end by `before`, oldest first.
+pub(crate) async fn partitions_before(
+    db: &Db,
+    before: DateTime<Utc>,
+) -> Result<Vec<Partition>, ArchiveError> {
+    let parts: Vec<Partition> = sqlx::query_as(
+        "SELECT p.name, p.from_ts, p.to_ts, \
+           EXISTS (SELECT 1 FROM audit.erasures x WHERE x.selector = 'partition ' || p.name) AS pruned, \
+           EXISTS (SELECT 1 FROM audit.events e WHERE e.published_at >= p.from_ts \
+             AND e.published_at < p.to_ts AND e.stream <> $2) AS has_rows \
+         FROM (SELECT c.relname::text AS name, \
+                 substring(b FROM $$FROM \\('([^']+)'\\)$$)::timestamptz AS from_ts, \
+                 substring(b FROM $$TO \\('([^']+)'\\)$$)::timestamptz AS to_ts \
+               FROM pg_class c JOIN pg_inherits i ON i.inhrelid = c.oid, \
+                 LATERAL pg_get_expr(c.relpartbound, c.oid) AS b \
+               WHERE i.inhparent = 'audit.events'::regclass AND b <> 'DEFAULT') p \
+         WHERE p.to_ts <= $1 ORDER BY p.from_ts",
+    )
+    .bind(before)
+    .bind(erasure::STREAM)
+    .fetch_all(db.pool())
+    .await
+    .ctx("list the partitions of audit.events")?;
+    Ok(parts)
+}
+
+/// The COPY of a partition's rows (but the log's own erasure records, which the prune keeps
+/// whole), each with its leaf index first, in order of batch, stream
+/// and sequence (the order of the archive's and the prune's row-hash digest). A row's leaf
+/// index is where its link's leaves start plus its place among its batch's rows, which may
+/// lie in other partitions too.
+fn copy_sql(p: &Partition) -> String {
+    let cols: Vec<String> = columns::EVENTS
+        .iter()
+        .map(|c| format!("x.{}", c.name))
+        .collect();
+    format!(
+        "COPY (SELECT (l.tree_size - l.row_count + x.pos)::int8, {} FROM ( \
+           SELECT e.*, row_number() OVER (PARTITION BY e.batch_id \
+             ORDER BY e.stream COLLATE \"C\", e.stream_seq, e.published_at) - 1 AS pos \
+           FROM audit.events e WHERE e.batch_id IN (SELECT DISTINCT batch_id FROM audit.\"{}\")) x \
+         JOIN audit.chain_links l ON l.batch_id = x.batch_id \
+         WHERE x.published_at >= '{}' AND x.published_at < '{}' AND x.stream <> '{}' \
+         ORDER BY x.batch_id, x.stream, x.stream_seq) TO STDOUT (FORMAT binary)",
+        cols.join(", "),
+        p.name.replace('"', ""),
+        stamp(p.from_ts),
+        stamp(p.to_ts),
+        erasure::STREAM
+    )
+}
+
+/// Writes partition `p` to `dir/<name>.jsonl`; its manifest entry.
+pub(crate) async fn partition(
+    db: &Db,
+    p: &Partition,
+    dir: &Path,
+    bound: Duration,
+) -> Result<PartitionFile, ArchiveError> {
+    let file = format!("{}.jsonl", p.name);
+    let path = dir.join(&file);
+    let tmp = dir.join(format!(".{file}.{}.tmp", std::process::id()));
+    let io = |e: std::io::Error| ArchiveError::Io(tmp.clone(), e);
+    let _ = std::fs::remove_file(&tmp);
+    let mut out = std::io::BufWriter::with_capacity(
+        1 << 20,
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)
+            .map_err(io)?,
+    );
+    let mut conn = db.acquire().await?;
+    let mut tx = conn.begin().await.ctx("begin")?;
+    sqlx::query(&super::bound_sql(bound))
+        .execute(&mut *tx)
+        .await
+        .ctx("bound the archive's statements")?;
+    let mut stream = tx
+        .copy_out_raw(&copy_sql(p))
+        .await
+        .ctx("stream a partition's rows with COPY")?;
+    let (mut file_sha, mut hashes_sha) = (Sha256::new(), Sha256::new());
+    let (mut rows, mut first, mut last) = (0u64, None::<u64>, None::<u64>);
+    let mut t = Tuples::new();
+    let mut line = Vec::with_capacity(4096);
+    while let Some(bytes) = stream.try_next().await.ctx("stream a partition's rows")? {
+        t.push(&bytes);
+        while let Some((leaf, row)) = t
+            .next_row()
+            .map_err(|e| ArchiveError::Copy(p.name.clone(), e))?
+        {
+            let leaf = u64::try_from(leaf).map_err(|_| ArchiveError::NoLeaf {
+                partition: p.name.clone(),
+                stream: row.stream.to_owned(),
+                stream_seq: row.stream_seq,
+            })?;
+            line.clear();
+            write_line(&row, leaf, &mut line);
+            file_sha.update(&line);
+            hashes_sha.update(row.row_hash);
+            out.write_all(&line).map_err(io)?;
+            rows += 1;
+            first = Some(first.map_or(leaf, |f| f.min(leaf)));
+            last = Some(last.map_or(leaf, |l| l.max(leaf)));
+        }
+    }
+    t.finish()
+        .map_err(|e| ArchiveError::Copy(p.name.clone(), e))?;
+    drop(stream);
+    tx.commit().await.ctx("end the archive's read")?;
+    let f = out.into_inner().map_err(|e| io(e.into_error()))?;
+    f.sync_all().map_err(io)?;
+    std::fs::rename(&tmp, &path).map_err(io)?;
+    Ok(PartitionFile {
+        partition: p.name.clone(),
+        published_from: stamp(p.from_ts),
+        published_to: stamp(p.to_ts),
+        rows,
+        file,
+        sha256: hex(&file_sha.finalize()),
+        row_hashes_sha256: hex(&hashes_sha.finalize()),
+        first_leaf: first,
+        last_leaf: last,
+    })
+}
+
+/// The manifest of `dir`, or a new one.
+pub(crate) fn read_manifest(dir: &Path) -> Result<Option<Manifest>, ArchiveError> {
+    let path = dir.join(MANIFEST);
+    match std::fs::read(&path) {
+        Ok(b) => Manifest::parse(&b)
+            .map(Some)
+            .map_err(|e| ArchiveError::Manifest(path, e)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(ArchiveError::Io(path, e)),
+    }
+}
+
+/// The newest published checkpoint's note, and its origin line.
+async fn checkpoint(db: &Db) -> Result<Option<String>, ArchiveError> {
+    let note: Option<String> = sqlx::query_scalar(
+        "SELECT note FROM audit.checkpoints WHERE published ORDER BY tree_size DESC LIMIT 1",
+    )
+    .fetch_optional(db.pool())
+    .await
+    .ctx("read the newest published checkpoint")?;
+    Ok(note)
+}
+
+/// What one archive run wrote.
+#[derive(Debug, Clone, serde::Serialize)]
+pub(crate) struct Written {
+    pub(crate) dir: PathBuf,
+    /// The partitions written in this run.
+    pub(crate) partitions: Vec<PartitionFile>,
+    /// Partitions that end by the time but were pruned already (their archive stands).
+    pub(crate) already_pruned: Vec<String>,
+}
+
+/// Archives every unpruned dated partition that ends by `before` and holds rows into `dir`,
+/// then replaces the manifest (entries for other partitions kept).
+pub(crate) async fn archive(
+    db: &Db,
+    before: DateTime<Utc>,
+    dir: &Path,
+    bound: Duration,
+) -> Result<(Written, Manifest), ArchiveError> {
+    std::fs::create_dir_all(dir).map_err(|e| ArchiveError::Io(dir.to_owned(), e))?;
+    let mut manifest = read_manifest(dir)?.unwrap_or_else(|| Manifest {
+        format: FORMAT.to_owned(),
+        origin: None,
+        created_at: stamp(Utc::now()),
+        checkpoint: None,
+        partitions: Vec::new(),
+    });
+    let mut written = Written {
+        dir: dir.to_owned(),
+        partitions: Vec::new(),
+        already_pruned: Vec::new(),
+    };
+    for p in partitions_before(db, before).await? {
+        if !p.has_rows {
+            continue;
+        }
+        if p.pruned {
+            written.already_pruned.push(p.name);
+            continue;
+        }
+        let entry = partition(db, &p, dir, bound).await?;
+        manifest
+            .partitions
+            .retain(|e| e.partition != entry.partition);
+        manifest.partitions.push(entry.clone());
+        written.partitions.push(entry);
+    }
+    manifest
+        .partitions
+        .sort_by(|a, b| a.published_from.cmp(&b.published_from));
+    manifest.checkpoint = checkpoint(db).await?;
+    manifest.origin = manifest
+        .checkpoint
+        .as_deref()
+        .and_then(|n| n.lines().next())
+        .map(str::to_owned);
+    let path = dir.join(MANIFEST);
+    crate::files::replace(&path, manifest.to_json_pretty().as_bytes(), 0o600)
+        .map_err(|e| ArchiveError::Io(path, e))?;
+    Ok((written, manifest))
+}

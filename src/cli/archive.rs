@@ -1,0 +1,124 @@
+//! `event-audit archive --before T --out DIR [--prune --reason TEXT]`: the dated partitions of
+//! the log that end by `T` written to `DIR` as JSON Lines with a manifest (see `archive`), and
+//! with `--prune` then dropped from the database, each prune recorded in the log. Exit 0 done,
+//! 2 no partition to archive (nothing changed). Never creates the database, never migrates.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use serde::Serialize;
+
+use super::args::{ConfigArg, StatementDatabaseArgs};
+use super::catalogue::ListFormat;
+use crate::archive::{self, write, Retained, STATEMENT_FACTOR};
+use crate::db::Db;
+
+/// Options of `event-audit archive`.
+#[derive(clap::Args, Debug, Clone, Serialize)]
+pub struct ArchiveArgs {
+    #[command(flatten)]
+    #[serde(skip)]
+    pub(crate) config: ConfigArg,
+    #[command(flatten)]
+    pub(crate) database: StatementDatabaseArgs,
+    /// Archive the monthly partitions that end by this time (RFC 3339, e.g.
+    /// 2026-01-01T00:00:00Z).
+    #[arg(long, value_parser = super::erase::parse_time)]
+    #[serde(skip)]
+    pub(crate) before: chrono::DateTime<chrono::Utc>,
+    /// The archive directory (created; its manifest.json keeps other partitions' entries).
+    #[arg(long)]
+    #[serde(skip)]
+    pub(crate) out: PathBuf,
+    /// Then drop each archived partition's rows from the database (their keys, links and row
+    /// hashes stay), recorded in the log as an erasure naming the archive file. Runs as the
+    /// eraser role.
+    #[arg(long, requires = "reason")]
+    #[serde(skip)]
+    pub(crate) prune: bool,
+    /// Why (recorded in the log with --prune).
+    #[arg(long)]
+    #[serde(skip)]
+    pub(crate) reason: Option<String>,
+    #[arg(long, value_enum, default_value = "table")]
+    #[serde(skip)]
+    pub(crate) format: ListFormat,
+}
+
+pub fn run(args: ArchiveArgs) -> anyhow::Result<ExitCode> {
+    let settings = args.config.load(&args)?;
+    let instance = settings.ingest.instance_name();
+    let bound = settings.database.statement_timeout.get() * STATEMENT_FACTOR;
+    let done = super::runtime()?.block_on(async {
+        let db = Db::open_existing(&settings.database, 2).await?;
+        let run = async {
+            if args.prune {
+                let reason = args.reason.as_deref().unwrap_or_default();
+                archive::retain(&db, args.before, &args.out, reason, &instance, bound).await
+            } else {
+                let (written, _) = write::archive(&db, args.before, &args.out, bound).await?;
+                Ok(Retained {
+                    written,
+                    pruned: Vec::new(),
+                })
+            }
+        };
+        match tokio::time::timeout(bound * 4, run).await {
+            Ok(r) => Ok(r?),
+            Err(_) => anyhow::bail!(
+                "archive did not finish within {:?} at {}; what was pruned is recorded, the rest untouched; try again",
+                bound * 4,
+                db.place()
+            ),
+        }
+    })?;
+    if done.written.partitions.is_empty() {
+        eprintln!(
+            "no unpruned partition ends by {} (already pruned: {}): nothing archived",
+            args.before.to_rfc3339(),
+            if done.written.already_pruned.is_empty() {
+                "none".to_owned()
+            } else {
+                done.written.already_pruned.join(", ")
+            }
+        );
+        return Ok(ExitCode::from(2));
+    }
+    match args.format {
+        ListFormat::Json => println!("{}", serde_json::to_string_pretty(&done)?),
+        ListFormat::Table => print!("{}", report(&done)),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn report(r: &Retained) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    for p in &r.written.partitions {
+        let _ = writeln!(
+            s,
+            "archived partition {} ({} rows, published {} to {}) to {} (sha256 {})",
+            p.partition,
+            p.rows,
+            p.published_from,
+            p.published_to,
+            r.written.dir.join(&p.file).display(),
+            p.sha256
+        );
+    }
+    for p in &r.pruned {
+        let _ = writeln!(
+            s,
+            "pruned partition {}: {} rows' contents dropped from the database (keys, links and row hashes kept), recorded as erasure {} in chain link {}; {} envelope-id claims and {} findings removed",
+            p.partition, p.rows, p.erasure, p.link_seq, p.claims_removed, p.findings_removed
+        );
+    }
+    if !r.written.already_pruned.is_empty() {
+        let _ = writeln!(
+            s,
+            "already pruned, left as archived before: {}",
+            r.written.already_pruned.join(", ")
+        );
+    }
+    s
+}

@@ -1,0 +1,223 @@
+//! Archive and prune against real NATS JetStream and PostgreSQL: a partition is written as JSON
+//! Lines with a manifest, checked by `verify --archive`, then pruned: the database keeps no
+//! personal data of it, the log still verifies against its witnessed checkpoints with the
+//! prune named as a recorded erasure, a pruned row is proven from the archive and its bundle
+//! passes `verify-proof`, and an edited archive line is named.
+
+mod common;
+
+use std::path::Path;
+
+use chrono::{Datelike, TimeZone, Utc};
+use common::app::{run_until_idle, settings};
+use common::bundle::expect_text;
+use common::cli::{event_audit, Run};
+use common::witness::{verify_witness, write_keys, Witness};
+use common::{TestDb, TestStream};
+use event_audit::config::{Dur, Settings};
+
+const EMAIL: &str = "carol.archive@example.com";
+
+fn created(id: &str, account: &str, email: &str) -> Vec<u8> {
+    format!(
+        r#"{{"event":"account.created-v1","id":"{id}","time":"2026-01-02T03:04:05Z","payload":{{"account_number":"{account}","account_user_emails":["{email}"]}}}}"#
+    )
+    .into_bytes()
+}
+
+fn signing(db: &TestDb, ts: &TestStream, key: &Path, stream: &str, dir: &Path) -> Settings {
+    let mut s = settings(db, ts);
+    s.witness.signing_key_file = Some(key.to_owned());
+    s.witness.checkpoint_stream = stream.to_owned();
+    s.witness.checkpoint_dir = Some(dir.to_owned());
+    s.witness.checkpoint_interval = Dur::secs(3600);
+    s
+}
+
+fn pg_dump(db: &TestDb) -> String {
+    let out = std::process::Command::new("pg_dump")
+        .args(["-h", "127.0.0.1", "-U", "postgres", &db.name])
+        .output()
+        .expect("run pg_dump");
+    assert!(out.status.success(), "pg_dump: {out:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The first instant of next month (UTC): every partition holding this test's rows ends by it.
+fn next_month() -> String {
+    let now = Utc::now();
+    let (y, m) = if now.month() == 12 {
+        (now.year() + 1, 1)
+    } else {
+        (now.year(), now.month() + 1)
+    };
+    Utc.with_ymd_and_hms(y, m, 1, 0, 0, 0)
+        .single()
+        .expect("a month")
+        .format("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
+}
+
+async fn archive(url: &str, before: &str, dir: &Path, extra: &[&str]) -> Run {
+    let d = dir.to_str().expect("utf-8");
+    let mut args = vec![
+        "archive",
+        "--database-url",
+        url,
+        "--before",
+        before,
+        "--out",
+        d,
+    ];
+    args.extend_from_slice(extra);
+    event_audit(&args, &[]).await
+}
+
+#[tokio::test]
+async fn a_partition_is_archived_pruned_and_still_proven() {
+    let db = TestDb::create().await;
+    let ts = TestStream::create("archive").await;
+    let cps = format!("{}_CP", ts.name);
+    let _w = Witness(cps.clone());
+    let tmp = tempfile::tempdir().expect("tmp");
+    let origin = format!("event-audit/{}", db.name);
+    let (private, public, key) = write_keys(tmp.path(), &origin, 11);
+    let cpdir = tmp.path().join("checkpoints");
+    let out = tmp.path().join("archive");
+    let subject = ts.subject("crafted");
+    let seq = ts
+        .publish(&subject, &[], &created("arch-1", "A-ARCH-1", EMAIL))
+        .await;
+    ts.publish_load(20, 5).await;
+    run_until_idle(signing(&db, &ts, &private, &cps, &cpdir)).await;
+    let before = next_month();
+
+    // Written, not pruned: the archive holds the payloads, and checks against the log.
+    let a = archive(&db.url, &before, &out, &[]).await;
+    assert_eq!(a.code, Some(0), "{a:?}");
+    assert!(a.stdout.contains("archived partition events_"), "{a:?}");
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("manifest.json")).expect("manifest"))
+            .expect("json");
+    let entry = &manifest["partitions"][0];
+    assert_eq!(entry["rows"], 21, "{manifest}");
+    let file = out.join(entry["file"].as_str().expect("file"));
+    let text = std::fs::read_to_string(&file).expect("archive file");
+    assert!(text.contains(EMAIL), "the archive holds the payload");
+    assert_eq!(text.lines().count(), 21);
+    let v = verify_witness(
+        &db.url,
+        &public,
+        &cps,
+        &["--archive", out.to_str().expect("utf-8")],
+    )
+    .await;
+    assert_eq!(v.code, Some(0), "{v:?}");
+    assert!(
+        v.stderr.contains("21 rows, every row makes its row hash"),
+        "{v:?}"
+    );
+
+    // Pruned: no trace in the database; the log verifies and names the prune.
+    let p = archive(
+        &db.url,
+        &before,
+        &out,
+        &["--prune", "--reason", "retention test"],
+    )
+    .await;
+    assert_eq!(p.code, Some(0), "{p:?}");
+    assert!(p.stdout.contains("pruned partition events_"), "{p:?}");
+    assert!(
+        !pg_dump(&db).contains(EMAIL),
+        "the database still holds the address"
+    );
+    let w = verify_witness(
+        &db.url,
+        &public,
+        &cps,
+        &["--archive", out.to_str().expect("utf-8")],
+    )
+    .await;
+    assert_eq!(w.code, Some(0), "{w:?}");
+    let report = w.json();
+    assert_eq!(
+        report["erasures"]["records"][0]["reason"], "retention test",
+        "{report}"
+    );
+    assert_eq!(report["archive"]["rows_pruned"], 21, "{report}");
+    assert!(
+        report["erasures"]["records"][0]["selector"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("partition events_")),
+        "{report}"
+    );
+    // Nothing left to archive: exit 2, nothing changed.
+    let again = archive(&db.url, &before, &out, &["--prune", "--reason", "again"]).await;
+    assert_eq!(again.code, Some(2), "{again:?}");
+
+    // A pruned row, proven from the archive: its payload shown, its bundle accepted.
+    let (pk, cd, s) = (
+        public.to_str().expect("utf-8"),
+        cpdir.to_str().expect("utf-8"),
+        seq.to_string(),
+    );
+    let base = [
+        "prove",
+        "--database-url",
+        &db.url,
+        "--stream",
+        &ts.name,
+        "--seq",
+        &s,
+        "--public-key",
+        pk,
+        "--checkpoint-dir",
+        cd,
+    ];
+    let without = event_audit(&base, &[]).await;
+    assert_eq!(without.code, Some(0), "{without:?}");
+    assert!(!without.stdout.contains(EMAIL), "{without:?}");
+    let mut with = base.to_vec();
+    let o = out.to_str().expect("utf-8");
+    with.extend(["--archive", o]);
+    let proven = event_audit(&with, &[]).await;
+    assert_eq!(proven.code, Some(0), "{proven:?}");
+    assert!(proven.stdout.contains(EMAIL), "{proven:?}");
+    let k = key.public().encode();
+    expect_text(
+        &proven.stdout,
+        &k,
+        &["--origin", &origin],
+        &[],
+        0,
+        "OK: 1 entry",
+    );
+
+    // An edited payload column is named, and not proven from.
+    let edited = text.replacen(EMAIL, "mallory@example.com", 1);
+    std::fs::write(&file, &edited).expect("edit the archive");
+    let bad = verify_witness(&db.url, &public, &cps, &["--archive", o]).await;
+    assert_eq!(bad.code, Some(1), "{bad:?}");
+    assert!(bad.stderr.contains("problem(s)"), "{bad:?}");
+    assert!(
+        !bad.stderr.contains("mallory"),
+        "a value in a message: {bad:?}"
+    );
+    let shown = event_audit(&with, &[]).await;
+    assert!(
+        shown.code != Some(0) && shown.stderr.contains("archived copy"),
+        "{shown:?}"
+    );
+    assert!(!shown.stderr.contains("mallory"), "{shown:?}");
+    // An edited raw message no longer makes the row hash: not proven from.
+    let hex = |t: &str| t.bytes().map(|b| format!("{b:02x}")).collect::<String>();
+    let forged = text.replacen(&hex("carol"), &hex("carla"), 1);
+    assert_ne!(forged, text, "the raw message is in the line as hex");
+    std::fs::write(&file, forged).expect("edit the archive");
+    let refused = event_audit(&with, &[]).await;
+    assert_ne!(refused.code, Some(0), "{refused:?}");
+    assert!(refused.stderr.contains("archived copy"), "{refused:?}");
+    let bad = verify_witness(&db.url, &public, &cps, &["--archive", o]).await;
+    assert_eq!(bad.code, Some(1), "{bad:?}");
+}

@@ -1,0 +1,190 @@
+//! Payload retention against real NATS JetStream and PostgreSQL: the daemon run with
+//! `retention.payloads_for` erases the personal data of every row published longer ago than the
+//! period on its schedule, never a younger row, one erasure by publication time per run that
+//! found any (a second wave, a second erasure); the database no longer holds the address and the
+//! log still verifies, `verify` naming each erasure.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::app::{settings, spawn_app};
+use common::{verify, TestDb, TestStream};
+
+const EMAIL: &str = "carol.retention@example.com";
+const EMAIL2: &str = "dave.retention@example.com";
+/// How long the test waits for a wave to be erased (ingest, the period, a run).
+const LIMIT: Duration = Duration::from_secs(60);
+
+fn created(id: &str, account: &str, email: &str) -> Vec<u8> {
+    format!(
+        r#"{{"event":"account.created-v1","id":"{id}","time":"2026-01-02T03:04:05Z","payload":{{"account_number":"{account}","account_user_emails":["{email}"]}}}}"#
+    )
+    .into_bytes()
+}
+
+/// Three messages holding `email`: in a valid payload, in a header, in an invalid payload.
+async fn wave(ts: &TestStream, tag: &str, email: &str) -> Vec<i64> {
+    let subject = ts.subject("crafted");
+    let valid = created(&format!("{tag}-1"), &format!("R-{tag}-1"), email);
+    let header = created(&format!("{tag}-2"), &format!("R-{tag}-2"), "x@example.com");
+    let bad = format!(
+        r#"{{"event":"account.created-v1","id":"{tag}-3","payload":{{"account_user_emails":"{email}"}}}}"#
+    );
+    let seqs = [
+        ts.publish(&subject, &[], &valid).await,
+        ts.publish(&subject, &[("X-User", email)], &header).await,
+        ts.publish(&subject, &[], bad.as_bytes()).await,
+    ];
+    seqs.iter().map(|s| *s as i64).collect()
+}
+
+fn pg_dump(db: &TestDb) -> String {
+    let out = std::process::Command::new("pg_dump")
+        .args(["-h", "127.0.0.1", "-U", "postgres", &db.name])
+        .output()
+        .expect("run pg_dump");
+    assert!(out.status.success(), "pg_dump: {out:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Polls until the rows `seqs` of the stream are recorded with no payload, raw message or
+/// headers left; at every poll, no row younger than the period (less a margin for the clocks of
+/// NATS and of this process) is erased.
+async fn wait_erased(db: &TestDb, stream: &str, seqs: &[i64]) {
+    let started = Instant::now();
+    loop {
+        let (recorded, erased): (i64, i64) = sqlx::query_as(
+            "SELECT count(*), count(*) FILTER (WHERE payload IS NULL AND octet_length(raw) = 0 \
+               AND headers IS NULL) \
+             FROM audit.events WHERE stream = $1 AND stream_seq = ANY($2)",
+        )
+        .bind(stream)
+        .bind(seqs)
+        .fetch_one(&db.pool)
+        .await
+        .expect("count the rows");
+        let early: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM audit.events WHERE stream = $1 AND octet_length(raw) = 0 \
+               AND published_at > now() - interval '1500 milliseconds'",
+        )
+        .bind(stream)
+        .fetch_one(&db.pool)
+        .await
+        .expect("count the young erased rows");
+        assert_eq!(
+            early, 0,
+            "a row younger than retention.payloads_for was erased"
+        );
+        if erased == seqs.len() as i64 {
+            assert_eq!(recorded, erased);
+            return;
+        }
+        assert!(
+            started.elapsed() < LIMIT,
+            "rows {seqs:?}: {recorded} recorded, {erased} erased after {LIMIT:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The erasure records' numbers, in order.
+async fn erasures(db: &TestDb) -> Vec<i64> {
+    sqlx::query_scalar("SELECT erasure_id FROM audit.erasures ORDER BY erasure_id")
+        .fetch_all(&db.pool)
+        .await
+        .expect("list the erasures")
+}
+
+/// The value of one series in the exposition text (0 when absent).
+fn series(text: &str, name: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
+        .unwrap_or(0.0)
+}
+
+#[tokio::test]
+async fn payloads_past_retention_are_erased_on_schedule_and_the_log_still_verifies() {
+    let db = TestDb::create().await;
+    let ts = TestStream::create("retention").await;
+    let first = wave(&ts, "ret-a", EMAIL).await;
+
+    let mut s = settings(&db, &ts);
+    s.retention.payloads_for = Some("2s".parse().expect("a duration"));
+    s.retention.interval = "500ms".parse().expect("a duration");
+    let app = spawn_app(s).await;
+
+    wait_erased(&db, &ts.name, &first).await;
+    let after_first = erasures(&db).await;
+    assert!(!after_first.is_empty(), "no erasure recorded");
+    let dump = pg_dump(&db);
+    assert!(!dump.contains(EMAIL), "pg_dump still holds the address");
+    assert!(
+        !dump.contains("ret-a-1"),
+        "pg_dump still holds an envelope id"
+    );
+
+    // A second wave, published after the first was erased: erased in a later run, recorded as
+    // an erasure of its own.
+    let second = wave(&ts, "ret-b", EMAIL2).await;
+    wait_erased(&db, &ts.name, &second).await;
+    let after_second = erasures(&db).await;
+    let last_first = after_first.last().copied().unwrap_or_default();
+    assert!(
+        after_second.iter().any(|&n| n > last_first),
+        "the second wave has no erasure of its own: {after_first:?}, then {after_second:?}"
+    );
+    assert!(
+        !pg_dump(&db).contains(EMAIL2),
+        "pg_dump still holds the second address"
+    );
+
+    let metrics = app.metrics.render();
+    assert_eq!(
+        series(&metrics, "event_audit_retention_erased_rows_total"),
+        6.0,
+        "{metrics}"
+    );
+    assert!(
+        series(
+            &metrics,
+            "event_audit_retention_runs_total{outcome=\"done\"}"
+        ) >= 2.0,
+        "{metrics}"
+    );
+    assert_eq!(
+        series(
+            &metrics,
+            "event_audit_retention_runs_total{outcome=\"failed\"}"
+        ),
+        0.0,
+        "{metrics}"
+    );
+    let stopped = app.stop().await;
+    assert!(stopped.errors().is_empty(), "{:?}", stopped.errors());
+    assert!(
+        stopped.log.contains("retention: erased the personal data"),
+        "{}",
+        stopped.log
+    );
+    for secret in [EMAIL, EMAIL2, "ret-a-1", "R-ret-a-1"] {
+        assert!(!stopped.log.contains(secret), "the log holds {secret}");
+    }
+
+    // The log verifies, naming each erasure by its publication range and reason.
+    let v = verify(&db.url).await;
+    assert_eq!(v.code, Some(0), "{v:?}");
+    assert_eq!(v.report["erasures"]["rows_erased"], 6, "{v:?}");
+    let records = v.report["erasures"]["records"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(records.len(), after_second.len(), "{v:?}");
+    for r in &records {
+        assert_eq!(r["reason"], "retention: payloads_for 2s", "{r}");
+        let selector = r["selector"].as_str().unwrap_or_default();
+        assert!(selector.starts_with("published before 20"), "{r}");
+    }
+    let rows: i64 = records.iter().filter_map(|r| r["rows"].as_i64()).sum();
+    assert_eq!(rows, 6, "{v:?}");
+}
