@@ -42,22 +42,7 @@ trap cleanup EXIT
 # the postgres user, such as a test's private one, are left out).
 PG_PID=$(head -1 "$(psql -tA "$PG/postgres" -c 'show data_directory')/postmaster.pid")
 pg_cpu() {  # CPU seconds of the postmaster and every process it forked, now
-    python3 - "$PG_PID" <<'PY'
-import os, sys
-root = sys.argv[1]
-ticks = os.sysconf("SC_CLK_TCK")
-total = 0
-for pid in filter(str.isdigit, os.listdir("/proc")):
-    try:
-        stat = open(f"/proc/{pid}/stat").read()
-        f = stat[stat.rfind(")") + 2:].split()
-        if pid != root and f[1] != root:
-            continue
-        total += int(f[11]) + int(f[12]) + int(f[13]) + int(f[14])  # utime stime cutime cstime
-    except (OSError, ValueError, IndexError):
-        pass
-print(total / ticks)
-PY
+    python3 scripts/pg_cpu.py "$PG_PID"
 }
 
 # One run: batch size, extra `run` arguments, log file. Prints "wall pg_cpu daemon_cpu rows".

@@ -2,8 +2,10 @@
 //! `retention.interval`, the personal data of every row published longer ago than
 //! `retention.payloads_for` erased through `erase` (one erasure by publication time per run,
 //! recorded as a row of the log), then the rows older than `retention.rows_for` archived and
-//! pruned through `archive`. A run never fails the daemon: a step that fails says what to try
-//! and is retried at the next run. The bus's copy of the erased messages is left to the
+//! pruned through `archive`, on connections of their own that work as the eraser role (the
+//! daemon's pool works as the writer, which may not read `audit.erasures`, where the archive
+//! learns what is pruned already). A run never fails the daemon: a step that fails says what to
+//! try and is retried at the next run. The bus's copy of the erased messages is left to the
 //! stream's own `max_age`.
 
 pub(crate) mod metrics;
@@ -13,13 +15,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, SecondsFormat, Utc};
+use sqlx::postgres::PgPoolOptions;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::archive::ArchiveError;
 use crate::config::{Dur, RetentionSettings};
 use crate::db::{Db, DbError};
-use crate::erase::{self, EraseError, Selector};
+use crate::erase::{self, EraseError, Selector, ERASER_ROLE};
 use metrics::{Outcome, RetentionMetrics};
 
 /// The first run comes this long after start (or one interval, when shorter): ingest settles
@@ -40,6 +43,8 @@ const ARCHIVE_STATEMENT_BOUND: Duration = Duration::from_secs(
         .as_secs()
         * crate::archive::STATEMENT_FACTOR as u64,
 );
+/// How long an idle connection of the rows step stays open (runs are far apart).
+const ROWS_IDLE: Duration = Duration::from_secs(60);
 /// SQLSTATE insufficient_privilege: here, the login may not `SET ROLE event_audit_eraser`.
 const NOT_PERMITTED: &str = "42501";
 
@@ -77,6 +82,7 @@ async fn run(
     metrics: Arc<RetentionMetrics>,
     stop: CancellationToken,
 ) {
+    let rows_db = as_eraser(&db);
     let every = s.interval.get();
     let first = tokio::time::Instant::now() + FIRST_RUN_AFTER.min(every);
     let mut tick = tokio::time::interval_at(first, every);
@@ -88,14 +94,34 @@ async fn run(
         }
         tokio::select! {
             _ = stop.cancelled() => return,
-            _ = once(&db, &s, &instance, &metrics) => {}
+            _ = once(&db, &rows_db, &s, &instance, &metrics) => {}
         }
     }
 }
 
-/// One run: payloads, then rows; counted by its worst step's outcome.
+/// A pool on the daemon's database whose connections work as the eraser role from the start
+/// (the `role` setting at connect): the rows step reads `audit.erasures`, which the writer may
+/// not, before its prunes switch to the eraser role themselves. The eraser is a member of the
+/// writer, so whatever the writer reads it reads too. Connects at its first use; a login
+/// outside the eraser role fails there with SQLSTATE 42501, which [`failed`] explains.
+fn as_eraser(db: &Db) -> Db {
+    let opts = (*db.pool().connect_options())
+        .clone()
+        .options([("role", ERASER_ROLE)]);
+    let pool = PgPoolOptions::new()
+        .max_connections(2)
+        .min_connections(0)
+        .idle_timeout(Some(ROWS_IDLE))
+        .acquire_timeout(db.pool().options().get_acquire_timeout())
+        .connect_lazy_with(opts);
+    Db::from_pool(pool)
+}
+
+/// One run: payloads (on `db`), then rows (on `rows_db`, as the eraser); counted by its worst
+/// step's outcome.
 pub(crate) async fn once(
     db: &Db,
+    rows_db: &Db,
     s: &RetentionSettings,
     instance: &str,
     metrics: &RetentionMetrics,
@@ -106,7 +132,7 @@ pub(crate) async fn once(
         outcome = outcome.max(payloads(db, now, period, s.interval, instance, metrics).await);
     }
     if let (Some(period), Some(dir)) = (s.rows_for, &s.archive_dir) {
-        outcome = outcome.max(rows(db, now, period, dir, s.interval, instance).await);
+        outcome = outcome.max(rows(rows_db, now, period, dir, s.interval, instance).await);
     }
     metrics.ran(outcome);
     outcome

@@ -1,18 +1,34 @@
-//! Payload retention against real NATS JetStream and PostgreSQL: the daemon run with
-//! `retention.payloads_for` erases the personal data of every row published longer ago than the
-//! period on its schedule, never a younger row, one erasure by publication time per run that
+//! Retention against real NATS JetStream and PostgreSQL, the daemon in-process. With
+//! `retention.payloads_for` it erases the personal data of every row published longer ago than
+//! the period on its schedule, never a younger row, one erasure by publication time per run that
 //! found any (a second wave, a second erasure); the database no longer holds the address and the
-//! log still verifies, `verify` naming each erasure.
+//! log still verifies, `verify` naming each erasure. With `retention.rows_for` it archives a
+//! month's partition past the period to `retention.archive_dir` and prunes it, once, leaving the
+//! current month's rows whole; the log verifies against the archive.
 
 mod common;
 
 use std::time::{Duration, Instant};
 
-use common::app::{settings, spawn_app};
+use bytes::Bytes;
+use chrono::{DateTime, Datelike, TimeZone, Utc};
+use common::app::{settings, spawn_app, TestApp};
+use common::cli::event_audit;
+use common::records::meta;
 use common::{verify, TestDb, TestStream};
+use event_audit::test_support::db::Db;
+use event_audit::test_support::ingest::sink::Sink;
+use event_audit::test_support::row::record::{record, Naming};
 
 const EMAIL: &str = "carol.retention@example.com";
 const EMAIL2: &str = "dave.retention@example.com";
+/// The address in the rows of an old month (archived and pruned), and in today's (kept).
+const OLD_EMAIL: &str = "erin.retention@example.com";
+const LIVE_EMAIL: &str = "frank.retention@example.com";
+/// The stream the old month's rows are written under (straight into the log, not the bus).
+const OLD_STREAM: &str = "RETOLD";
+/// How many rows the old month holds.
+const OLD_ROWS: i64 = 4;
 /// How long the test waits for a wave to be erased (ingest, the period, a run).
 const LIMIT: Duration = Duration::from_secs(60);
 
@@ -187,4 +203,194 @@ async fn payloads_past_retention_are_erased_on_schedule_and_the_log_still_verifi
     }
     let rows: i64 = records.iter().filter_map(|r| r["rows"].as_i64()).sum();
     assert_eq!(rows, 6, "{v:?}");
+}
+
+/// A time in the month before last (UTC), at the microsecond precision of the column: its
+/// partition ends over a month before now, well past a `rows_for` of one day on any date.
+fn month_before_last() -> DateTime<Utc> {
+    let now = Utc::now();
+    let first = Utc
+        .with_ymd_and_hms(now.year(), now.month(), 1, 12, 0, 0)
+        .single()
+        .expect("the first of this month");
+    // 40 days before the first of a month is in the month before the last (every month has
+    // 28 to 31 days).
+    first - chrono::Duration::days(40)
+}
+
+/// Writes `OLD_ROWS` rows published at `t0` (a millisecond apart) through the writer's sink,
+/// as ingest builds them, each holding `OLD_EMAIL`; creates their month's partition first (the
+/// migrations create last month's onwards). Returns the partition's name.
+async fn write_old_rows(db: &TestDb, t0: DateTime<Utc>) -> String {
+    sqlx::query("SELECT audit.ensure_partitions($1, 1)")
+        .bind(t0)
+        .execute(&db.pool)
+        .await
+        .expect("create the old month's partition");
+    let naming = Naming::default();
+    let mut recs: Vec<_> = (0..OLD_ROWS)
+        .map(|i| {
+            let bytes = created(&format!("old-{i}"), &format!("R-OLD-{i}"), OLD_EMAIL);
+            let published = t0 + chrono::Duration::milliseconds(i);
+            record(
+                meta(OLD_STREAM, i as u64 + 1, published, 1),
+                Bytes::from(bytes),
+                &naming,
+                published + chrono::Duration::seconds(1),
+            )
+        })
+        .collect();
+    let out = Sink::new(Db::from_pool(db.pool.clone()), "test")
+        .write_batch(&mut recs)
+        .await
+        .expect("write the old rows");
+    assert_eq!(out.inserted, OLD_ROWS as usize);
+    format!("events_{}", t0.format("%Y_%m"))
+}
+
+/// The selectors of the recorded prunes (`partition <name>`).
+async fn prunes(db: &TestDb) -> Vec<String> {
+    sqlx::query_scalar(
+        "SELECT selector FROM audit.erasures WHERE selector LIKE 'partition %' ORDER BY erasure_id",
+    )
+    .fetch_all(&db.pool)
+    .await
+    .expect("list the prunes")
+}
+
+/// Polls until a prune is recorded (and today's `live` rows are ingested); panics with the
+/// daemon's log after `LIMIT`.
+async fn wait_pruned(db: &TestDb, app: &TestApp, stream: &str, live: usize) -> Vec<String> {
+    let started = Instant::now();
+    loop {
+        let found = prunes(db).await;
+        let ingested: i64 =
+            sqlx::query_scalar("SELECT count(*) FROM audit.events WHERE stream = $1")
+                .bind(stream)
+                .fetch_one(&db.pool)
+                .await
+                .expect("count today's rows");
+        if !found.is_empty() && ingested == live as i64 {
+            return found;
+        }
+        assert!(
+            started.elapsed() < LIMIT,
+            "no prune ({found:?}) or not every live row ({ingested} of {live}) after {LIMIT:?}; the log:\n{}",
+            app.log()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn rows_past_retention_are_archived_and_pruned_by_the_daemon() {
+    let db = TestDb::create().await;
+    let ts = TestStream::create("retention-rows").await;
+    let tmp = tempfile::tempdir().expect("tmp");
+    let dir = tmp.path().join("archive");
+    // An old month's rows, in its own partition; today's, through the bus, in this month's.
+    let partition = write_old_rows(&db, month_before_last()).await;
+    let subject = ts.subject("crafted");
+    let mut live = Vec::new();
+    for i in 0..3 {
+        let bytes = created(&format!("live-{i}"), &format!("R-LIVE-{i}"), LIVE_EMAIL);
+        live.push(ts.publish(&subject, &[], &bytes).await);
+    }
+
+    let mut s = settings(&db, &ts);
+    s.retention.rows_for = Some("1d".parse().expect("a duration"));
+    s.retention.archive_dir = Some(dir.clone());
+    s.retention.interval = "500ms".parse().expect("a duration");
+    let app = spawn_app(s).await;
+    let found = wait_pruned(&db, &app, &ts.name, live.len()).await;
+    assert_eq!(found, vec![format!("partition {partition}")]);
+
+    // The archive holds the old month, and its rows' payloads.
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).expect("manifest"))
+            .expect("json");
+    let entries = manifest["partitions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(entries.len(), 1, "{manifest}");
+    assert_eq!(entries[0]["partition"], partition.as_str(), "{manifest}");
+    assert_eq!(entries[0]["rows"], OLD_ROWS, "{manifest}");
+    let file = dir.join(entries[0]["file"].as_str().expect("a file"));
+    let text = std::fs::read_to_string(&file).expect("the archive file");
+    assert_eq!(text.lines().count(), OLD_ROWS as usize);
+    assert!(
+        text.contains(OLD_EMAIL),
+        "the archive holds the old payloads"
+    );
+    assert!(!text.contains(LIVE_EMAIL), "the archive holds today's rows");
+
+    // The database: the old month gone, today's rows whole.
+    let dump = pg_dump(&db);
+    assert!(
+        !dump.contains(OLD_EMAIL),
+        "pg_dump still holds the old address"
+    );
+    assert!(dump.contains(LIVE_EMAIL), "pg_dump lost today's address");
+    let whole: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM audit.events WHERE stream = $1 AND payload IS NOT NULL \
+           AND octet_length(raw) > 0",
+    )
+    .bind(&ts.name)
+    .fetch_one(&db.pool)
+    .await
+    .expect("count today's rows");
+    assert_eq!(whole, live.len() as i64, "today's rows lost their payloads");
+
+    // Later runs find the partition pruned: nothing archived again, nothing failed.
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    assert_eq!(prunes(&db).await, found, "the partition was pruned again");
+    let metrics = app.metrics.render();
+    assert!(
+        series(
+            &metrics,
+            "event_audit_retention_runs_total{outcome=\"done\"}"
+        ) >= 1.0,
+        "{metrics}"
+    );
+    assert!(
+        series(
+            &metrics,
+            "event_audit_retention_runs_total{outcome=\"nothing\"}"
+        ) >= 1.0,
+        "no run after the prune: {metrics}"
+    );
+    assert_eq!(
+        series(
+            &metrics,
+            "event_audit_retention_runs_total{outcome=\"failed\"}"
+        ),
+        0.0,
+        "{metrics}"
+    );
+    let stopped = app.stop().await;
+    assert!(stopped.errors().is_empty(), "{:?}", stopped.errors());
+    assert!(
+        stopped
+            .log
+            .contains("retention: archived a partition past the period and pruned it"),
+        "{}",
+        stopped.log
+    );
+    for secret in [OLD_EMAIL, LIVE_EMAIL, "R-OLD-0"] {
+        assert!(!stopped.log.contains(secret), "the log holds {secret}");
+    }
+
+    // The log verifies against the archive, counting the pruned rows.
+    let d = dir.to_str().expect("utf-8");
+    let v = event_audit(&["verify", "--database-url", &db.url, "--archive", d], &[]).await;
+    assert_eq!(v.code, Some(0), "{v:?}");
+    let report = v.json();
+    assert_eq!(report["archive"]["rows_pruned"], OLD_ROWS, "{report}");
+    let records = report["erasures"]["records"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(records.len(), 1, "{report}");
+    assert_eq!(records[0]["reason"], "retention: rows_for 1d", "{report}");
 }

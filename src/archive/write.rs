@@ -67,29 +67,41 @@ pub(crate) async fn partitions_before(
 /// whole), each with its leaf index first, in order of batch, stream
 /// and sequence (the order of the archive's and the prune's row-hash digest). A row's leaf
 /// index is where its link's leaves start plus its place among its batch's rows, which may
-/// lie in other partitions too.
+/// lie in other partitions too. The partition is read through `audit.events` and its range
+/// (pruned to it by the planner): a partition has no grants of its own, so the writer and the
+/// eraser (the daemon's retention) may read only the parent.
 fn copy_sql(p: &Partition) -> String {
     let cols: Vec<String> = columns::EVENTS
         .iter()
         .map(|c| format!("x.{}", c.name))
         .collect();
     format!(
-        "COPY (SELECT (l.tree_size - l.row_count + x.pos)::int8, {} FROM ( \
+        "COPY (SELECT (l.tree_size - l.row_count + x.pos)::int8, {cols} FROM ( \
            SELECT e.*, row_number() OVER (PARTITION BY e.batch_id \
              ORDER BY e.stream COLLATE \"C\", e.stream_seq, e.published_at) - 1 AS pos \
-           FROM audit.events e WHERE e.batch_id IN (SELECT DISTINCT batch_id FROM audit.\"{}\")) x \
+           FROM audit.events e WHERE e.batch_id IN (SELECT DISTINCT batch_id FROM audit.events \
+             WHERE published_at >= '{from}' AND published_at < '{to}')) x \
          JOIN audit.chain_links l ON l.batch_id = x.batch_id \
-         WHERE x.published_at >= '{}' AND x.published_at < '{}' AND x.stream <> '{}' \
+         WHERE x.published_at >= '{from}' AND x.published_at < '{to}' AND x.stream <> '{stream}' \
          ORDER BY x.batch_id, x.stream, x.stream_seq) TO STDOUT (FORMAT binary)",
-        cols.join(", "),
-        p.name.replace('"', ""),
-        stamp(p.from_ts),
-        stamp(p.to_ts),
-        erasure::STREAM
+        cols = cols.join(", "),
+        from = stamp(p.from_ts),
+        to = stamp(p.to_ts),
+        stream = erasure::STREAM
     )
 }
 
-/// Writes partition `p` to `dir/<name>.jsonl`; its manifest entry.
+/// What streaming a partition into its file counted.
+struct Streamed {
+    rows: u64,
+    file_sha: Sha256,
+    hashes_sha: Sha256,
+    first: Option<u64>,
+    last: Option<u64>,
+}
+
+/// Writes partition `p` to `dir/<name>.jsonl`; its manifest entry. A failed read closes its
+/// connection rather than handing a half-read COPY back to the pool, and leaves no file.
 pub(crate) async fn partition(
     db: &Db,
     p: &Partition,
@@ -111,6 +123,41 @@ pub(crate) async fn partition(
             .map_err(io)?,
     );
     let mut conn = db.acquire().await?;
+    let streamed = match stream_rows(&mut conn, p, bound, &mut out, &tmp).await {
+        Ok(s) => s,
+        Err(e) => {
+            conn.close_on_drop();
+            drop(out);
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e);
+        }
+    };
+    let f = out.into_inner().map_err(|e| io(e.into_error()))?;
+    f.sync_all().map_err(io)?;
+    std::fs::rename(&tmp, &path).map_err(io)?;
+    Ok(PartitionFile {
+        partition: p.name.clone(),
+        published_from: stamp(p.from_ts),
+        published_to: stamp(p.to_ts),
+        rows: streamed.rows,
+        file,
+        sha256: hex(&streamed.file_sha.finalize()),
+        row_hashes_sha256: hex(&streamed.hashes_sha.finalize()),
+        first_leaf: streamed.first,
+        last_leaf: streamed.last,
+    })
+}
+
+/// Streams `p`'s rows (see [`copy_sql`]) as lines into `out`, in one bounded read-only
+/// transaction.
+async fn stream_rows(
+    conn: &mut sqlx::PgConnection,
+    p: &Partition,
+    bound: Duration,
+    out: &mut impl Write,
+    tmp: &Path,
+) -> Result<Streamed, ArchiveError> {
+    let io = |e: std::io::Error| ArchiveError::Io(tmp.to_owned(), e);
     let mut tx = conn.begin().await.ctx("begin")?;
     sqlx::query(&super::bound_sql(bound))
         .execute(&mut *tx)
@@ -120,8 +167,13 @@ pub(crate) async fn partition(
         .copy_out_raw(&copy_sql(p))
         .await
         .ctx("stream a partition's rows with COPY")?;
-    let (mut file_sha, mut hashes_sha) = (Sha256::new(), Sha256::new());
-    let (mut rows, mut first, mut last) = (0u64, None::<u64>, None::<u64>);
+    let mut s = Streamed {
+        rows: 0,
+        file_sha: Sha256::new(),
+        hashes_sha: Sha256::new(),
+        first: None,
+        last: None,
+    };
     let mut t = Tuples::new();
     let mut line = Vec::with_capacity(4096);
     while let Some(bytes) = stream.try_next().await.ctx("stream a partition's rows")? {
@@ -137,32 +189,19 @@ pub(crate) async fn partition(
             })?;
             line.clear();
             write_line(&row, leaf, &mut line);
-            file_sha.update(&line);
-            hashes_sha.update(row.row_hash);
+            s.file_sha.update(&line);
+            s.hashes_sha.update(row.row_hash);
             out.write_all(&line).map_err(io)?;
-            rows += 1;
-            first = Some(first.map_or(leaf, |f| f.min(leaf)));
-            last = Some(last.map_or(leaf, |l| l.max(leaf)));
+            s.rows += 1;
+            s.first = Some(s.first.map_or(leaf, |f| f.min(leaf)));
+            s.last = Some(s.last.map_or(leaf, |l| l.max(leaf)));
         }
     }
     t.finish()
         .map_err(|e| ArchiveError::Copy(p.name.clone(), e))?;
     drop(stream);
     tx.commit().await.ctx("end the archive's read")?;
-    let f = out.into_inner().map_err(|e| io(e.into_error()))?;
-    f.sync_all().map_err(io)?;
-    std::fs::rename(&tmp, &path).map_err(io)?;
-    Ok(PartitionFile {
-        partition: p.name.clone(),
-        published_from: stamp(p.from_ts),
-        published_to: stamp(p.to_ts),
-        rows,
-        file,
-        sha256: hex(&file_sha.finalize()),
-        row_hashes_sha256: hex(&hashes_sha.finalize()),
-        first_leaf: first,
-        last_leaf: last,
-    })
+    Ok(s)
 }
 
 /// The manifest of `dir`, or a new one.

@@ -370,12 +370,25 @@ pub fn record(meta: Meta, raw: Bytes, naming: &Naming, received_at: DateTime<Utc
         raw: Bytes::new(),
         salt: rand::random(),
         commitment: [0; 32],
-        v2: false,
+        v2: dev_encoding_2(),
     };
     drop(v);
     rec.raw = raw;
     rec.seal();
     rec
+}
+
+/// Development builds only: `EVENT_AUDIT_DEV_ROW_ENCODING=2` writes new rows in encoding 2, as
+/// before version 3, so that a benchmark can compare the two with one binary
+/// (`scripts/bench-encoding.sh`). Production builds always write version 3.
+fn dev_encoding_2() -> bool {
+    #[cfg(feature = "dev")]
+    {
+        static V2: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        *V2.get_or_init(|| std::env::var("EVENT_AUDIT_DEV_ROW_ENCODING").as_deref() == Ok("2"))
+    }
+    #[cfg(not(feature = "dev"))]
+    false
 }
 
 #[cfg(test)]
