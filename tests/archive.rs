@@ -31,6 +31,7 @@ fn signing(db: &TestDb, ts: &TestStream, key: &Path, stream: &str, dir: &Path) -
     s.witness.checkpoint_stream = stream.to_owned();
     s.witness.checkpoint_dir = Some(dir.to_owned());
     s.witness.checkpoint_interval = Dur::secs(3600);
+    s.witness.tiles_dir = Some(dir.with_file_name("tiles"));
     s
 }
 
@@ -91,6 +92,7 @@ async fn a_partition_is_archived_pruned_and_still_proven() {
     ts.publish_load(20, 5).await;
     run_until_idle(signing(&db, &ts, &private, &cps, &cpdir)).await;
     let before = next_month();
+    let o = out.to_str().expect("utf-8");
 
     // Written, not pruned: the archive holds the payloads, and checks against the log.
     let a = archive(&db.url, &before, &out, &[]).await;
@@ -152,6 +154,17 @@ async fn a_partition_is_archived_pruned_and_still_proven() {
             .is_some_and(|s| s.starts_with("partition events_")),
         "{report}"
     );
+    // Against the log's tiles (a mirror's copy would do): every archived row at its leaf.
+    let tiles = cpdir.with_file_name("tiles");
+    let t = tiles.to_str().expect("utf-8");
+    let m = verify_witness(&db.url, &public, &cps, &["--archive", o, "--mirror", t]).await;
+    assert_eq!(m.code, Some(0), "{m:?}");
+    assert_eq!(m.json()["archive"]["rows_in_mirror"], 21, "{m:?}");
+    assert!(
+        m.stderr
+            .contains("21 at their leaf index in the mirror's tiles"),
+        "{m:?}"
+    );
     // Nothing left to archive: exit 2, nothing changed.
     let again = archive(&db.url, &before, &out, &["--prune", "--reason", "again"]).await;
     assert_eq!(again.code, Some(2), "{again:?}");
@@ -179,7 +192,6 @@ async fn a_partition_is_archived_pruned_and_still_proven() {
     assert_eq!(without.code, Some(0), "{without:?}");
     assert!(!without.stdout.contains(EMAIL), "{without:?}");
     let mut with = base.to_vec();
-    let o = out.to_str().expect("utf-8");
     with.extend(["--archive", o]);
     let proven = event_audit(&with, &[]).await;
     assert_eq!(proven.code, Some(0), "{proven:?}");

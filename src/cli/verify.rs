@@ -143,7 +143,19 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         };
         let code = match &args_archive {
             Some(dir) => {
-                let a = match crate::verify::archive::check(&store, dir).await {
+                // With a mirror, each archived row is checked at its leaf in the mirror's tiles.
+                let key = settings.witness.public_key.as_deref();
+                let entries = match &settings.verify.mirror {
+                    Some(m) => match crate::verify::mirror::read_entries(m, key) {
+                        Ok(e) => Some(e),
+                        Err(e) => {
+                            eprintln!("event-audit: could not read the mirror for the archive: {e}");
+                            return Ok(ExitCode::from(2));
+                        }
+                    },
+                    None => None,
+                };
+                let a = match crate::verify::archive::check(&store, dir, entries.as_deref()).await {
                     Ok(a) => a,
                     Err(e) => {
                         eprintln!("event-audit: could not verify the archive: {e}");

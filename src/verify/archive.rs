@@ -3,8 +3,9 @@
 //! columns must make its row hash again (for a version 3 row, through its commitment), and
 //! that hash must be the one the database keeps for the row at that place (the hash the
 //! chain, the tree and the witnessed checkpoints cover, which the rest of `verify` checks); a
-//! pruned partition's archive must be the file its prune record names. What differs is named
-//! by file, line and row, never by value.
+//! pruned partition's archive must be the file its prune record names; with a mirror, each row's
+//! hash must be the mirror's entry at its leaf index. What differs is named by file, line and
+//! row, never by value.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -30,6 +31,10 @@ pub struct ArchiveReport {
     pub rows: u64,
     /// Of them, rows whose partition a recorded prune dropped from the database.
     pub rows_pruned: u64,
+    /// With a mirror (`--mirror`): the rows whose hash is the mirror's entry at their leaf
+    /// index, and the rows past the mirror's checkpoint (not yet in it).
+    pub rows_in_mirror: Option<u64>,
+    pub rows_past_mirror: Option<u64>,
     /// Problems found (each named up to [`NAMED`]).
     pub problems: u64,
     pub named: Vec<String>,
@@ -50,11 +55,17 @@ impl ArchiveReport {
     pub(crate) fn line(&self) -> String {
         if self.holds() {
             format!(
-                "archive {}: {} files, {} rows, every row makes its row hash and matches the log ({} of them pruned from the database)",
+                "archive {}: {} files, {} rows, every row makes its row hash and matches the log ({} of them pruned from the database){}",
                 self.dir.display(),
                 self.files,
                 self.rows,
-                self.rows_pruned
+                self.rows_pruned,
+                match (self.rows_in_mirror, self.rows_past_mirror) {
+                    (Some(n), Some(past)) => format!(
+                        "; {n} at their leaf index in the mirror's tiles, {past} past its checkpoint"
+                    ),
+                    _ => String::new(),
+                }
             )
         } else {
             format!(
@@ -83,14 +94,23 @@ async fn prunes(store: &VerifyStore) -> Result<HashMap<String, (String, String)>
 }
 
 /// Checks the archive in `dir` against the log (see the module).
-pub async fn check(store: &VerifyStore, dir: &Path) -> Result<ArchiveReport, ArchiveError> {
+/// With `mirror` (a mirror's entries in leaf order), each archived row's hash must also be the
+/// mirror's entry at the row's leaf index.
+pub async fn check(
+    store: &VerifyStore,
+    dir: &Path,
+    mirror: Option<&[Vec<u8>]>,
+) -> Result<ArchiveReport, ArchiveError> {
     let manifest = read::manifest(dir)?;
     let prunes = prunes(store).await?;
     let mut rep = ArchiveReport {
         dir: dir.to_owned(),
         files: manifest.partitions.len(),
+        rows_in_mirror: mirror.map(|_| 0),
+        rows_past_mirror: mirror.map(|_| 0),
         ..ArchiveReport::default()
     };
+    let (mut in_mirror, mut past_mirror) = (0u64, 0u64);
     for entry in &manifest.partitions {
         let db = store
             .range_hashes(&entry.published_from, &entry.published_to)
@@ -121,6 +141,18 @@ pub async fn check(store: &VerifyStore, dir: &Path) -> Result<ArchiveReport, Arc
                     found.push(format!(
                         "{at}: its columns do not make its row hash (row edited)"
                     ));
+                }
+            }
+            if let Some(m) = mirror {
+                let leaf = row.leaf_index();
+                match usize::try_from(leaf).ok().and_then(|i| m.get(i)) {
+                    Some(e) if e[..] == *v.row_hash => in_mirror += 1,
+                    Some(e) => found.push(format!(
+                        "{at}: the mirror's entry at leaf {leaf} is {}, the archive's row hash {}",
+                        hex(e),
+                        hex(v.row_hash)
+                    )),
+                    None => past_mirror += 1,
                 }
             }
             match db.get(&(v.stream.to_owned(), v.stream_seq)) {
@@ -164,6 +196,9 @@ pub async fn check(store: &VerifyStore, dir: &Path) -> Result<ArchiveReport, Arc
                 ));
             }
         }
+    }
+    if mirror.is_some() {
+        (rep.rows_in_mirror, rep.rows_past_mirror) = (Some(in_mirror), Some(past_mirror));
     }
     Ok(rep)
 }

@@ -184,13 +184,12 @@ fn entries(dir: &TileDir, cp: &Checkpoint) -> Result<Vec<Vec<u8>>, MirrorError> 
     Ok(out)
 }
 
-/// Checks the database against the mirror in `dir`.
-pub(crate) async fn check(
-    store: &VerifyStore,
-    trees: &TreeStore,
+/// The mirror in `dir`: the log's directory in it, its checkpoint (opened with the key in
+/// `key_file` when there is one) and its entries, rebuilt into the checkpoint's root.
+fn read(
     dir: &Path,
     key_file: Option<&Path>,
-) -> Result<MirrorReport, MirrorError> {
+) -> Result<(PathBuf, Checkpoint, Vec<Vec<u8>>), MirrorError> {
     let key =
         match key_file {
             Some(p) => Some(crate::witnessed::signer::load_public_key(p).map_err(|e| {
@@ -205,6 +204,25 @@ pub(crate) async fn check(
     let tiles = TileDir::new(root.clone());
     let cp = checkpoint(&tiles, key.as_ref())?;
     let mirror = entries(&tiles, &cp)?;
+    Ok((root, cp, mirror))
+}
+
+/// The mirror's entries in leaf order (what `verify --archive` checks archived rows against).
+pub(crate) fn read_entries(
+    dir: &Path,
+    key_file: Option<&Path>,
+) -> Result<Vec<Vec<u8>>, MirrorError> {
+    read(dir, key_file).map(|(_, _, entries)| entries)
+}
+
+/// Checks the database against the mirror in `dir`.
+pub(crate) async fn check(
+    store: &VerifyStore,
+    trees: &TreeStore,
+    dir: &Path,
+    key_file: Option<&Path>,
+) -> Result<MirrorReport, MirrorError> {
+    let (root, cp, mirror) = read(dir, key_file)?;
     let (_, head) = trees.head().await?;
     let head = u64::try_from(head).unwrap_or(0);
     // The database's row hashes in log order. Rows deleted under their links make the read
@@ -244,7 +262,7 @@ pub(crate) async fn check(
         dir: root.display().to_string(),
         origin: cp.origin.clone(),
         mirror_size: cp.size,
-        signature_checked: key.is_some(),
+        signature_checked: key_file.is_some(),
         database_size,
         compared,
         changed: changed.len() as u64,
