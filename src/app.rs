@@ -273,6 +273,7 @@ async fn ingest(
         health: health.clone(),
         naming: Naming {
             subject_prefix: Some(settings.stream.subject_prefix.clone()).filter(|p| !p.is_empty()),
+            encoding_2: dev_row_encoding_2(),
         },
         settings: settings.ingest.clone(),
     }
@@ -342,4 +343,16 @@ pub(crate) fn shutdown_signal(then: &'static str) -> CancellationToken {
         t.cancel();
     });
     token
+}
+
+/// Development builds only: `EVENT_AUDIT_DEV_ROW_ENCODING=2` makes the daemon write new rows in
+/// encoding 2, as before version 3, so that `scripts/bench-encoding.sh` can compare the two with
+/// one binary. Production builds always write version 3.
+fn dev_row_encoding_2() -> bool {
+    #[cfg(feature = "dev")]
+    {
+        std::env::var("EVENT_AUDIT_DEV_ROW_ENCODING").as_deref() == Ok("2")
+    }
+    #[cfg(not(feature = "dev"))]
+    false
 }

@@ -29,11 +29,15 @@ pub struct Meta {
     pub headers: Vec<(String, String)>,
 }
 
-/// How a message without an envelope gets its name.
+/// How a message becomes a record: the name of a message without an envelope, and the row
+/// encoding.
 #[derive(Debug, Clone, Default)]
 pub struct Naming {
     /// Subject prefix to strip (`events.` makes `events.account.created-v1` name the event).
     pub(crate) subject_prefix: Option<String>,
+    /// Write rows in encoding 2, as before version 3: set only by development builds, for the
+    /// benchmark that compares the two (`app`, `EVENT_AUDIT_DEV_ROW_ENCODING=2`).
+    pub(crate) encoding_2: bool,
 }
 
 /// The header that names a message without an envelope.
@@ -370,25 +374,12 @@ pub fn record(meta: Meta, raw: Bytes, naming: &Naming, received_at: DateTime<Utc
         raw: Bytes::new(),
         salt: rand::random(),
         commitment: [0; 32],
-        v2: dev_encoding_2(),
+        v2: naming.encoding_2,
     };
     drop(v);
     rec.raw = raw;
     rec.seal();
     rec
-}
-
-/// Development builds only: `EVENT_AUDIT_DEV_ROW_ENCODING=2` writes new rows in encoding 2, as
-/// before version 3, so that a benchmark can compare the two with one binary
-/// (`scripts/bench-encoding.sh`). Production builds always write version 3.
-fn dev_encoding_2() -> bool {
-    #[cfg(feature = "dev")]
-    {
-        static V2: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        *V2.get_or_init(|| std::env::var("EVENT_AUDIT_DEV_ROW_ENCODING").as_deref() == Ok("2"))
-    }
-    #[cfg(not(feature = "dev"))]
-    false
 }
 
 #[cfg(test)]
@@ -411,6 +402,7 @@ mod tests {
     fn bare_payload_named_by_header_or_subject() {
         let naming = Naming {
             subject_prefix: Some("events.".into()),
+            ..Naming::default()
         };
         let raw = Bytes::from_static(br#"{"account_number":"A-1"}"#);
         let r = record(
