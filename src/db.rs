@@ -23,6 +23,9 @@ pub(crate) const WRITER_ROLE: &str = "event_audit_writer";
 /// How long a readiness ping may take.
 const PING_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// How many times applying the migrations is tried when a deadlock rolls one back.
+const MIGRATION_ATTEMPTS: u32 = 3;
+
 /// A pool on the audit log's database. Cheap to clone.
 #[derive(Clone)]
 pub struct Db {
@@ -115,17 +118,30 @@ impl Db {
                 }
             }
         }
-        let mut conn = bounded(&place, limit, "connect", PgConnection::connect_with(&opts))
-            .await
-            .map_err(|e| e.at(&place))?;
-        sqlx::migrate!("./migrations")
-            .run(&mut conn)
-            .await
-            .map_err(|e| DbError::Migrate {
-                place: place.clone(),
-                message: e.to_string(),
-            })?;
-        let _ = conn.close().await;
+        // A deadlock with another session (a migration's DDL against another daemon's
+        // writes) rolls the migration back: try again on a new connection, a few times.
+        let mut attempt = 1u32;
+        loop {
+            let mut conn = bounded(&place, limit, "connect", PgConnection::connect_with(&opts))
+                .await
+                .map_err(|e| e.at(&place))?;
+            let ran = sqlx::migrate!("./migrations").run(&mut conn).await;
+            let _ = conn.close().await;
+            match ran {
+                Ok(()) => break,
+                Err(e) if attempt < MIGRATION_ATTEMPTS && error::migration_may_retry(&e) => {
+                    tracing::warn!(attempt, place = %place, error = %e, "applying migrations met a deadlock; trying again");
+                    tokio::time::sleep(Duration::from_millis(250 * u64::from(attempt))).await;
+                    attempt += 1;
+                }
+                Err(e) => {
+                    return Err(DbError::Migrate {
+                        place: place.clone(),
+                        message: e.to_string(),
+                    })
+                }
+            }
+        }
         // Every statement and every idle moment inside a transaction is bounded on the server
         // (a transaction left open by a vanished client must not hold the chain head's lock);
         // the migrations above ran without these bounds.

@@ -154,6 +154,19 @@ fn sqlstate_of(e: &sqlx::Error) -> Option<String> {
     }
 }
 
+/// Whether applying the migrations failed on something a second try can pass: a deadlock or a
+/// serialization failure (SQLSTATE class 40) with another session touching the same tables
+/// (another daemon's writes, a reader), the migration's transaction rolled back.
+pub(crate) fn migration_may_retry(e: &sqlx::migrate::MigrateError) -> bool {
+    use sqlx::migrate::MigrateError;
+    match e {
+        MigrateError::Execute(cause) | MigrateError::ExecuteMigration(cause, _) => {
+            sqlstate_of(cause).is_some_and(|c| c.starts_with("40"))
+        }
+        _ => false,
+    }
+}
+
 /// SQLSTATE → class (PostgreSQL appendix A).
 pub(crate) fn classify(code: &str) -> Class {
     match code {
@@ -172,6 +185,15 @@ pub(crate) fn classify(code: &str) -> Class {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_conflict_with_another_session_retries_migrations() {
+        use sqlx::migrate::MigrateError;
+        assert!(!migration_may_retry(&MigrateError::VersionMissing(3)));
+        assert!(!migration_may_retry(&MigrateError::Execute(
+            sqlx::Error::PoolTimedOut
+        )));
+    }
 
     #[test]
     fn classes() {
