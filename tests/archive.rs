@@ -9,40 +9,14 @@ mod common;
 use std::path::Path;
 
 use chrono::{Datelike, TimeZone, Utc};
-use common::app::{run_until_idle, settings};
+use common::app::run_until_idle;
 use common::bundle::expect_text;
 use common::cli::{event_audit, Run};
-use common::witness::{verify_witness, write_keys, Witness};
+use common::personal::{created, pg_dump};
+use common::witness::{signing, verify_witness, write_keys, Witness};
 use common::{TestDb, TestStream};
-use event_audit::config::{Dur, Settings};
 
 const EMAIL: &str = "carol.archive@example.com";
-
-fn created(id: &str, account: &str, email: &str) -> Vec<u8> {
-    format!(
-        r#"{{"event":"account.created-v1","id":"{id}","time":"2026-01-02T03:04:05Z","payload":{{"account_number":"{account}","account_user_emails":["{email}"]}}}}"#
-    )
-    .into_bytes()
-}
-
-fn signing(db: &TestDb, ts: &TestStream, key: &Path, stream: &str, dir: &Path) -> Settings {
-    let mut s = settings(db, ts);
-    s.witness.signing_key_file = Some(key.to_owned());
-    s.witness.checkpoint_stream = stream.to_owned();
-    s.witness.checkpoint_dir = Some(dir.to_owned());
-    s.witness.checkpoint_interval = Dur::secs(3600);
-    s.witness.tiles_dir = Some(dir.with_file_name("tiles"));
-    s
-}
-
-fn pg_dump(db: &TestDb) -> String {
-    let out = std::process::Command::new("pg_dump")
-        .args(["-h", "127.0.0.1", "-U", "postgres", &db.name])
-        .output()
-        .expect("run pg_dump");
-    assert!(out.status.success(), "pg_dump: {out:?}");
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 /// The first instant of next month (UTC): every partition holding this test's rows ends by it.
 fn next_month() -> String {
@@ -90,7 +64,9 @@ async fn a_partition_is_archived_pruned_and_still_proven() {
         .publish(&subject, &[], &created("arch-1", "A-ARCH-1", EMAIL))
         .await;
     ts.publish_load(20, 5).await;
-    run_until_idle(signing(&db, &ts, &private, &cps, &cpdir)).await;
+    let mut run = signing(&db, &ts, &private, &cps, &cpdir);
+    run.witness.tiles_dir = Some(cpdir.with_file_name("tiles"));
+    run_until_idle(run).await;
     let before = next_month();
     let o = out.to_str().expect("utf-8");
 

@@ -10,34 +10,18 @@ use std::path::Path;
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
-use common::app::{run_until_idle, settings};
+use common::app::run_until_idle;
 use common::bundle::{expect, expect_text, flip};
 use common::cli::{event_audit, Run};
+use common::personal::{created, pg_dump};
 use common::records::{now_us, records};
-use common::witness::{verify_witness, write_keys, Witness};
+use common::witness::{signing, verify_witness, write_keys, Witness};
 use common::{ingest_load, verify, TestDb, TestStream};
-use event_audit::config::{Dur, Settings};
 use event_audit::test_support::db::Db;
 use event_audit::test_support::ingest::sink::Sink;
 
 const EMAIL: &str = "alice.erasure@example.com";
 const ACCOUNT: &str = "A-ERASE-7";
-
-fn created(id: &str, account: &str, email: &str) -> Vec<u8> {
-    format!(
-        r#"{{"event":"account.created-v1","id":"{id}","time":"2026-01-02T03:04:05Z","payload":{{"account_number":"{account}","account_user_emails":["{email}"]}}}}"#
-    )
-    .into_bytes()
-}
-
-fn signing(db: &TestDb, ts: &TestStream, key: &Path, stream: &str, dir: &Path) -> Settings {
-    let mut s = settings(db, ts);
-    s.witness.signing_key_file = Some(key.to_owned());
-    s.witness.checkpoint_stream = stream.to_owned();
-    s.witness.checkpoint_dir = Some(dir.to_owned());
-    s.witness.checkpoint_interval = Dur::secs(3600);
-    s
-}
 
 async fn erase(url: &str, which: &[&str], extra: &[&str]) -> Run {
     let mut args = vec!["erase", "--database-url", url];
@@ -45,15 +29,6 @@ async fn erase(url: &str, which: &[&str], extra: &[&str]) -> Run {
     args.extend(["--reason", "erasure request 2026-117"]);
     args.extend_from_slice(extra);
     event_audit(&args, &[]).await
-}
-
-fn pg_dump(db: &TestDb) -> String {
-    let out = std::process::Command::new("pg_dump")
-        .args(["-h", "127.0.0.1", "-U", "postgres", &db.name])
-        .output()
-        .expect("run pg_dump");
-    assert!(out.status.success(), "pg_dump: {out:?}");
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 async fn prove(db: &TestDb, public: &Path, dir: &Path, stream: &str, seq: u64) -> Run {

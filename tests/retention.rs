@@ -14,6 +14,7 @@ use bytes::Bytes;
 use chrono::{DateTime, Datelike, TimeZone, Utc};
 use common::app::{settings, spawn_app, TestApp};
 use common::cli::event_audit;
+use common::personal::{created, pg_dump};
 use common::records::meta;
 use common::{verify, TestDb, TestStream};
 use event_audit::test_support::db::Db;
@@ -32,13 +33,6 @@ const OLD_ROWS: i64 = 4;
 /// How long the test waits for a wave to be erased (ingest, the period, a run).
 const LIMIT: Duration = Duration::from_secs(60);
 
-fn created(id: &str, account: &str, email: &str) -> Vec<u8> {
-    format!(
-        r#"{{"event":"account.created-v1","id":"{id}","time":"2026-01-02T03:04:05Z","payload":{{"account_number":"{account}","account_user_emails":["{email}"]}}}}"#
-    )
-    .into_bytes()
-}
-
 /// Three messages holding `email`: in a valid payload, in a header, in an invalid payload.
 async fn wave(ts: &TestStream, tag: &str, email: &str) -> Vec<i64> {
     let subject = ts.subject("crafted");
@@ -53,15 +47,6 @@ async fn wave(ts: &TestStream, tag: &str, email: &str) -> Vec<i64> {
         ts.publish(&subject, &[], bad.as_bytes()).await,
     ];
     seqs.iter().map(|s| *s as i64).collect()
-}
-
-fn pg_dump(db: &TestDb) -> String {
-    let out = std::process::Command::new("pg_dump")
-        .args(["-h", "127.0.0.1", "-U", "postgres", &db.name])
-        .output()
-        .expect("run pg_dump");
-    assert!(out.status.success(), "pg_dump: {out:?}");
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// Polls until the rows `seqs` of the stream are recorded with no payload, raw message or

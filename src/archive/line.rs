@@ -400,7 +400,8 @@ fn bytes(out: &mut Vec<u8>, b: &[u8]) {
     out.push(b'"');
 }
 
-fn unhex(s: &str) -> Option<Vec<u8>> {
+/// Lowercase hex back to bytes, strictly (as the archive writes it): `None` for anything else.
+pub(crate) fn unhex(s: &str) -> Option<Vec<u8>> {
     let nibble = |c: u8| match c {
         b'0'..=b'9' => Some(c - b'0'),
         b'a'..=b'f' => Some(c - b'a' + 10),

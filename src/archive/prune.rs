@@ -45,18 +45,6 @@ pub(crate) fn file_sha256(path: &Path) -> std::io::Result<String> {
     }
 }
 
-fn unhex32(s: &str) -> Option<[u8; 32]> {
-    let b = s.as_bytes();
-    if b.len() != 64 {
-        return None;
-    }
-    let mut out = [0u8; 32];
-    for (i, o) in out.iter_mut().enumerate() {
-        *o = u8::from_str_radix(std::str::from_utf8(&b[2 * i..2 * i + 2]).ok()?, 16).ok()?;
-    }
-    Some(out)
-}
-
 /// Prunes the partition `entry` archives in `dir` (see the module).
 pub(crate) async fn prune(
     db: &Db,
@@ -71,7 +59,8 @@ pub(crate) async fn prune(
     if on_disk != entry.sha256 {
         return Err(ArchiveError::FileChanged(path));
     }
-    let digest = unhex32(&entry.row_hashes_sha256)
+    let digest = super::line::unhex(&entry.row_hashes_sha256)
+        .and_then(|d| <[u8; 32]>::try_from(d).ok())
         .ok_or_else(|| ArchiveError::FileChanged(dir.join(super::write::MANIFEST)))?;
     let rows = i64::try_from(entry.rows).unwrap_or(i64::MAX);
     let mut conn = db.acquire().await?;
@@ -116,7 +105,7 @@ pub(crate) async fn prune(
         erasure: 0,
         at: String::new(),
         reason: reason.to_owned(),
-        selector: format!("partition {}", entry.partition),
+        selector: format!("{}{}", super::write::PRUNED_SELECTOR, entry.partition),
         rows: Vec::new(),
         published: Some(Published {
             from: Some(from.clone()),

@@ -22,6 +22,10 @@ use crate::row::copy::Tuples;
 use crate::row::erasure::{self, stamp};
 use crate::row::{columns, hex};
 
+/// How a prune's erasure record names what it erased, before the partition's name (how a later
+/// archive knows the partition was pruned).
+pub(crate) const PRUNED_SELECTOR: &str = "partition ";
+
 /// The manifest's name in an archive directory.
 pub(crate) const MANIFEST: &str = "manifest.json";
 
@@ -44,7 +48,7 @@ pub(crate) async fn partitions_before(
 ) -> Result<Vec<Partition>, ArchiveError> {
     let parts: Vec<Partition> = sqlx::query_as(
         "SELECT p.name, p.from_ts, p.to_ts, \
-           EXISTS (SELECT 1 FROM audit.erasures x WHERE x.selector = 'partition ' || p.name) AS pruned, \
+           EXISTS (SELECT 1 FROM audit.erasures x WHERE x.selector = $3 || p.name) AS pruned, \
            EXISTS (SELECT 1 FROM audit.events e WHERE e.published_at >= p.from_ts \
              AND e.published_at < p.to_ts AND e.stream <> $2) AS has_rows \
          FROM (SELECT c.relname::text AS name, \
@@ -57,6 +61,7 @@ pub(crate) async fn partitions_before(
     )
     .bind(before)
     .bind(erasure::STREAM)
+    .bind(PRUNED_SELECTOR)
     .fetch_all(db.pool())
     .await
     .ctx("list the partitions of audit.events")?;

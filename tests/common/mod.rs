@@ -3,7 +3,8 @@
 //! ([`logs`]) or, where the process is the point, as a subprocess ([`process`]), the platform
 //! simulator in-process ([`sim`]), the CLI commands whose exit codes are checked ([`cli`]),
 //! evidence bundles and both their verifiers ([`bundle`]),
-//! audit rows built without the bus ([`records`]), and the operations tools ([`observe`]).
+//! audit rows built without the bus ([`records`]), personal data and a dump to search for it
+//! ([`personal`]), and the operations tools ([`observe`]).
 //!
 //! Every test gets its own database, stream, consumer and subject space, and its own HTTP port,
 //! so tests run in parallel; databases and streams are removed when their guards drop (also
@@ -18,6 +19,7 @@ pub mod files;
 pub mod logs;
 pub mod mix;
 pub mod observe;
+pub mod personal;
 pub mod process;
 pub mod records;
 pub mod sim;

@@ -5,8 +5,21 @@ use std::path::{Path, PathBuf};
 
 use event_audit::tlog::note::PrivateKey;
 
+use super::app::settings;
 use super::cli::{event_audit, Run};
-use super::nats_url;
+use super::{nats_url, TestDb, TestStream};
+use event_audit::config::{Dur, Settings};
+
+/// The daemon's settings for a test, signing with `key` into the checkpoint stream `stream` and
+/// the directory `dir`, a checkpoint at the end of a run (the interval an hour).
+pub fn signing(db: &TestDb, ts: &TestStream, key: &Path, stream: &str, dir: &Path) -> Settings {
+    let mut s = settings(db, ts);
+    s.witness.signing_key_file = Some(key.to_owned());
+    s.witness.checkpoint_stream = stream.to_owned();
+    s.witness.checkpoint_dir = Some(dir.to_owned());
+    s.witness.checkpoint_interval = Dur::secs(3600);
+    s
+}
 
 /// The witness stream of a test, deleted when dropped.
 pub struct Witness(pub String);
