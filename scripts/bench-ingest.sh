@@ -2,6 +2,8 @@
 # Ingest benchmark, all in one run on this machine, on the same N messages:
 #   (1) an ack-only consumer draining the stream          (the bus ceiling)
 #   (2) a binary COPY of the same rows into audit.events  (the database ceiling)
+#   (2p) the same COPY into a plain table of the log's columns with its primary key only (the
+#        floor any design keeping these rows pays; issue "half the database's work per row")
 #   (3) `event-audit run` end to end                      (decode, COPY, chain, ack after commit)
 #   (4) the peer: a batched Python consumer (nats-py pull batches of 500, json decode, asyncpg COPY
 #       in one transaction, then ack), what a team would write instead (scripts/bench_peer.py)
@@ -50,6 +52,9 @@ read -r _ n1 s1 r1 < <("$BIN" bench ack-only --stream "$STREAM" --consumer ackon
 echo "(2) COPY of the same rows ..."
 read -r _ n2 s2 r2 < <("$BIN" bench copy --database-url "$PG/$COPY_DB" -n "$N" --batch-size "$BATCH" 2>/dev/null)
 psql -q "$PG/postgres" -c "DROP DATABASE IF EXISTS $COPY_DB"   # each stage's database goes once measured (disk)
+echo "(2p) COPY of the same rows into a primary-key-only table ..."
+read -r _ n2p s2p r2p < <("$BIN" bench copy --primary-key-only --database-url "$PG/$COPY_DB" -n "$N" --batch-size "$BATCH" 2>/dev/null)
+psql -q "$PG/postgres" -c "DROP DATABASE IF EXISTS $COPY_DB"
 run_daemon() {  # prints: messages busy_seconds events/s
     /usr/bin/time -v -o "$OUT/time$1" "$BIN" --log-json run --database-url "$PG/$RUN_DB" --stream "$STREAM" \
         --bind-only --consumer run --batch-size "$BATCH" --http-addr 127.0.0.1:0 --exit-when-idle \
@@ -92,6 +97,7 @@ peer_ratio=$(python3 -c "print(f'{$r3/max($r4,1):.2f}')")
 printf '\n%-34s %10s %9s %12s\n' "measurement" "messages" "seconds" "events/s"
 printf '%-34s %10s %9s %12s\n' "(1) ack-only consumer (bus)" "$n1" "$s1" "$r1"
 printf '%-34s %10s %9s %12s\n' "(2) COPY same rows (database)" "$n2" "$s2" "$r2"
+printf '%-34s %10s %9s %12s\n' "(2p) COPY, primary key only" "$n2p" "$s2p" "$r2p"
 printf '%-34s %10s %9s %12s\n' "(3) event-audit run (end to end)" "$n3" "$s3" "$r3"
 if [ "$IDS" = repeat ]; then
     printf '%-34s %10s %9s %12s\n' "(3b) event-audit run, replayed ids" "$n3b" "$s3b" "$r3b"
@@ -102,9 +108,11 @@ else
     printf '%-34s %10s %9s %12s\n' "(4) Python peer (nats-py, asyncpg)" "$n4" "$s4" "$r4"
 fi
 echo "ratio (3) / min((1),(2)) = $ratio"
+echo "ratio (3) / (2p) = $(python3 -c "print(f'{$r3/max($r2p,1):.2f}')")"
 [ "${PEER:-1}" = 0 ] || echo "ratio (3) / (4) = $peer_ratio"
 if [ "$IDS" = repeat ]; then
     echo "ratio (3b) / (3) = $(python3 -c "print(f'{$r3b/max($r3,1):.2f}')") (replayed ids: $dups findings)"
+    echo "ratio (3b) / (2p) = $(python3 -c "print(f'{$r3b/max($r2p,1):.2f}')"); (3b) / (4) = $(python3 -c "print(f'{$r3b/max($r4,1):.2f}')")"
 fi
 echo "daemon peak RSS = $((rss_kb / 1024)) MB"
 echo "rows in audit log = $rows; $verify"

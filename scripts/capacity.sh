@@ -53,7 +53,7 @@ run_once() {
     pg0=$(pg_cpu)
     t0=$(date +%s.%N)
     # shellcheck disable=SC2086
-    CPU_OUT="$log.cpu" RUST_LOG=event_audit::ingest::sink=trace,event_audit::checkpoint=debug,warn \
+    CPU_OUT="$log.cpu" RUST_LOG=event_audit::ingest::sink=trace,event_audit::witnessed::signer=debug,warn \
         python3 -c 'import os, resource, subprocess, sys
 subprocess.run(sys.argv[1:], check=True)
 r = resource.getrusage(resource.RUSAGE_CHILDREN)

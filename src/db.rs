@@ -353,3 +353,27 @@ pub(crate) async fn drop_database(url: &str) -> Result<(), DbError> {
         .await
         .ctx("drop database")
 }
+
+/// Creates `table` (dropped first if it exists), a plain table of the log's columns with its
+/// primary key only, that the writer role may fill: the floor of the ingest benchmarks.
+#[cfg(feature = "dev")]
+pub(crate) async fn create_primary_key_only_copy(url: &str, table: &str) -> Result<(), DbError> {
+    let limit = Duration::from_secs(30);
+    let place = redact_url(url);
+    let mut conn = bounded(&place, limit, "connect", PgConnection::connect(url)).await?;
+    for sql in [
+        format!("DROP TABLE IF EXISTS {table}"),
+        format!("CREATE TABLE {table} (LIKE audit.events INCLUDING DEFAULTS)"),
+        format!("ALTER TABLE {table} ADD PRIMARY KEY (stream, stream_seq, published_at)"),
+        format!("GRANT INSERT ON {table} TO {WRITER_ROLE}"),
+    ] {
+        bounded(
+            &place,
+            limit,
+            "create the benchmark's table",
+            sqlx::query(&sql).execute(&mut conn),
+        )
+        .await?;
+    }
+    Ok(())
+}

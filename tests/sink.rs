@@ -375,3 +375,119 @@ async fn a_replay_storm_keeps_every_finding_right() {
     assert_eq!(got, expect);
     assert_verifies(&db.url, expect.len() as i64).await;
 }
+
+/// Every index of `audit.events` is one ARCHITECTURE.md lists with the commands that read it
+/// ("Indexes of the log"), and no other: an index no command reads costs every row for nothing.
+/// Each listed index is also one PostgreSQL can use for the kind of read it is listed for.
+#[tokio::test]
+async fn every_index_of_the_log_is_listed_with_its_readers_and_usable_for_them() {
+    let db = TestDb::create().await;
+    let mut present: Vec<String> = sqlx::query_scalar(
+        "SELECT c.relname::text FROM pg_index x JOIN pg_class c ON c.oid = x.indexrelid \
+         WHERE x.indrelid = 'audit.events'::regclass",
+    )
+    .fetch_all(&db.pool)
+    .await
+    .expect("indexes of audit.events");
+    present.sort();
+
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/ARCHITECTURE.md"))
+        .expect("ARCHITECTURE.md");
+    let section = doc
+        .split("- **Indexes of the log.**")
+        .nth(1)
+        .expect("ARCHITECTURE.md has \"Indexes of the log\"");
+    let mut listed: Vec<String> = section
+        .lines()
+        .skip(1)
+        .take_while(|l| l.trim().is_empty() || l.starts_with("  "))
+        .filter_map(|l| l.trim().strip_prefix("| "))
+        .filter_map(|row| row.split(" | ").next())
+        .filter(|first| *first != "index" && !first.starts_with("---"))
+        .map(|first| match first {
+            "primary key" => "events_pkey".to_owned(),
+            name => name.trim_matches('`').to_owned(),
+        })
+        .collect();
+    listed.sort();
+    assert_eq!(
+        present, listed,
+        "the log's indexes and ARCHITECTURE.md's list differ"
+    );
+
+    // 10,000 rows a millisecond apart, so that the planner weighs real statistics.
+    let sink = Sink::new(Db::from_pool(db.pool.clone()), "test");
+    let t0 = now_us();
+    let mut all = records("IDX", 10_000, 1, t0);
+    while !all.is_empty() {
+        let mut batch: Vec<_> = all.drain(..2_000.min(all.len())).collect();
+        sink.write_batch(&mut batch).await.expect("write a batch");
+    }
+    sqlx::query("ANALYZE audit.events")
+        .execute(&db.pool)
+        .await
+        .expect("analyze");
+    let second = (t0 + chrono::Duration::seconds(1)).to_rfc3339();
+    let third = (t0 + chrono::Duration::seconds(2)).to_rfc3339();
+    let by_time = format!(
+        "SELECT row_hash FROM audit.events \
+         WHERE published_at >= '{second}' AND published_at < '{third}'"
+    );
+
+    // The partition indexes a plan names, by the index of audit.events they belong to.
+    let reads = [
+        (
+            "events_batch_idx",
+            "SELECT row_hash FROM audit.events WHERE batch_id = 7",
+        ),
+        (
+            "events_account_idx",
+            "SELECT stream_seq FROM audit.events WHERE account_number = 'A-1'",
+        ),
+        (
+            "events_data_import_ext_idx",
+            "SELECT stream_seq FROM audit.events e WHERE e.event_type LIKE 'data_import.%' \
+             AND e.payload ->> 'external_identifier' = 'X-1'",
+        ),
+        ("events_published_brin", by_time.as_str()),
+        (
+            "events_pkey",
+            "SELECT row_hash FROM audit.events WHERE stream = 'S' AND stream_seq = 3 \
+             AND published_at = now()",
+        ),
+    ];
+    let mut conn = db.pool.acquire().await.expect("connection");
+    sqlx::query("SET enable_seqscan = off")
+        .execute(&mut *conn)
+        .await
+        .expect("no sequential scans");
+    for (index, sql) in reads {
+        let plan: serde_json::Value = sqlx::query_scalar(&format!("EXPLAIN (FORMAT JSON) {sql}"))
+            .fetch_one(&mut *conn)
+            .await
+            .expect("plan");
+        let text = plan.to_string();
+        let used: Vec<String> = text
+            .split("\"Index Name\":\"")
+            .skip(1)
+            .filter_map(|s| s.split('"').next())
+            .map(str::to_owned)
+            .collect();
+        let mut parents = Vec::new();
+        for u in &used {
+            let parent: Option<String> = sqlx::query_scalar(
+                "SELECT i.inhparent::regclass::text FROM pg_inherits i \
+                 WHERE i.inhrelid = ('audit.' || quote_ident($1))::regclass",
+            )
+            .bind(u)
+            .fetch_optional(&mut *conn)
+            .await
+            .expect("the index's parent");
+            parents.extend(parent);
+        }
+        assert!(
+            parents.iter().any(|p| p == &format!("audit.{index}")),
+            "{index} is not used by `{sql}`: {used:?} ({parents:?})"
+        );
+    }
+}

@@ -271,8 +271,12 @@ pub enum BenchWhat {
         /// Write the same rows through the daemon's sink instead (one writer: rows, envelope-id
         /// claims, drift observations and the chain link, one transaction per batch), to see
         /// what the database does beyond the COPY without the bus or decoding.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "primary_key_only")]
         through_sink: bool,
+        /// COPY the same rows into a plain table of the log's columns with its primary key
+        /// only (created in the database first): the floor of any design keeping these rows.
+        #[arg(long)]
+        primary_key_only: bool,
     },
 }
 
@@ -328,10 +332,22 @@ pub(crate) fn bench(what: BenchWhat) -> anyhow::Result<ExitCode> {
                 seed,
                 batch_size,
                 through_sink,
-            } => (
-                if through_sink { "sink" } else { "copy" },
-                bench::copy_ceiling(&database_url, count, seed, batch_size, through_sink).await?,
-            ),
+                primary_key_only,
+            } => {
+                let into = match (through_sink, primary_key_only) {
+                    (true, _) => bench::CopyInto::Sink,
+                    (false, true) => bench::CopyInto::PrimaryKeyOnly,
+                    (false, false) => bench::CopyInto::Log,
+                };
+                (
+                    match into {
+                        bench::CopyInto::Sink => "sink",
+                        bench::CopyInto::PrimaryKeyOnly => "copy-pk",
+                        bench::CopyInto::Log => "copy",
+                    },
+                    bench::copy_ceiling(&database_url, count, seed, batch_size, into).await?,
+                )
+            }
         })
     })?;
     println!("{label} {n} {secs:.3} {:.0}", n as f64 / secs.max(1e-9));

@@ -79,16 +79,32 @@ pub(crate) async fn ack_only(
     Ok((n, secs))
 }
 
+/// Where `copy_ceiling` writes the rows.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum CopyInto {
+    /// `audit.events` as the daemon has it: partitioned, every index.
+    Log,
+    /// A plain table of the log's columns with its primary key only (the floor any design with
+    /// the same rows and key pays).
+    PrimaryKeyOnly,
+    /// The daemon's sink, one batch at a time: rows, envelope-id claims, drift observations
+    /// and the chain link.
+    Sink,
+}
+
+/// The plain table `CopyInto::PrimaryKeyOnly` fills.
+const PK_ONLY_TABLE: &str = "public.bench_events_pk_only";
+
 /// Builds the rows the daemon would write for the same `Mix`, then times only the COPY into
-/// `audit.events` (batches of `batch` rows, one transaction each, as the daemon commits); with
-/// `through_sink`, times the same rows written by the daemon's sink, one batch at a time.
+/// `into` (batches of `batch` rows, one transaction each, as the daemon commits).
 pub(crate) async fn copy_ceiling(
     database_url: &str,
     count: usize,
     seed: u64,
     batch: usize,
-    through_sink: bool,
+    into: CopyInto,
 ) -> anyhow::Result<(u64, f64)> {
+    let through_sink = into == CopyInto::Sink;
     let store = Sink::new(
         Db::open_writer(&DatabaseSettings {
             url: database_url.to_owned(),
@@ -118,7 +134,9 @@ pub(crate) async fn copy_ceiling(
         let meta = Meta {
             stream: stream.clone(),
             stream_seq: seq,
-            published_at: now,
+            // A bus time a microsecond after the last, as a stream's are: increasing.
+            published_at: now
+                + chrono::Duration::microseconds(i64::try_from(seq).unwrap_or(i64::MAX)),
             subject: "events.load".into(),
             delivery_count: 1,
             headers: vec![],
@@ -138,9 +156,16 @@ pub(crate) async fn copy_ceiling(
         }
         return Ok((seq, started.elapsed().as_secs_f64()));
     }
+    let table = match into {
+        CopyInto::PrimaryKeyOnly => {
+            crate::db::create_primary_key_only_copy(database_url, PK_ONLY_TABLE).await?;
+            PK_ONLY_TABLE
+        }
+        _ => "audit.events",
+    };
     let started = Instant::now();
     for body in bodies {
-        store.copy_raw(body).await?;
+        store.copy_raw(body, table).await?;
     }
     Ok((seq, started.elapsed().as_secs_f64()))
 }

@@ -311,12 +311,15 @@ impl Sink {
 }
 
 impl Sink {
-    /// One transaction holding one COPY of a prepared body and nothing else (the database
+    /// One transaction holding one COPY of a prepared body into `table` and nothing else (the database
     /// ceiling of `scripts/bench-ingest.sh`: no id claims, no chain link).
     #[cfg(feature = "dev")]
-    pub(crate) async fn copy_raw(&self, body: Vec<u8>) -> Result<(), DbError> {
+    pub(crate) async fn copy_raw(&self, body: Vec<u8>, table: &str) -> Result<(), DbError> {
         let mut tx = self.pool().begin().await.ctx("begin")?;
-        let mut copy = tx.copy_in_raw(&copy_statement()).await.ctx("start COPY")?;
+        let mut copy = tx
+            .copy_in_raw(&copy_statement_into(table))
+            .await
+            .ctx("start COPY")?;
         copy.send(body).await.ctx("COPY")?;
         copy.finish().await.ctx("finish COPY")?;
         tx.commit().await.ctx("commit")
@@ -347,8 +350,13 @@ pub(crate) async fn append_own_rows(
 
 /// The COPY statement the writer uses.
 pub(crate) fn copy_statement() -> String {
+    copy_statement_into("audit.events")
+}
+
+/// The writer's COPY statement into `table`, a table with the log's columns.
+fn copy_statement_into(table: &str) -> String {
     format!(
-        "COPY audit.events ({}) FROM STDIN WITH (FORMAT binary)",
+        "COPY {table} ({}) FROM STDIN WITH (FORMAT binary)",
         columns::copy_list()
     )
 }

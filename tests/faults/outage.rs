@@ -93,11 +93,20 @@ async fn silently_stalled_connections_are_dropped_and_ingest_goes_on() {
     // Never healed: every old socket stays silent for good.
     env.wait_rows(3000, Duration::from_secs(60), || d.log())
         .await;
-    let (code, body) = d
-        .get("/readyz", Duration::from_secs(1))
-        .await
-        .expect("/readyz answers at once");
-    assert_eq!(code, 200, "{body}");
+    // Readiness answers at once, every time, and is ready again once the health probe's own
+    // silent connection has been dropped too (on a loaded machine that can trail the last row).
+    let mut answer = (0, String::new());
+    for _ in 0..20 {
+        answer = d
+            .get("/readyz", Duration::from_secs(1))
+            .await
+            .expect("/readyz answers at once");
+        if answer.0 == 200 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    assert_eq!(answer.0, 200, "{}", answer.1);
     let m = d.metrics().await;
     assert!(
         metric(&m, "event_audit_db_errors_total", "class=\"transient\"").unwrap_or(0.0) >= 1.0,
