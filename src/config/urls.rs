@@ -111,7 +111,12 @@ pub fn redact_nats_url(url: &str) -> String {
                 format!("nats://{part}")
             };
             match url::Url::parse(&with_scheme) {
-                Ok(u) if with_scheme.contains('@') && u.username().is_empty() => {
+                // As for a database URL: no user where the parser keeps one, yet an `@`; or a
+                // second `@` past it (a password in the path): hidden up to the last one.
+                Ok(u)
+                    if (with_scheme.contains('@') && u.username().is_empty())
+                        || with_scheme.matches('@').count() > 1 =>
+                {
                     hide_before_at(u.scheme(), &with_scheme)
                 }
                 Ok(mut u) if !u.username().is_empty() || u.password().is_some() => {
@@ -137,6 +142,24 @@ mod tests {
         let shown = redact_url("postsreg://u:x@h,i//:tiadudbet-pw@nats.example:4222/db");
         assert!(!shown.contains("tiadudbet-pw"), "{shown}");
         assert_eq!(shown, "postsreg://***@nats.example:4222/db");
+    }
+
+    #[test]
+    fn a_second_at_sign_in_a_nats_url_hides_everything_before_it_too() {
+        // Found by the `settings` fuzz target: a NATS URL with a user kept a password that a
+        // mistyped second URL left in its path (`https:` reads `\` as `/`).
+        for url in [
+            "nats://u:pw@n1:4222/x//@nats:S3cret-pw@@",
+            "n:2@@,https://\\\\t-3cret-p@nq.1pstgres://@ucsp-pw@..:....S3cret-pw@@@@",
+        ] {
+            let r = redact_nats_url(url);
+            assert!(!r.contains("S3cret-pw"), "{r}");
+        }
+        assert_eq!(
+            redact_nats_url("nats://u:pw@n1:4222/x//@nats:S3cret-pw@h2:4222"),
+            "nats://***@h2:4222"
+        );
+        assert_eq!(redact_nats_url("nats://u:pw@n1:4222"), "nats://***@n1:4222");
     }
 
     #[test]
