@@ -31,8 +31,9 @@ cleanup() {
     [ -n "$WPID" ] && kill "$WPID" 2>/dev/null || true
     "$BIN" bench delete-stream --stream "$STREAM" >/dev/null 2>&1 || true
     "$BIN" bench delete-stream --stream "${STREAM}_CK" >/dev/null 2>&1 || true
-    for db in "${DBS[@]}"; do
-        psql -q "$PG/postgres" -c "DROP DATABASE IF EXISTS $db" >/dev/null 2>&1 || true
+    # run_once runs in a subshell (process substitution), so its databases are found by name.
+    for db in "${DBS[@]}" $(psql -tA "$PG/postgres" -c "select datname from pg_database where datname like 'ea_cap_${TAG}_%'" 2>/dev/null); do
+        psql -q "$PG/postgres" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true
     done
     rm -rf "$WORK"
 }
