@@ -38,10 +38,7 @@ run_once() {
     local pg0 pg1 t0 t1
     pg0=$(python3 scripts/pg_cpu.py "$PG_PID")
     t0=$(date +%s.%N)
-    CPU_OUT="$WORK/cpu" RUST_LOG=warn python3 -c 'import os, resource, subprocess, sys
-subprocess.run(sys.argv[1:], check=True)
-r = resource.getrusage(resource.RUSAGE_CHILDREN)
-open(os.environ["CPU_OUT"], "w").write(str(r.ru_utime + r.ru_stime))' \
+    RUST_LOG=warn python3 scripts/child_cpu.py "$WORK/cpu" \
         python3 scripts/pg_cpu.py "$PG_PID" -- \
         "$bin" run --database-url "$PG/$db" --stream "$STREAM" --bind-only --consumer "c$3" \
         --batch-size "$BATCH" --http-addr 127.0.0.1:0 --exit-when-idle 2> "$WORK/log.$3"
@@ -54,7 +51,7 @@ open(os.environ["CPU_OUT"], "w").write(str(r.ru_utime + r.ru_stime))' \
     bytes=$(psql -tA "$PG/$db" -c "select pg_database_size(current_database())")
     empty=$(psql -tA "$PG/postgres" -c "select pg_database_size('template1')")
     python3 -c "
-rows, wall, pg, d, b = $rows, $t1 - $t0, $pg1 - $pg0, $(python3 -c "print(open('$WORK/cpu').read())"), $bytes - $empty
+rows, wall, pg, d, b = $rows, $t1 - $t0, $pg1 - $pg0, $(cat "$WORK/cpu"), $bytes - $empty
 print('$label', f'{rows / wall:.0f}', f'{pg / rows * 1e5:.3f}', f'{d / rows * 1e5:.3f}', f'{b / rows:.1f}')"
     psql -q "$PG/postgres" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null
 }

@@ -37,10 +37,7 @@ run_once() {
     local pg0 pg1 t0 t1
     pg0=$(python3 scripts/pg_cpu.py "$PG_PID")
     t0=$(date +%s.%N)
-    EVENT_AUDIT_DEV_ROW_ENCODING=$enc CPU_OUT="$WORK/cpu" RUST_LOG=warn python3 -c 'import os, resource, subprocess, sys
-subprocess.run(sys.argv[1:], check=True)
-r = resource.getrusage(resource.RUSAGE_CHILDREN)
-open(os.environ["CPU_OUT"], "w").write(str(r.ru_utime + r.ru_stime))' \
+    EVENT_AUDIT_DEV_ROW_ENCODING=$enc RUST_LOG=warn python3 scripts/child_cpu.py "$WORK/cpu" \
         "$BIN" run --database-url "$PG/$db" --stream "$STREAM" --bind-only --consumer "c$2" \
         --batch-size "$BATCH" --http-addr 127.0.0.1:0 --exit-when-idle 2> "$WORK/log.$2"
     t1=$(date +%s.%N)

@@ -54,11 +54,8 @@ run_once() {
     pg0=$(pg_cpu)
     t0=$(date +%s.%N)
     # shellcheck disable=SC2086
-    CPU_OUT="$log.cpu" RUST_LOG=event_audit::ingest::sink=trace,event_audit::witnessed::signer=debug,warn \
-        python3 -c 'import os, resource, subprocess, sys
-subprocess.run(sys.argv[1:], check=True)
-r = resource.getrusage(resource.RUSAGE_CHILDREN)
-open(os.environ["CPU_OUT"], "w").write(str(r.ru_utime + r.ru_stime))' \
+    RUST_LOG=event_audit::ingest::sink=trace,event_audit::witnessed::signer=debug,warn \
+        python3 scripts/child_cpu.py "$log.cpu" \
         "$BIN" --log-json run --database-url "$PG/$db" --stream "$STREAM" --bind-only \
         --consumer "c$4" --batch-size "$batch" --http-addr 127.0.0.1:0 --exit-when-idle $args \
         2> "$log"

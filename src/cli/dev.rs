@@ -340,11 +340,7 @@ pub(crate) fn bench(what: BenchWhat) -> anyhow::Result<ExitCode> {
                     (false, false) => bench::CopyInto::Log,
                 };
                 (
-                    match into {
-                        bench::CopyInto::Sink => "sink",
-                        bench::CopyInto::PrimaryKeyOnly => "copy-pk",
-                        bench::CopyInto::Log => "copy",
-                    },
+                    into.label(),
                     bench::copy_ceiling(&database_url, count, seed, batch_size, into).await?,
                 )
             }

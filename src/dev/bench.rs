@@ -92,6 +92,17 @@ pub(crate) enum CopyInto {
     Sink,
 }
 
+impl CopyInto {
+    /// The first word of `bench copy`'s output line.
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            CopyInto::Log => "copy",
+            CopyInto::PrimaryKeyOnly => "copy-pk",
+            CopyInto::Sink => "sink",
+        }
+    }
+}
+
 /// The plain table `CopyInto::PrimaryKeyOnly` fills.
 const PK_ONLY_TABLE: &str = "public.bench_events_pk_only";
 
