@@ -8,7 +8,10 @@
 #   (4) the peer: a batched Python consumer (nats-py pull batches of 500, json decode, asyncpg COPY
 #       in one transaction, then ack), what a team would write instead (scripts/bench_peer.py)
 # Prints events/s for each, the ratio of (3) to the lower of (1) and (2), the ratio of (3) to (4),
-# and the daemon's peak RSS. Installs nats-py and asyncpg with pip when missing.
+# and the daemon's peak RSS; and, for each database stage, the server's WAL written per row and
+# the checkpoints begun and buffers the checkpointer wrote while it ran (read from
+# pg_stat_bgwriter, server-wide: a checkpoint that falls into one stage and not another makes its
+# WAL, full-page images after the checkpoint, and its rate differ). Installs nats-py and asyncpg with pip when missing.
 # With `--ids repeat`, a replay storm follows in the same run: the same N messages are published
 # again with the same seed (every envelope id seen before, same payloads: a publisher replaying
 # its outbox), and (3b) is the daemon draining them into the same log, each one a duplicate
@@ -44,16 +47,40 @@ cleanup() {
 }
 trap cleanup EXIT
 
+pg_mark() {  # prints: checkpoints begun, buffers the checkpointer wrote, WAL position (bytes),
+             # the kernel's dirty kB, and the disks' sectors written and milliseconds spent writing
+    psql -tA -F' ' "$PG/postgres" -c "select checkpoints_timed + checkpoints_req, buffers_checkpoint,
+        pg_current_wal_lsn() - '0/0' from pg_stat_bgwriter" | tr '\n' ' '
+    awk '/^Dirty:/ {printf "%s ", $2}' /proc/meminfo
+    awk '$3 ~ /^(sd|vd|xvd|nvme[0-9]+n)[a-z0-9]*$/ && $3 !~ /[0-9]p?[0-9]+$|[a-z][0-9]+$/ {s += $10; t += $11}
+         END {print s + 0, t + 0}' /proc/diskstats
+}
+pg_stage() {  # $1 = stage label, $2 = rows, then the marks before and after: one line for the table
+    python3 - "$@" <<'PY'
+import sys
+label, rows = sys.argv[1:3]
+c0, b0, w0, d0, s0, t0, c1, b1, w1, d1, s1, t1 = map(int, sys.argv[3:])
+print(f"{label:<6} WAL {(w1 - w0) / max(int(rows), 1):6.0f} B/row   checkpoints begun {c1 - c0}, "
+      f"checkpointer wrote {(b1 - b0) * 8 / 1024:6.1f} MB   dirty at start {d0 / 1024:6.1f} MB   "
+      f"disk wrote {(s1 - s0) * 512 / 2**20:7.1f} MB in {(t1 - t0) / 1000:6.1f} s of write time")
+PY
+}
+STAGES=""
+
 echo "publishing $N messages to $STREAM ..."
 "$BIN" publish -n "$N" --seed "$SEED" --stream "$STREAM" --subjects "${TAG}.>" --subject "${TAG}.load" 2>&1 | tail -1
 
 echo "(1) ack-only consumer ..."
 read -r _ n1 s1 r1 < <("$BIN" bench ack-only --stream "$STREAM" --consumer ackonly --batch-size "$BATCH")
 echo "(2) COPY of the same rows ..."
+m0=$(pg_mark)
 read -r _ n2 s2 r2 < <("$BIN" bench copy --database-url "$PG/$COPY_DB" -n "$N" --batch-size "$BATCH" 2>/dev/null)
+STAGES+="$(pg_stage "(2)" "$N" $m0 $(pg_mark))"$'\n'
 psql -q "$PG/postgres" -c "DROP DATABASE IF EXISTS $COPY_DB"   # each stage's database goes once measured (disk)
 echo "(2p) COPY of the same rows into a primary-key-only table ..."
+m0=$(pg_mark)
 read -r _ n2p s2p r2p < <("$BIN" bench copy --primary-key-only --database-url "$PG/$COPY_DB" -n "$N" --batch-size "$BATCH" 2>/dev/null)
+STAGES+="$(pg_stage "(2p)" "$N" $m0 $(pg_mark))"$'\n'
 psql -q "$PG/postgres" -c "DROP DATABASE IF EXISTS $COPY_DB"
 run_daemon() {  # prints: messages busy_seconds events/s
     /usr/bin/time -v -o "$OUT/time$1" "$BIN" --log-json run --database-url "$PG/$RUN_DB" --stream "$STREAM" \
@@ -71,12 +98,16 @@ for line in open(sys.argv[1]):
 PY
 }
 echo "(3) event-audit run ..."
+m0=$(pg_mark)
 read -r n3 s3 r3 < <(run_daemon "")
+STAGES+="$(pg_stage "(3)" "$N" $m0 $(pg_mark))"$'\n'
 if [ "$IDS" = repeat ]; then
     echo "replaying the same $N messages (same seed: every id seen before) ..."
     "$BIN" publish -n "$N" --seed "$SEED" --stream "$STREAM" --subjects "${TAG}.>" --subject "${TAG}.load" 2>&1 | tail -1
     echo "(3b) event-audit run on the replay ..."
+    m0=$(pg_mark)
     read -r n3b s3b r3b < <(run_daemon b)
+    STAGES+="$(pg_stage "(3b)" "$N" $m0 $(pg_mark))"$'\n'
     dups=$(psql -tA "$PG/$RUN_DB" -c "select count(*) filter (where finding = 'duplicate') || ' duplicate, ' || count(*) filter (where finding = 'conflict') || ' conflict' from audit.id_findings")
 fi
 rows=$(psql -tA "$PG/$RUN_DB" -c "select count(*) from audit.events")
@@ -87,7 +118,9 @@ if [ "${PEER:-1}" = 0 ]; then
 else
 echo "(4) the Python peer ..."
 psql -q "$PG/postgres" -c "CREATE DATABASE $PEER_DB"
+m0=$(pg_mark)
 read -r _ n4 s4 r4 < <(python3 scripts/bench_peer.py "$NATS_URL" "$STREAM" peer "$PG/$PEER_DB" "$N")
+STAGES+="$(pg_stage "(4)" "$N" $m0 $(pg_mark))"$'\n'
 fi
 rss_kb=$(awk -F: '/Maximum resident set size/ {gsub(/ /,"",$2); print $2}' "$OUT/time")
 
@@ -112,7 +145,10 @@ echo "ratio (3) / (2p) = $(python3 -c "print(f'{$r3/max($r2p,1):.2f}')")"
 [ "${PEER:-1}" = 0 ] || echo "ratio (3) / (4) = $peer_ratio"
 if [ "$IDS" = repeat ]; then
     echo "ratio (3b) / (3) = $(python3 -c "print(f'{$r3b/max($r3,1):.2f}')") (replayed ids: $dups findings)"
-    echo "ratio (3b) / (2p) = $(python3 -c "print(f'{$r3b/max($r2p,1):.2f}')"); (3b) / (4) = $(python3 -c "print(f'{$r3b/max($r4,1):.2f}')")"
+    echo "ratio (3b) / (2p) = $(python3 -c "print(f'{$r3b/max($r2p,1):.2f}')")"
+    [ "${PEER:-1}" = 0 ] || echo "ratio (3b) / (4) = $(python3 -c "print(f'{$r3b/max($r4,1):.2f}')")"
 fi
 echo "daemon peak RSS = $((rss_kb / 1024)) MB"
+echo "the server during each database stage (WAL per row; checkpoints):"
+printf '%s' "$STAGES"
 echo "rows in audit log = $rows; $verify"

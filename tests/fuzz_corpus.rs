@@ -80,9 +80,72 @@ fn the_seeds_are_read_as_intended_and_are_in_the_corpora() {
     assert_eq!(targets_seeded, all, "a target without seeds");
 }
 
-/// Mutations of one input: bytes flipped, inserted, removed, a tail cut or a slice repeated,
-/// one to four of them, from `rng`.
-fn mutate(rng: &mut rand::rngs::StdRng, input: &[u8]) -> Vec<u8> {
+/// The tokens of a target's libFuzzer dictionary (`fuzz/dict/<target>.dict`), none without one.
+fn dictionary(target: &str) -> Vec<Vec<u8>> {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("fuzz/dict/{target}.dict"));
+    let Ok(text) = std::fs::read_to_string(&file) else {
+        return Vec::new();
+    };
+    text.lines()
+        .filter(|l| l.starts_with('"') && l.ends_with('"') && l.len() >= 2)
+        .map(|l| unescape(&l[1..l.len() - 1]))
+        .collect()
+}
+
+/// libFuzzer's dictionary escapes: `\"`, `\\` and `\xNN`.
+fn unescape(s: &str) -> Vec<u8> {
+    let (b, mut out, mut i) = (s.as_bytes(), Vec::new(), 0);
+    while i < b.len() {
+        match (b[i], b.get(i + 1)) {
+            (b'\\', Some(b'x')) => {
+                let hex = std::str::from_utf8(&b[i + 2..i + 4]).expect("two hex digits");
+                out.push(u8::from_str_radix(hex, 16).expect("hex"));
+                i += 4;
+            }
+            (b'\\', Some(&c)) => {
+                out.push(c);
+                i += 2;
+            }
+            (c, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
+/// Runs `python3 fuzz/<script> <args>`; panics with its standard error unless it succeeds.
+fn fuzz_script(script: &str, args: &[&std::ffi::OsStr]) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fuzz")
+        .join(script);
+    let out = std::process::Command::new("python3")
+        .arg(path)
+        .args(args)
+        .output()
+        .expect("python3");
+    assert!(
+        out.status.success(),
+        "{script}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn the_dictionaries_are_what_the_catalogue_and_the_settings_make() {
+    fuzz_script("make_dict.py", &["--check".as_ref()]);
+    let decode = dictionary("decode");
+    assert!(
+        decode.contains(&b"\"account.created-v1\"".to_vec()),
+        "{decode:?}"
+    );
+    assert!(dictionary("settings").contains(&b"[database]".to_vec()));
+}
+
+/// Mutations of one input: bytes flipped, inserted, removed, a tail cut, a slice repeated or a
+/// token of the target's dictionary put in, one to four of them, from `rng`.
+fn mutate(rng: &mut rand::rngs::StdRng, input: &[u8], tokens: &[Vec<u8>]) -> Vec<u8> {
     use rand::Rng;
     let mut v = input.to_vec();
     for _ in 0..rng.gen_range(1..=4) {
@@ -91,7 +154,11 @@ fn mutate(rng: &mut rand::rngs::StdRng, input: &[u8]) -> Vec<u8> {
         } else {
             rng.gen_range(0..v.len())
         };
-        match rng.gen_range(0..5) {
+        match rng.gen_range(0..6) {
+            5 if !tokens.is_empty() => {
+                let t = &tokens[rng.gen_range(0..tokens.len())];
+                v.splice(at..at, t.iter().copied());
+            }
             0 if !v.is_empty() => v[at] ^= 1 << rng.gen_range(0..8),
             1 => v.insert(at, rng.gen()),
             2 if !v.is_empty() => {
@@ -121,12 +188,53 @@ fn seeded_mutations_of_every_corpus_keep_the_contract() {
             .map(|e| std::fs::read(e.expect("an entry").path()).expect("a corpus file"))
             .collect();
         assert!(!files.is_empty(), "{target}: an empty corpus");
+        let tokens = dictionary(target);
         for case in 0..CASES {
             let pick = rng.gen_range(0..files.len());
-            let input = mutate(&mut rng, &files[pick]);
+            let input = mutate(&mut rng, &files[pick], &tokens);
             if std::panic::catch_unwind(|| check(&input)).is_err() {
                 panic!("{target}: case {case} breaks the contract on {input:?}");
             }
         }
+    }
+}
+
+/// Every input `fuzz/structured_inputs.py` makes from the catalogue and the default settings
+/// (each field of each event version, each setting, wrong one way at a time) keeps its target's
+/// contract: for `decode`, the generated decoders and the interpreter agree on all of them.
+#[test]
+fn the_structured_inputs_keep_their_targets_contract() {
+    for target in ["decode", "settings"] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        fuzz_script(
+            "structured_inputs.py",
+            &[target.as_ref(), dir.path().as_os_str()],
+        );
+        let (_, check) = targets::TARGETS
+            .iter()
+            .find(|(t, _)| *t == target)
+            .expect("a target");
+        let (mut accepted, mut refused) = (0, 0);
+        for e in std::fs::read_dir(dir.path()).expect("the inputs") {
+            let f = e.expect("an entry").path();
+            let bytes = std::fs::read(&f).expect("an input");
+            let ok = std::panic::catch_unwind(|| check(&bytes)).unwrap_or_else(|_| {
+                panic!(
+                    "{target}: {} breaks the contract",
+                    String::from_utf8_lossy(&bytes)
+                )
+            });
+            if ok {
+                accepted += 1;
+            } else {
+                refused += 1;
+            }
+        }
+        // Valid messages or files among them, and far more refused ones.
+        assert!(
+            accepted > 0 && refused > accepted,
+            "{target}: {accepted} accepted, {refused} refused"
+        );
+        eprintln!("{target}: {accepted} accepted, {refused} refused");
     }
 }

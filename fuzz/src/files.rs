@@ -46,11 +46,46 @@ pub fn settings(data: &[u8]) -> bool {
             assert!(msg.contains(&path.display().to_string()), "{msg}");
             let text = String::from_utf8_lossy(data);
             for pw in passwords(&text) {
-                assert!(!msg.contains(pw), "the password {pw:?} echoed: {msg}");
+                // An echo of the password goes when the password changes; a word of the
+                // message's own (the file's path, std's "stream did not contain valid UTF-8")
+                // stays. Both were found by this target as false alarms.
+                if msg.contains(pw) {
+                    let masked = mask(data, pw.as_bytes());
+                    std::fs::write(&path, &masked).expect("write the settings file");
+                    let again = load(Some(&path), toml::Table::new());
+                    let _ = std::fs::remove_file(&path);
+                    let again = again.err().map(|e| e.to_string()).unwrap_or_default();
+                    assert!(
+                        masked == data || again.contains(pw),
+                        "the password {pw:?} echoed: {msg}"
+                    );
+                }
             }
             false
         }
     }
+}
+
+/// `data` with every occurrence of `pw` replaced by as many `Q`s (or `R`s where `pw` is all
+/// `Q`s): the same file with another password of the same length.
+fn mask(data: &[u8], pw: &[u8]) -> Vec<u8> {
+    let fill = if pw.iter().all(|&b| b == b'Q') {
+        b'R'
+    } else {
+        b'Q'
+    };
+    let mut out = Vec::with_capacity(data.len());
+    let mut i = 0;
+    while i < data.len() {
+        if !pw.is_empty() && data[i..].starts_with(pw) {
+            out.extend(std::iter::repeat_n(fill, pw.len()));
+            i += pw.len();
+        } else {
+            out.push(data[i]);
+            i += 1;
+        }
+    }
+    out
 }
 
 /// The passwords of the URLs (`scheme://user:password@…`) in a settings text that appear in it

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -20,7 +21,9 @@ const PROBE_EVERY: Duration = Duration::from_secs(2);
 const POLL_EVERY: Duration = Duration::from_secs(5);
 /// Partitions are created ahead this often.
 const PARTITIONS_EVERY: Duration = Duration::from_secs(3600);
-/// How often the log's statistics are looked at (refreshed when it grew by a tenth).
+/// How often the log's statistics are looked at (refreshed when it grew by a tenth), first one
+/// period after start: a restart's catch-up does not share the database with an `ANALYZE` of the
+/// whole log, which only the reading commands' plans need (the writes use none).
 const STATISTICS_EVERY: Duration = Duration::from_secs(60);
 
 /// Starts the probers and the chain poller in `tasks`, until `stop`.
@@ -90,7 +93,8 @@ async fn poll_chain(db: Db, metrics: Arc<Metrics>, stop: CancellationToken) {
     let verify = VerifyStore::new(db.clone());
     let mut tick = tokio::time::interval(POLL_EVERY);
     let mut partitions = tokio::time::interval(PARTITIONS_EVERY);
-    let mut statistics = tokio::time::interval(STATISTICS_EVERY);
+    let mut statistics =
+        tokio::time::interval_at(Instant::now() + STATISTICS_EVERY, STATISTICS_EVERY);
     loop {
         tokio::select! {
             _ = stop.cancelled() => return,

@@ -129,7 +129,8 @@ impl IngestMetrics {
         }
     }
 
-    /// Counts one recorded message.
+    /// Counts one recorded message. `name` (the event's name, as the message gave it) is read
+    /// only for a message without a catalogue entry's decoded or invalid counter.
     pub(crate) fn message(
         &self,
         idx: Option<u16>,

@@ -268,11 +268,16 @@ fn count_committed(
     metrics.conflicts.inc_by(outcome.conflicts as u64);
     metrics.rows.inc_by(outcome.inserted as u64);
     metrics.new_fields(&outcome.new_fields);
+    use crate::decode::verdict::Status;
     for r in &batch.records {
+        // The name is only needed (and only made) for a message outside the catalogue's labels.
+        let known =
+            r.catalogue_index.is_some() && matches!(r.status, Status::Decoded | Status::Invalid);
+        let name = if known { None } else { r.event_name() };
         metrics.message(
             r.catalogue_index,
             r.status,
-            r.event_name().as_deref(),
+            name.as_deref(),
             r.unknown_field_count,
         );
         metrics.errors(&r.error_codes);
@@ -280,7 +285,7 @@ fn count_committed(
         let from = r.occurred_at.unwrap_or(r.published_at);
         let lag = (committed - from).num_microseconds().unwrap_or(0).max(0) as f64 / 1e6;
         metrics.lag_seconds.observe(lag);
-        if r.status != crate::decode::verdict::Status::Decoded {
+        if r.status != Status::Decoded {
             // Stream sequence and event name only: never payload values.
             tracing::debug!(
                 stream_seq = r.stream_seq,
