@@ -72,8 +72,8 @@ WRONG = ["s-x", 3, 2.5, False, None, [], {}]
 BAD_INTEGERS = [1.0, 0.5, 9223372036854775808, -9223372036854775809, 1e3]
 
 
-def edits(value, ty, shapes, path, out):
-    """Appends (container, key, replacement) for every wrong version of `value` at `path`:
+def edits(value, ty, shapes, out):
+    """Appends (container, key, replacement) for every wrong version of `value`:
     each other JSON type, for integers fractions and numbers past i64, and inside objects an
     unknown field, each field missing, and each field's own edits; inside arrays, the first
     element's edits and one element more. `DELETE` as replacement removes the key."""
@@ -89,9 +89,9 @@ def edits(value, ty, shapes, path, out):
         for f in shapes.get(ty, {}).get("fields", []):
             if f["name"] in v:
                 out.append((v, f["name"], DELETE))
-                edits((v, f["name"]), f["type"], shapes, f"{path}.{f['name']}", out)
+                edits((v, f["name"]), f["type"], shapes, out)
     if isinstance(v, list) and v:
-        edits((v, 0), ty[1:-1], shapes, f"{path}[0]", out)
+        edits((v, 0), ty[1:-1], shapes, out)
         out.append((v, len(v), v[0]))
 
 
@@ -127,7 +127,7 @@ def messages(ev, fields, shapes):
     out = [(payload, "zz_unknown_field", 1)]
     for f in fields:
         out.append((payload, f["name"], DELETE))
-        edits((payload, f["name"]), f["type"], shapes, f["name"], out)
+        edits((payload, f["name"]), f["type"], shapes, out)
     for container, key, w in out:
         undo = apply(container, key, w)
         yield native(copy.deepcopy(payload))

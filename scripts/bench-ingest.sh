@@ -8,10 +8,11 @@
 #   (4) the peer: a batched Python consumer (nats-py pull batches of 500, json decode, asyncpg COPY
 #       in one transaction, then ack), what a team would write instead (scripts/bench_peer.py)
 # Prints events/s for each, the ratio of (3) to the lower of (1) and (2), the ratio of (3) to (4),
-# and the daemon's peak RSS; and, for each database stage, the server's WAL written per row and
-# the checkpoints begun and buffers the checkpointer wrote while it ran (read from
-# pg_stat_bgwriter, server-wide: a checkpoint that falls into one stage and not another makes its
-# WAL, full-page images after the checkpoint, and its rate differ). Installs nats-py and asyncpg with pip when missing.
+# and the daemon's peak RSS; and, for each database stage, the server's WAL written per row, the
+# checkpoints begun and what the checkpointer wrote while it ran (pg_stat_bgwriter, server-wide),
+# the kernel's dirty memory at its start and the disks' writes during it (/proc): a checkpoint or
+# a writeback that falls into one stage and not another makes their rates differ. Installs
+# nats-py and asyncpg with pip when missing.
 # With `--ids repeat`, a replay storm follows in the same run: the same N messages are published
 # again with the same seed (every envelope id seen before, same payloads: a publisher replaying
 # its outbox), and (3b) is the daemon draining them into the same log, each one a duplicate

@@ -129,13 +129,13 @@ impl IngestMetrics {
         }
     }
 
-    /// Counts one recorded message. `name` (the event's name, as the message gave it) is read
+    /// Counts one recorded message. `name` (the event's name, as the message gave it) is made
     /// only for a message without a catalogue entry's decoded or invalid counter.
     pub(crate) fn message(
         &self,
         idx: Option<u16>,
         status: Status,
-        name: Option<&str>,
+        name: impl FnOnce() -> Option<String>,
         unknown_fields: usize,
     ) {
         if let Some(i) = idx {
@@ -151,7 +151,8 @@ impl IngestMetrics {
             (Some(i), Status::Invalid) => self.known[usize::from(i)][1].inc(),
             _ => {
                 let label = match status {
-                    Status::UnknownVersion => name
+                    Status::UnknownVersion => name()
+                        .as_deref()
                         .and_then(catalogue::split_name)
                         .map_or_else(|| "other".to_owned(), |(t, _)| format!("{t}-?")),
                     Status::UnknownType => "other".to_owned(),
@@ -308,4 +309,35 @@ fn repeats(r: &Registry) -> [IntCounter; 3] {
             "Redelivered messages already in the log (acked, nothing added)",
         ),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_name_is_made_only_for_a_message_outside_the_catalogues_counters() {
+        let m = IngestMetrics::new(&Registry::new());
+        m.message(
+            Some(0),
+            Status::Decoded,
+            || panic!("a catalogue event's counter needs no name"),
+            0,
+        );
+        m.message(
+            None,
+            Status::UnknownVersion,
+            || Some("account.created-v9".into()),
+            0,
+        );
+        m.message(None, Status::UnknownType, || None, 0);
+        assert_eq!(m.known[0][0].get(), 1);
+        let unknown = |label: &str, status: Status| {
+            m.messages
+                .with_label_values(&[label, status.as_str()])
+                .get()
+        };
+        assert_eq!(unknown("account.created-?", Status::UnknownVersion), 1);
+        assert_eq!(unknown("other", Status::UnknownType), 1);
+    }
 }

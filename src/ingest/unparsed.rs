@@ -112,7 +112,7 @@ impl Watch {
             m.message(
                 r.catalogue_index,
                 r.status,
-                r.event_name().as_deref(),
+                || r.event_name(),
                 r.unknown_field_count,
             );
             m.errors(&r.error_codes);

@@ -270,14 +270,10 @@ fn count_committed(
     metrics.new_fields(&outcome.new_fields);
     use crate::decode::verdict::Status;
     for r in &batch.records {
-        // The name is only needed (and only made) for a message outside the catalogue's labels.
-        let known =
-            r.catalogue_index.is_some() && matches!(r.status, Status::Decoded | Status::Invalid);
-        let name = if known { None } else { r.event_name() };
         metrics.message(
             r.catalogue_index,
             r.status,
-            name.as_deref(),
+            || r.event_name(),
             r.unknown_field_count,
         );
         metrics.errors(&r.error_codes);
