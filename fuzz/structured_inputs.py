@@ -21,6 +21,10 @@ section alone; a file per edit, the rest of the defaults around it.
 
     python3 fuzz/structured_inputs.py decode OUT_DIR
     python3 fuzz/structured_inputs.py settings OUT_DIR
+    python3 fuzz/structured_inputs.py decode-full OUT_DIR
+
+`decode-full` writes only the first of each version's messages (every field, native envelope):
+the seeds of `fuzz/neighbours.py` for the optional fields the committed seeds leave out.
 """
 import copy
 import hashlib
@@ -134,13 +138,15 @@ def messages(ev, fields, shapes):
         undo()
 
 
-def decode_inputs():
+def decode_inputs(full_only=False):
     events, shapes, sets = load()
     by_name = {e["name"]: e for e in events}
     for ev in events:
         fields = event_fields(ev, by_name, sets)
         for msg in messages(ev, fields, shapes):
             yield json.dumps(msg, separators=(",", ":")).encode()
+            if full_only:
+                break
 
 
 SETTING_VALUES = ['""', "0", "-1", "1", "18446744073709551616", "0.5", "-0.5", "1e308", "nan",
@@ -164,7 +170,8 @@ def settings_inputs():
 
 
 def main() -> int:
-    made = {"decode": decode_inputs, "settings": settings_inputs}
+    made = {"decode": decode_inputs, "settings": settings_inputs,
+            "decode-full": lambda: decode_inputs(full_only=True)}
     if len(sys.argv) != 3 or sys.argv[1] not in made:
         print(__doc__, file=sys.stderr)
         return 2

@@ -54,16 +54,17 @@ fn hide_before_at(scheme: &str, text: &str) -> String {
 /// `text` with the user and password part of every `scheme://user:password@host` in it hidden
 /// (`scheme://***@host`): for messages that quote what a settings file holds, wherever a URL
 /// was written (a URL pasted as a duration is still a URL with its password). Everything up to
-/// the URL's last `@` is hidden, path included: a mistyped URL can hold its password there.
+/// the last `@` before the next whitespace is hidden, path included: a mistyped URL can hold its
+/// password there. Only whitespace ends a URL here, not the quotes, backticks and commas that
+/// messages put around values: a password may hold those too (the `settings` fuzz target found
+/// one with a backtick shown), and hiding too much is safe where hiding too little is not.
 pub(crate) fn hide_credentials(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(at) = rest.find("://") {
         let (head, tail) = rest.split_at(at + 3);
         out.push_str(head);
-        let end = tail
-            .find(|c: char| "\"'`,".contains(c) || c.is_whitespace())
-            .unwrap_or(tail.len());
+        let end = tail.find(char::is_whitespace).unwrap_or(tail.len());
         match tail[..end].rfind('@') {
             Some(i) => {
                 out.push_str("***");
@@ -201,5 +202,23 @@ mod tests {
         // it as the path) was shown.
         let typo = "postsreg://:***@nats.intes//:S3cret@nats.intes:4222";
         assert_eq!(hide_credentials(typo), "postsreg://***@nats.intes:4222");
+    }
+
+    /// Found by the `settings` fuzz target: a password holding a backtick (which messages put
+    /// around the values they quote) was shown past it in a duration's refusal.
+    #[test]
+    fn a_password_holding_what_messages_quote_with_is_hidden_whole() {
+        for pw in ["S3cret`pw", "S3cret\"pw", "S3cret'pw", "S3cret,pw"] {
+            let m = format!("unknown unit `x://:{pw}@h/y` in `20x://:{pw}@h/y` (ms, s)");
+            let h = hide_credentials(&m);
+            assert!(!h.contains("S3cret"), "{h}");
+            assert_eq!(h, "unknown unit `x://***@h/y` in `20x://***@h/y` (ms, s)");
+        }
+        // A list of URLs without spaces is hidden up to its last `@`: more than needed, never
+        // less.
+        assert_eq!(
+            hide_credentials("`nats://u:p1@a,nats://v:p2@b`"),
+            "`nats://***@b`"
+        );
     }
 }
