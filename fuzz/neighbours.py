@@ -52,17 +52,16 @@ def main() -> int:
     if len(args) not in (2, 3):
         print(__doc__, file=sys.stderr)
         return 2
-    sys.argv[1:] = args
-    if "/" in sys.argv[1]:
-        where = pathlib.Path(sys.argv[1])
+    if "/" in args[0]:
+        where = pathlib.Path(args[0])
         seeds = sorted(f for f in where.iterdir() if f.is_file())
     else:
-        where = ROOT / "fuzz" / "corpus" / sys.argv[1]
+        where = ROOT / "fuzz" / "corpus" / args[0]
         seeds = sorted(where.glob("seed-*"))
     if not seeds:
         print(f"no seeds in {where}", file=sys.stderr)
         return 2
-    pick = sys.argv[3] if len(sys.argv) == 4 else "0/1"
+    pick = args[2] if len(args) == 3 else "0/1"
     if "/" in pick:
         k, n = (int(x) for x in pick.split("/"))
         seeds = seeds[k::n]
@@ -71,7 +70,7 @@ def main() -> int:
         if not seeds:
             print(f"no seed {pick} in {where}", file=sys.stderr)
             return 2
-    out = pathlib.Path(sys.argv[2])
+    out = pathlib.Path(args[1])
     out.mkdir(parents=True, exist_ok=True)
     made = {}
     for seed in seeds:

@@ -20,31 +20,43 @@ fn corpus(target: &str) -> PathBuf {
         .join(target)
 }
 
+/// Every file of `dir` through `target`'s check, in name order; panics naming the file and
+/// showing its bytes when one breaks the contract. How many were accepted and refused.
+fn replay(target: &str, check: targets::Check, dir: &Path) -> (usize, usize) {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.expect("a directory entry").path())
+        .collect();
+    files.sort();
+    let (mut accepted, mut refused) = (0, 0);
+    for f in &files {
+        let bytes = std::fs::read(f).expect("an input");
+        let ok = std::panic::catch_unwind(|| check(&bytes)).unwrap_or_else(|_| {
+            panic!(
+                "{target}: {} breaks the contract: {}",
+                f.display(),
+                String::from_utf8_lossy(&bytes)
+            )
+        });
+        if ok {
+            accepted += 1;
+        } else {
+            refused += 1;
+        }
+    }
+    (accepted, refused)
+}
+
 #[test]
 fn every_committed_input_keeps_its_targets_contract() {
     let mut replayed = Vec::new();
     for (target, check) in targets::TARGETS {
         let dir = corpus(target);
-        let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-            .map(|e| e.expect("a directory entry").path())
-            .collect();
-        files.sort();
-        let (mut accepted, mut refused) = (0, 0);
-        for f in &files {
-            let bytes = std::fs::read(f).expect("a corpus file");
-            let ok = std::panic::catch_unwind(|| check(&bytes))
-                .unwrap_or_else(|_| panic!("{target}: {} breaks the contract", f.display()));
-            if ok {
-                accepted += 1;
-            } else {
-                refused += 1;
-            }
-        }
+        let (accepted, refused) = replay(target, *check, &dir);
         assert!(
             accepted > 0 && refused > 0,
             "{target}: {accepted} accepted and {refused} refused of {} files in {}",
-            files.len(),
+            accepted + refused,
             dir.display()
         );
         replayed.push(format!("{target} {accepted}+{refused}"));
@@ -214,22 +226,7 @@ fn the_structured_inputs_keep_their_targets_contract() {
             .iter()
             .find(|(t, _)| *t == target)
             .expect("a target");
-        let (mut accepted, mut refused) = (0, 0);
-        for e in std::fs::read_dir(dir.path()).expect("the inputs") {
-            let f = e.expect("an entry").path();
-            let bytes = std::fs::read(&f).expect("an input");
-            let ok = std::panic::catch_unwind(|| check(&bytes)).unwrap_or_else(|_| {
-                panic!(
-                    "{target}: {} breaks the contract",
-                    String::from_utf8_lossy(&bytes)
-                )
-            });
-            if ok {
-                accepted += 1;
-            } else {
-                refused += 1;
-            }
-        }
+        let (accepted, refused) = replay(target, *check, dir.path());
         // Valid messages or files among them, and far more refused ones.
         assert!(
             accepted > 0 && refused > accepted,
@@ -276,14 +273,8 @@ fn the_neighbours_of_each_targets_smallest_seed_keep_its_contract() {
                 WALK.to_string().as_ref(),
             ],
         );
-        let mut inputs = 0;
-        for e in std::fs::read_dir(dir.path()).expect("the inputs") {
-            let bytes = std::fs::read(e.expect("an entry").path()).expect("an input");
-            if std::panic::catch_unwind(|| check(&bytes)).is_err() {
-                panic!("{target}: a neighbour of {name:?} breaks the contract: {bytes:?}");
-            }
-            inputs += 1;
-        }
+        let (accepted, refused) = replay(target, *check, dir.path());
+        let inputs = accepted + refused;
         // Every offset of the seed gives at least a cut and a deletion: all of them, or a
         // sample of more than half of `WALK`.
         let seed_len = std::fs::metadata(&smallest).expect("the seed").len();
