@@ -3,10 +3,10 @@
 
 `decode.dict`, from catalogue/ (the one source of truth): every event name and its type without
 the version, every field name as a JSON key, the envelope keys and JSON's literals.
-`settings.dict`, from the settings seed (every default): each section header and key, and the
-pieces of URLs and durations. These are the tokens a mutation can hardly find byte by byte, so
-that the fuzzer reaches each event version's checks, or each setting's validation, instead of
-stopping at "unknown type" or "unknown key".
+`settings.dict`, from the settings seed with every setting (the defaults and the optional ones):
+each section header and key, and the pieces of URLs and durations. These are the tokens a
+mutation can hardly find byte by byte, so that the fuzzer reaches each event version's checks,
+or each setting's validation, instead of stopping at "unknown type" or "unknown key".
 
     python3 fuzz/make_dict.py            # writes fuzz/dict/*.dict
     python3 fuzz/make_dict.py --check    # exit 1 if a committed file is not what it makes
@@ -17,7 +17,7 @@ import tomllib
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DICTS = ROOT / "fuzz" / "dict"
-SETTINGS_SEED = ROOT / "fuzz" / "corpus" / "settings" / "seed-default"
+SETTINGS_SEED = ROOT / "fuzz" / "corpus" / "settings" / "seed-every-setting"
 
 # The top-level keys of the envelopes `decode::envelope` reads, and what CloudEvents adds.
 ENVELOPE_KEYS = [
@@ -88,7 +88,7 @@ def render(tokens: list[str], source: str) -> str:
 def main() -> int:
     made = {
         DICTS / "decode.dict": render(decode_tokens(), "catalogue/"),
-        DICTS / "settings.dict": render(settings_tokens(), "fuzz/corpus/settings/seed-default"),
+        DICTS / "settings.dict": render(settings_tokens(), "fuzz/corpus/settings/seed-every-setting"),
     }
     if sys.argv[1:] == ["--check"]:
         stale = [p for p, text in made.items()

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Inputs for the `decode` and `settings` targets made from what defines them: every field of
-every event version (catalogue/), and every setting (the default settings), wrong in each way
-their readers check, one at a time.
+every event version (catalogue/), and every setting (the settings seed that holds every one),
+wrong in each way their readers check, one at a time.
 
 The committed `seed-event-*` inputs hold one valid message per event version; a byte-level
 mutator rarely turns one of them into "this field, three levels down, is a string where an
@@ -14,10 +14,11 @@ at each object level. Native envelope, with one CloudEvents and one EventBridge 
 version. Feed the directory to a run (or a `-merge=1`) beside the committed corpus; only what
 adds coverage is kept.
 
-For `settings`, from the settings seed (every default, made by the stable suite from
-`Settings::default()`): each key's value replaced by each other TOML type, by an empty, zero,
-negative, huge or malformed value (durations, URLs, addresses), each key removed and each
-section alone; a file per edit, the rest of the defaults around it.
+For `settings`, from the settings seed with every setting (`seed-every-setting`, made by the
+stable suite from `Settings::default()` and the optional settings the command line names): each
+key's value replaced by each other TOML type, by an empty, zero, negative, huge or malformed
+value (durations, URLs, addresses), each key removed, each section alone and each section given
+as a value instead of a table; a file per edit, the rest of the settings around it.
 
     python3 fuzz/structured_inputs.py decode OUT_DIR
     python3 fuzz/structured_inputs.py settings OUT_DIR
@@ -27,6 +28,7 @@ section alone; a file per edit, the rest of the defaults around it.
 the seeds of `fuzz/neighbours.py` for the optional fields the committed seeds leave out.
 """
 import copy
+import re
 import hashlib
 import json
 import pathlib
@@ -78,18 +80,19 @@ BAD_INTEGERS = [1.0, 0.5, 9223372036854775808, -9223372036854775809, 1e3]
 
 def edits(value, ty, shapes, out):
     """Appends (container, key, replacement) for every wrong version of `value`:
-    each other JSON type, for integers fractions and numbers past i64, and inside objects an
-    unknown field, each field missing, and each field's own edits; inside arrays, the first
+    each other JSON type, a lone surrogate, for integers fractions and numbers past i64, and inside objects
+    `object_edits`, each field missing, and each field's own edits; inside arrays, the first
     element's edits and one element more. `DELETE` as replacement removes the key."""
     container, key = value
     v = container[key]
     for w in WRONG:
         if type(w) is not type(v):
             out.append((container, key, w))
+    out.append((container, key, LONE_SURROGATE))
     if ty == "integer":
         out += [(container, key, w) for w in BAD_INTEGERS]
     if isinstance(v, dict):
-        out.append((v, "zz_unknown_field", 1))
+        out += object_edits(v)
         for f in shapes.get(ty, {}).get("fields", []):
             if f["name"] in v:
                 out.append((v, f["name"], DELETE))
@@ -100,6 +103,36 @@ def edits(value, ty, shapes, out):
 
 
 DELETE = object()
+
+# Stand-ins that `text()` turns into what a dict cannot hold: a key given twice, and a value
+# that breaks the JSON text where it stands (so the reader stops with the object's earlier
+# fields already read).
+DUPLICATE = "\0duplicate:"
+BROKEN = "\0broken"
+# A string the envelope's reader skips over and the decoder cannot read (`"\ud800"`, half of a
+# UTF-16 pair): the one error that reaches a generated decoder from inside valid-looking JSON.
+LONE_SURROGATE = "\ud800"
+
+
+def object_edits(obj):
+    """An unknown field (with a value, with a broken one, and named by a lone surrogate); the
+    object's first field given again at its end (with its value, and with a broken one). (A
+    broken value of each field, or a key that is not a string, added no edge to these: the
+    envelope's reader refuses the message before a decoder sees it.)"""
+    out = [(obj, "zz_unknown_field", 1), (obj, "zz_unknown_field", BROKEN),
+           (obj, LONE_SURROGATE, 1)]
+    if obj:
+        first = next(iter(obj))
+        out += [(obj, DUPLICATE + first, copy.deepcopy(obj[first])),
+                (obj, DUPLICATE + first, BROKEN)]
+    return out
+
+
+def text(msg):
+    """A message's compact JSON text, with the stand-ins above made real."""
+    out = json.dumps(msg, separators=(",", ":"))
+    out = out.replace(json.dumps(BROKEN), "[1,}")
+    return re.sub(r'"\\u0000duplicate:([^"]*)"', r'"\1"', out)
 
 
 def apply(container, key, w):
@@ -128,7 +161,7 @@ def messages(ev, fields, shapes):
     yield {"specversion": "1.0", "type": name, "source": "/s", "id": "id-1", "time": time,
            "data": payload}
     yield {"detail-type": name, "id": "id-1", "time": time, "source": "s", "detail": payload}
-    out = [(payload, "zz_unknown_field", 1)]
+    out = object_edits(payload)
     for f in fields:
         out.append((payload, f["name"], DELETE))
         edits((payload, f["name"]), f["type"], shapes, out)
@@ -144,7 +177,7 @@ def decode_inputs(full_only=False):
     for ev in events:
         fields = event_fields(ev, by_name, sets)
         for msg in messages(ev, fields, shapes):
-            yield json.dumps(msg, separators=(",", ":")).encode()
+            yield text(msg).encode()
             if full_only:
                 break
 
@@ -157,7 +190,7 @@ SETTING_VALUES = ['""', "0", "-1", "1", "18446744073709551616", "0.5", "-0.5", "
 
 
 def settings_inputs():
-    lines = (ROOT / "fuzz" / "corpus" / "settings" / "seed-default").read_text().splitlines()
+    lines = (ROOT / "fuzz" / "corpus" / "settings" / "seed-every-setting").read_text().splitlines()
     keyed = [i for i, l in enumerate(lines) if "=" in l and not l.startswith("[")]
     for i in keyed:
         key = lines[i].split("=", 1)[0].strip()
@@ -167,6 +200,10 @@ def settings_inputs():
     heads = [i for i, l in enumerate(lines) if l.startswith("[")] + [len(lines)]
     for a, b in zip(heads, heads[1:]):
         yield "\n".join(lines[a:b]).encode()
+        # The section given as a value of another type, at the top of the file.
+        section = lines[a].strip("[]")
+        for v in SETTING_VALUES:
+            yield "\n".join([f"{section} = {v}"] + lines[:a] + lines[b:]).encode()
 
 
 def main() -> int:

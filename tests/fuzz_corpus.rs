@@ -86,6 +86,16 @@ fn the_seeds_are_read_as_intended_and_are_in_the_corpora() {
             "{} is missing: write the seeds again",
             file.display()
         );
+        // The settings seeds are made without randomness, and the dictionary and the
+        // structured inputs are made from them: a new setting must reach them.
+        if s.target == "settings" {
+            let committed = std::fs::read(&file).expect("read a seed");
+            assert!(
+                committed == s.bytes,
+                "{} is not what the settings make now: write the seeds again",
+                file.display()
+            );
+        }
         targets_seeded.insert(s.target);
     }
     let all: BTreeSet<&str> = targets::TARGETS.iter().map(|(t, _)| *t).collect();
@@ -152,7 +162,17 @@ fn the_dictionaries_are_what_the_catalogue_and_the_settings_make() {
         decode.contains(&b"\"account.created-v1\"".to_vec()),
         "{decode:?}"
     );
-    assert!(dictionary("settings").contains(&b"[database]".to_vec()));
+    let settings = dictionary("settings");
+    assert!(settings.contains(&b"[database]".to_vec()));
+    // Optional settings too, which the defaults leave out (`seed-every-setting`).
+    for key in [
+        "[retention]",
+        "payloads_for =",
+        "signing_key_file =",
+        "api_key_file =",
+    ] {
+        assert!(settings.contains(&key.as_bytes().to_vec()), "{key}");
+    }
 }
 
 /// Mutations of one input: bytes flipped, inserted, removed, a tail cut, a slice repeated or a

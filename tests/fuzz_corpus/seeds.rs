@@ -329,8 +329,59 @@ fn state_files() -> (Value, Value) {
     (auditor, signer)
 }
 
+/// The defaults and every setting they leave out (the optional ones: key files, state
+/// directories, retention), which the command line names (an argument's id is its setting's
+/// path), each with the first of a few values that the settings load with. So the dictionary
+/// and the structured inputs made from this seed reach every setting, not only the defaulted.
+/// (A setting that cannot stand beside those before it is left out: NATS takes one way to
+/// authenticate, here its credentials file.)
+fn every_setting(default: &str) -> String {
+    use clap::CommandFactory;
+    fn paths(cmd: &clap::Command, into: &mut std::collections::BTreeSet<String>) {
+        let ids = cmd.get_arguments().map(|a| a.get_id().as_str());
+        into.extend(ids.filter(|id| id.contains('.')).map(str::to_owned));
+        cmd.get_subcommands().for_each(|sub| paths(sub, into));
+    }
+    let mut all = std::collections::BTreeSet::new();
+    paths(&event_audit::Cli::command(), &mut all);
+    let mut doc: toml::Table = default.parse().expect("the defaults as TOML");
+    for path in all {
+        let parts: Vec<&str> = path.split('.').collect();
+        let (last, sections) = parts.split_last().expect("a dotted path");
+        let fits = ["/tmp/event-audit-seed", "1h", "http://127.0.0.1:1/"].map(toml::Value::from);
+        let fits = fits
+            .into_iter()
+            .chain([toml::Value::from(1), toml::Value::from(true)]);
+        for value in fits {
+            let mut tried = doc.clone();
+            let mut table = &mut tried;
+            for s in sections {
+                let entry = table.entry(*s).or_insert_with(|| toml::Table::new().into());
+                table = entry.as_table_mut().expect("a section");
+            }
+            if table.contains_key(*last) {
+                break;
+            }
+            table.insert((*last).to_owned(), value);
+            let text = toml::to_string(&tried).expect("TOML");
+            if super::targets::settings(text.as_bytes()) {
+                doc = tried;
+                break;
+            }
+        }
+    }
+    toml::to_string(&doc).expect("TOML")
+}
+
 fn files(out: &mut Vec<Seed>) {
     let default = toml::to_string(&Settings::default()).expect("TOML");
+    add(
+        out,
+        "settings",
+        "every-setting",
+        every_setting(&default),
+        true,
+    );
     add(out, "settings", "default", default, true);
     let secrets = "[database]\nurl = \"postgres://audit:db-S3cret-pw@db.internal:5432/audit\"\n\
                    [nats]\nurl = \"nats://ingest:nats-S3cret-pw@nats.internal:4222\"\n\
