@@ -28,10 +28,10 @@ as a value instead of a table; a file per edit, the rest of the settings around 
 the seeds of `fuzz/neighbours.py` for the optional fields the committed seeds leave out.
 """
 import copy
-import re
 import hashlib
 import json
 import pathlib
+import re
 import sys
 import tomllib
 
@@ -80,9 +80,9 @@ BAD_INTEGERS = [1.0, 0.5, 9223372036854775808, -9223372036854775809, 1e3]
 
 def edits(value, ty, shapes, out):
     """Appends (container, key, replacement) for every wrong version of `value`:
-    each other JSON type, a lone surrogate, for integers fractions and numbers past i64, and inside objects
-    `object_edits`, each field missing, and each field's own edits; inside arrays, the first
-    element's edits and one element more. `DELETE` as replacement removes the key."""
+    each other JSON type, a lone surrogate, for integers fractions and numbers past i64, and
+    inside objects `object_edits`, each field missing, and each field's own edits; inside
+    arrays, the first element's edits and one element more. `DELETE` as replacement removes the key."""
     container, key = value
     v = container[key]
     for w in WRONG:

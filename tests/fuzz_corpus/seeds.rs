@@ -345,24 +345,30 @@ fn every_setting(default: &str) -> String {
     let mut all = std::collections::BTreeSet::new();
     paths(&event_audit::Cli::command(), &mut all);
     let mut doc: toml::Table = default.parse().expect("the defaults as TOML");
+    let fits = ["/tmp/event-audit-seed", "1h", "http://127.0.0.1:1/"].map(toml::Value::from);
+    let fits = fits
+        .into_iter()
+        .chain([1.into(), true.into()])
+        .collect::<Vec<toml::Value>>();
     for path in all {
         let parts: Vec<&str> = path.split('.').collect();
         let (last, sections) = parts.split_last().expect("a dotted path");
-        let fits = ["/tmp/event-audit-seed", "1h", "http://127.0.0.1:1/"].map(toml::Value::from);
-        let fits = fits
-            .into_iter()
-            .chain([toml::Value::from(1), toml::Value::from(true)]);
-        for value in fits {
+        let given = toml::Value::Table(doc.clone());
+        if parts
+            .iter()
+            .try_fold(&given, |node, p| node.get(p))
+            .is_some()
+        {
+            continue;
+        }
+        for value in &fits {
             let mut tried = doc.clone();
             let mut table = &mut tried;
             for s in sections {
                 let entry = table.entry(*s).or_insert_with(|| toml::Table::new().into());
                 table = entry.as_table_mut().expect("a section");
             }
-            if table.contains_key(*last) {
-                break;
-            }
-            table.insert((*last).to_owned(), value);
+            table.insert((*last).to_owned(), value.clone());
             let text = toml::to_string(&tried).expect("TOML");
             if super::targets::settings(text.as_bytes()) {
                 doc = tried;
