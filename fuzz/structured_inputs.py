@@ -7,12 +7,15 @@ The committed `seed-event-*` inputs hold one valid message per event version; a 
 mutator rarely turns one of them into "this field, three levels down, is a string where an
 integer belongs", and each such case is an edge of its own in the generated decoder of that
 version (the fourth round's `decode` runs were still finding them after 40 minutes). For every
-event version this writes: a message with every field (optional ones too, shapes filled); then,
-for every field path (into shapes, and the first element of arrays), the field missing, `null`,
-of each other JSON type, and for integers a fraction and a number past i64; and an unknown field
-at each object level. Native envelope, with one CloudEvents and one EventBridge message per
-version. Feed the directory to a run (or a `-merge=1`) beside the committed corpus; only what
-adds coverage is kept.
+event version this writes: a message with every field (optional ones too, shapes filled, arrays
+of two elements); then, for every field path (into shapes, and both elements of arrays, so that
+an error comes with an element already read), the field missing, `null`, each other value of
+each JSON type as each branch of the reader meets it (`WRONG`), the two errors a decoder meets
+inside well-formed JSON, alone and inside an object and an array (`IN_TEXT_ERRORS`), and for
+integers a fraction and a number past i64; each array empty; and at each object level an unknown
+field, a duplicate one and the first key written with an escape (`object_edits`). Native
+envelope, with one CloudEvents and one EventBridge message per version. Feed the directory to a
+run (or a `-merge=1`) beside the committed corpus; only what adds coverage is kept.
 
 For `settings`, from the settings seed with every setting (`seed-every-setting`, made by the
 stable suite from `Settings::default()` and the optional settings the command line names): each
@@ -66,7 +69,7 @@ def event_fields(ev, by_name, sets):
 def sample(ty, shapes):
     """A valid value of catalogue type `ty`, every optional field present."""
     if ty.startswith("[") and ty.endswith("]"):
-        return [sample(ty[1:-1], shapes)]
+        return [sample(ty[1:-1], shapes) for _ in range(2)]
     scalar = {"string": "s-1", "integer": 7, "number": 1.5, "boolean": True, "object": {"k": 1}}
     if ty in scalar:
         return copy.deepcopy(scalar[ty])
@@ -74,21 +77,30 @@ def sample(ty, shapes):
     return {f["name"]: sample(f["type"], shapes) for f in shape.get("fields", [])}
 
 
-WRONG = ["s-x", 3, 2.5, False, None, [], {}]
+# Each JSON type, each way a branch of serde_json's reader meets it: a string as it stands and
+# with an escape (read into a copy), a number positive and negative (`visit_u64`, `visit_i64`,
+# `visit_f64`), both booleans. A field is given each of them but its own value.
+WRONG = ["s-x", "\u00e9", 3, -3, 2.5, -2.5, True, False, None, [], {}]
 BAD_INTEGERS = [1.0, 0.5, 9223372036854775808, -9223372036854775809, 1e3]
 
 
 def edits(value, ty, shapes, out):
-    """Appends (container, key, replacement) for every wrong version of `value`:
-    each other JSON type, a lone surrogate, for integers fractions and numbers past i64, and
-    inside objects `object_edits`, each field missing, and each field's own edits; inside
-    arrays, the first element's edits and one element more. `DELETE` as replacement removes the key."""
+    """Appends (container, key, replacement) for every wrong version of `value`: each value
+    of `WRONG` but its own, each of `IN_TEXT_ERRORS`, for integers fractions and numbers past
+    i64, and inside objects `object_edits`, each field missing, and each field's own edits; inside
+    arrays, each element's edits, one element more, and the array empty. `DELETE` as
+    replacement removes the key."""
     container, key = value
     v = container[key]
     for w in WRONG:
-        if type(w) is not type(v):
+        if type(w) is not type(v) or w != v:
             out.append((container, key, w))
-    out.append((container, key, LONE_SURROGATE))
+    out += [(container, key, w) for w in IN_TEXT_ERRORS]
+    # The field null, of another type, or empty, and an error after it: its slot is dropped in
+    # each state it can hold (filled, it is dropped by `object_edits`' lone-surrogate key).
+    empty = [type(v)()] if isinstance(v, (list, dict)) else []
+    out += [(container, key, ThenError(w)) for w in [None, 3 if isinstance(v, str) else "s-x"]
+            + empty]
     if ty == "integer":
         out += [(container, key, w) for w in BAD_INTEGERS]
     if isinstance(v, dict):
@@ -98,11 +110,20 @@ def edits(value, ty, shapes, out):
                 out.append((v, f["name"], DELETE))
                 edits((v, f["name"]), f["type"], shapes, out)
     if isinstance(v, list) and v:
-        edits((v, 0), ty[1:-1], shapes, out)
-        out.append((v, len(v), v[0]))
+        for i in range(len(v)):
+            edits((v, i), ty[1:-1], shapes, out)
+        out += [(v, len(v), v[0]), (container, key, [])]
 
 
 DELETE = object()
+
+
+class ThenError:
+    """An edit's value, and a lone surrogate after it in the same object or array (an unknown
+    key at the object's end, an element at the array's)."""
+
+    def __init__(self, value):
+        self.value = value
 
 # Stand-ins that `text()` turns into what a dict cannot hold: a key given twice, and a value
 # that breaks the JSON text where it stands (so the reader stops with the object's earlier
@@ -110,33 +131,57 @@ DELETE = object()
 DUPLICATE = "\0duplicate:"
 BROKEN = "\0broken"
 # A string the envelope's reader skips over and the decoder cannot read (`"\ud800"`, half of a
-# UTF-16 pair): the one error that reaches a generated decoder from inside valid-looking JSON.
+# UTF-16 pair): an error that reaches a generated decoder from inside valid-looking JSON.
 LONE_SURROGATE = "\ud800"
+# A number past f64 (`1e400`, `-1e400`): skipped like any number by the envelope's reader,
+# refused by the decoder's. With the lone surrogate, the errors of serde_json's reader found to
+# pass the envelope's; each also given inside an object and an array.
+OVERFLOW = "\0overflow"
+NEG_OVERFLOW = "\0-overflow"
+IN_TEXT_ERRORS = [LONE_SURROGATE, OVERFLOW, NEG_OVERFLOW, {LONE_SURROGATE: 1}, {"k": OVERFLOW},
+                  [LONE_SURROGATE], [OVERFLOW]]
+# A key written with an escape (`"\u0061ccount_number"`): the same field, read into a copy.
+ESCAPED = "\0escaped:"
+ESCAPE_KEY = object()
 
 
 def object_edits(obj):
-    """An unknown field (with a value, with a broken one, and named by a lone surrogate); the
-    object's first field given again at its end (with its value, and with a broken one). (A
+    """An unknown field (with a value, with a broken one, with each of `IN_TEXT_ERRORS`, and
+    named by a lone surrogate); the object's first field given again at its end (with its value,
+    and with a broken one), and its key written with an escape. (A
     broken value of each field, or a key that is not a string, added no edge to these: the
     envelope's reader refuses the message before a decoder sees it.)"""
     out = [(obj, "zz_unknown_field", 1), (obj, "zz_unknown_field", BROKEN),
            (obj, LONE_SURROGATE, 1)]
+    out += [(obj, "zz_unknown_field", w) for w in IN_TEXT_ERRORS]
     if obj:
         first = next(iter(obj))
         out += [(obj, DUPLICATE + first, copy.deepcopy(obj[first])),
-                (obj, DUPLICATE + first, BROKEN)]
+                (obj, DUPLICATE + first, BROKEN), (obj, first, ESCAPE_KEY)]
     return out
 
 
 def text(msg):
     """A message's compact JSON text, with the stand-ins above made real."""
     out = json.dumps(msg, separators=(",", ":"))
-    out = out.replace(json.dumps(BROKEN), "[1,}")
+    out = out.replace(json.dumps(BROKEN), "[1,}").replace(json.dumps(OVERFLOW), "1e400")
+    out = out.replace(json.dumps(NEG_OVERFLOW), "-1e400")
+    out = re.sub(r'"\\u0000escaped:(.)', lambda m: '"\\u%04x' % ord(m.group(1)), out)
     return re.sub(r'"\\u0000duplicate:([^"]*)"', r'"\1"', out)
 
 
 def apply(container, key, w):
     """Makes the edit; returns how to undo it."""
+    if w is ESCAPE_KEY:
+        items = list(container.items())
+        container.clear()
+        container.update((ESCAPED + k if k == key else k, v) for k, v in items)
+        return lambda: (container.clear(), container.update(items))
+    if isinstance(w, ThenError):
+        undo = apply(container, key, w.value)
+        after = apply(container, len(container) if isinstance(container, list) else
+                      LONE_SURROGATE, LONE_SURROGATE)
+        return lambda: (after(), undo())
     if w is DELETE:
         items = list(container.items())
         del container[key]
