@@ -148,9 +148,9 @@ ESCAPE_KEY = object()
 def object_edits(obj):
     """An unknown field (with a value, with a broken one, with each of `IN_TEXT_ERRORS`, and
     named by a lone surrogate); the object's first field given again at its end (with its value,
-    and with a broken one), and its key written with an escape. (A
-    broken value of each field, or a key that is not a string, added no edge to these: the
-    envelope's reader refuses the message before a decoder sees it.)"""
+    and with a broken one), and its key written with an escape. (A broken value of each field,
+    or a key that is not a string, added no edge to these: the envelope's reader refuses the
+    message before a decoder sees it.)"""
     out = [(obj, "zz_unknown_field", 1), (obj, "zz_unknown_field", BROKEN),
            (obj, LONE_SURROGATE, 1)]
     out += [(obj, "zz_unknown_field", w) for w in IN_TEXT_ERRORS]
@@ -170,22 +170,29 @@ def text(msg):
     return re.sub(r'"\\u0000duplicate:([^"]*)"', r'"\1"', out)
 
 
+def restore(obj):
+    """How to put an object's keys back, in their order, after they were renamed or removed."""
+    items = list(obj.items())
+    return lambda: (obj.clear(), obj.update(items))
+
+
 def apply(container, key, w):
     """Makes the edit; returns how to undo it."""
-    if w is ESCAPE_KEY:
-        items = list(container.items())
-        container.clear()
-        container.update((ESCAPED + k if k == key else k, v) for k, v in items)
-        return lambda: (container.clear(), container.update(items))
     if isinstance(w, ThenError):
         undo = apply(container, key, w.value)
         after = apply(container, len(container) if isinstance(container, list) else
                       LONE_SURROGATE, LONE_SURROGATE)
         return lambda: (after(), undo())
+    if w is ESCAPE_KEY:
+        undo = restore(container)
+        renamed = [(ESCAPED + k if k == key else k, v) for k, v in container.items()]
+        container.clear()
+        container.update(renamed)
+        return undo
     if w is DELETE:
-        items = list(container.items())
+        undo = restore(container)
         del container[key]
-        return lambda: (container.clear(), container.update(items))
+        return undo
     if isinstance(container, list) and key == len(container):
         container.append(w)
         return container.pop

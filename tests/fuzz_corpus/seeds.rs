@@ -353,12 +353,11 @@ fn every_setting(default: &str) -> String {
     for path in all {
         let parts: Vec<&str> = path.split('.').collect();
         let (last, sections) = parts.split_last().expect("a dotted path");
-        let given = toml::Value::Table(doc.clone());
-        if parts
+        let given = sections
             .iter()
-            .try_fold(&given, |node, p| node.get(p))
-            .is_some()
-        {
+            .try_fold(&doc, |table, s| table.get(*s)?.as_table())
+            .is_some_and(|table| table.contains_key(*last));
+        if given {
             continue;
         }
         for value in &fits {
