@@ -33,6 +33,12 @@ pub(crate) enum ArchiveError {
     },
     #[error("{path}: not what the manifest says was written (changed or truncated since); archive again before pruning", path = .0.display())]
     FileChanged(PathBuf),
+    /// A bound past now: only partitions whose range is over are archived and pruned, and a
+    /// prune covers only the rows recorded before its record.
+    #[error("--before {0} lies in the future (now {1}): only a partition whose month is over is archived or pruned, and a prune covers only the rows recorded before it; give a time in the past")]
+    FutureBound(String, String),
+    #[error("partition audit.{0} ends at {1}, which has not passed: a partition is pruned only once its month is over")]
+    NotOver(String, String),
 }
 
 /// How much longer than one ordinary statement an archive's COPY or a prune may take (the

@@ -68,6 +68,10 @@ pub(crate) struct Outcome {
 pub(crate) enum EraseError {
     #[error("no row with personal data matches {0}: nothing erased")]
     NothingMatched(String),
+    /// An erasure by time whose bound lies past the time its record is written: it covers only
+    /// the rows recorded before it, so a later bound would name rows it does not erase.
+    #[error("--published-before {0} lies in the future (now {1}): an erasure covers only the rows recorded before it; give a time in the past")]
+    FutureBound(String, String),
     #[error(transparent)]
     Db(#[from] DbError),
 }
@@ -132,6 +136,15 @@ pub(crate) async fn erase(
     dry_run: bool,
     instance: &str,
 ) -> Result<Outcome, EraseError> {
+    if let Selector::PublishedBefore(t) = sel {
+        let now = Utc::now();
+        if *t > now {
+            return Err(EraseError::FutureBound(
+                erasure::stamp(*t),
+                erasure::stamp(now),
+            ));
+        }
+    }
     let mut conn = db.acquire().await?;
     let mut tx = conn.begin().await.ctx("begin")?;
     sqlx::query(&format!("SET LOCAL ROLE {ERASER_ROLE}"))
@@ -143,6 +156,9 @@ pub(crate) async fn erase(
         .execute(&mut *tx)
         .await
         .ctx("take the erasure lock")?;
+    if !dry_run {
+        hold_the_head(&mut tx).await?;
+    }
     let found = targets(&mut tx, sel).await?;
     if found.is_empty() {
         return Err(EraseError::NothingMatched(sel.recorded()));
@@ -175,6 +191,18 @@ pub(crate) async fn erase(
     remove(&mut tx, sel, &found, &mut out).await?;
     tx.commit().await.ctx("commit the erasure")?;
     Ok(out)
+}
+
+/// Locks the chain head before the rows are chosen and until the commit, so that no batch
+/// links between them and the record: every row the erasure finds precedes its record in the
+/// log, and every row of its selector that precedes the record is one it found (`verify`
+/// holds an erasure by time's count and digest against exactly those rows).
+pub(crate) async fn hold_the_head(tx: &mut PgConnection) -> Result<(), DbError> {
+    sqlx::query("SELECT link_seq FROM audit.chain_head WHERE id FOR UPDATE")
+        .execute(&mut *tx)
+        .await
+        .ctx("lock the chain head")?;
+    Ok(())
 }
 
 /// Appends the erasure record for `sel` through the chain and indexes it in `audit.erasures`.

@@ -185,6 +185,11 @@ async fn payloads(
             failed(&e, "erase payloads past retention.payloads_for", interval);
             Outcome::Failed
         }
+        Ok(Err(e @ EraseError::FutureBound(..))) => {
+            // `now - period` with a positive period: never in the future.
+            tracing::warn!(error = %e, "retention: the erasure's bound was refused");
+            Outcome::Failed
+        }
         Err(_) => {
             tracing::warn!(
                 after = ?ERASE_TIMEOUT,

@@ -241,7 +241,16 @@ impl VerifyStore {
         let walked: Vec<LinkRow> = links.into_iter().filter(|l| l.link_seq >= from).collect();
         let (erasures, erasure_breaks) = self.erasures().await?;
         let erasures = Arc::new(erasures);
-        let w = walk::rows(self, Arc::new(walked), erasures.clone(), opts.workers, sink).await?;
+        let complete = opts.from_link.is_none();
+        let w = walk::rows(
+            self,
+            Arc::new(walked),
+            erasures.clone(),
+            opts.workers,
+            complete,
+            sink,
+        )
+        .await?;
         let rehashed = w.rows;
         breaks.extend(w.breaks);
         // Log order: by link (a link's own break after its rows'), stable otherwise.

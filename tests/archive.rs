@@ -1,8 +1,10 @@
-//! Archive and prune against real NATS JetStream and PostgreSQL: a partition is written as JSON
-//! Lines with a manifest, checked by `verify --archive`, then pruned: the database keeps no
-//! personal data of it, the log still verifies against its witnessed checkpoints with the
-//! prune named as a recorded erasure, a pruned row is proven from the archive and its bundle
-//! passes `verify-proof`, and an edited archive line is named.
+//! Archive and prune against real NATS JetStream and PostgreSQL: a past month's partition is
+//! written as JSON Lines with a manifest, checked by `verify --archive`, then pruned: the
+//! database keeps no personal data of it, the log still verifies against its witnessed
+//! checkpoints with the prune named as a recorded erasure, a pruned row is proven from the
+//! archive and its bundle passes `verify-proof`, and an edited archive line is named. A bound in
+//! the future is refused, and a prune reaches only the rows recorded before it: a row of its
+//! month recorded after it and then emptied is a break.
 
 mod common;
 
@@ -11,22 +13,21 @@ use std::path::Path;
 use chrono::{Datelike, TimeZone, Utc};
 use common::app::run_until_idle;
 use common::bundle::expect_text;
-use common::cli::{event_audit, Run};
-use common::personal::{created, pg_dump};
+use common::cli::{event_audit, verify, Run};
+use common::db::{as_superuser, EMPTY_ROW};
+use common::personal::{month_before_last, pg_dump, write_old_rows};
 use common::witness::{signing, verify_witness, write_keys, Witness};
 use common::{TestDb, TestStream};
 
 const EMAIL: &str = "carol.archive@example.com";
+/// The stream of the past month's rows (written straight into the log, not the bus).
+const OLD: &str = "ARCHOLD";
 
-/// The first instant of next month (UTC): every partition holding this test's rows ends by it.
-fn next_month() -> String {
+/// The first instant of `month` months from now (UTC), RFC 3339.
+fn month_start(months: i32) -> String {
     let now = Utc::now();
-    let (y, m) = if now.month() == 12 {
-        (now.year() + 1, 1)
-    } else {
-        (now.year(), now.month() + 1)
-    };
-    Utc.with_ymd_and_hms(y, m, 1, 0, 0, 0)
+    let m0 = now.year() * 12 + now.month0() as i32 + months;
+    Utc.with_ymd_and_hms(m0.div_euclid(12), m0.rem_euclid(12) as u32 + 1, 1, 0, 0, 0)
         .single()
         .expect("a month")
         .format("%Y-%m-%dT%H:%M:%SZ")
@@ -59,16 +60,25 @@ async fn a_partition_is_archived_pruned_and_still_proven() {
     let (private, public, key) = write_keys(tmp.path(), &origin, 11);
     let cpdir = tmp.path().join("checkpoints");
     let out = tmp.path().join("archive");
-    let subject = ts.subject("crafted");
-    let seq = ts
-        .publish(&subject, &[], &created("arch-1", "A-ARCH-1", EMAIL))
-        .await;
+    // A past month's rows, and this month's through the bus.
+    let t0 = month_before_last();
+    write_old_rows(&db, OLD, 1, 21, EMAIL, t0).await;
+    let seq = 1;
     ts.publish_load(20, 5).await;
     let mut run = signing(&db, &ts, &private, &cps, &cpdir);
     run.witness.tiles_dir = Some(cpdir.with_file_name("tiles"));
     run_until_idle(run).await;
-    let before = next_month();
     let o = out.to_str().expect("utf-8");
+
+    // A bound in the future is refused: nothing written.
+    let future = archive(&db.url, &month_start(1), &out, &[]).await;
+    assert_eq!(future.code, Some(2), "{future:?}");
+    assert!(
+        future.stderr.contains("lies in the future") && future.stderr.lines().count() == 1,
+        "{future:?}"
+    );
+    assert!(!out.exists(), "a refused archive leaves nothing");
+    let before = month_start(0);
 
     // Written, not pruned: the archive holds the payloads, and checks against the log.
     let a = archive(&db.url, &before, &out, &[]).await;
@@ -156,7 +166,7 @@ async fn a_partition_is_archived_pruned_and_still_proven() {
         "--database-url",
         &db.url,
         "--stream",
-        &ts.name,
+        OLD,
         "--seq",
         &s,
         "--public-key",
@@ -208,4 +218,18 @@ async fn a_partition_is_archived_pruned_and_still_proven() {
     assert!(refused.stderr.contains("archived copy"), "{refused:?}");
     let bad = verify_witness(&db.url, &public, &cps, &["--archive", o]).await;
     assert_eq!(bad.code, Some(1), "{bad:?}");
+
+    // The prune reaches only the rows recorded before it: a row of its month recorded after it
+    // (late from the bus), then emptied by a superuser, is a break naming the prune.
+    write_old_rows(&db, OLD, 22, 1, EMAIL, t0).await;
+    let sql = format!("{EMPTY_ROW} stream = '{OLD}' AND stream_seq = 22");
+    assert_eq!(as_superuser(&db.pool, &sql).await, 1);
+    let late = verify(&db.url).await;
+    assert_eq!(late.code, Some(1), "{late:?}");
+    let all = late.report["breaks"].to_string();
+    assert!(
+        all.contains(&format!("row stream={OLD} stream_seq=22"))
+            && all.contains("personal data removed after erasure 1 was recorded"),
+        "{all}"
+    );
 }

@@ -10,16 +10,10 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use chrono::{DateTime, Datelike, TimeZone, Utc};
 use common::app::{settings, spawn_app, TestApp};
 use common::cli::event_audit;
-use common::personal::{created, pg_dump};
-use common::records::meta;
+use common::personal::{created, month_before_last, pg_dump, write_old_rows};
 use common::{verify, TestDb, TestStream};
-use event_audit::test_support::db::Db;
-use event_audit::test_support::ingest::sink::Sink;
-use event_audit::test_support::row::record::{record, Naming};
 
 const EMAIL: &str = "carol.retention@example.com";
 const EMAIL2: &str = "dave.retention@example.com";
@@ -190,49 +184,6 @@ async fn payloads_past_retention_are_erased_on_schedule_and_the_log_still_verifi
     assert_eq!(rows, 6, "{v:?}");
 }
 
-/// A time in the month before last (UTC), at the microsecond precision of the column: its
-/// partition ends over a month before now, well past a `rows_for` of one day on any date.
-fn month_before_last() -> DateTime<Utc> {
-    let now = Utc::now();
-    let first = Utc
-        .with_ymd_and_hms(now.year(), now.month(), 1, 12, 0, 0)
-        .single()
-        .expect("the first of this month");
-    // 40 days before the first of a month is in the month before the last (every month has
-    // 28 to 31 days).
-    first - chrono::Duration::days(40)
-}
-
-/// Writes `OLD_ROWS` rows published at `t0` (a millisecond apart) through the writer's sink,
-/// as ingest builds them, each holding `OLD_EMAIL`; creates their month's partition first (the
-/// migrations create last month's onwards). Returns the partition's name.
-async fn write_old_rows(db: &TestDb, t0: DateTime<Utc>) -> String {
-    sqlx::query("SELECT audit.ensure_partitions($1, 1)")
-        .bind(t0)
-        .execute(&db.pool)
-        .await
-        .expect("create the old month's partition");
-    let naming = Naming::default();
-    let mut recs: Vec<_> = (0..OLD_ROWS)
-        .map(|i| {
-            let bytes = created(&format!("old-{i}"), &format!("R-OLD-{i}"), OLD_EMAIL);
-            let published = t0 + chrono::Duration::milliseconds(i);
-            record(
-                meta(OLD_STREAM, i as u64 + 1, published, 1),
-                Bytes::from(bytes),
-                &naming,
-                published + chrono::Duration::seconds(1),
-            )
-        })
-        .collect();
-    let out = Sink::new(Db::from_pool(db.pool.clone()), "test")
-        .write_batch(&mut recs)
-        .await
-        .expect("write the old rows");
-    assert_eq!(out.inserted, OLD_ROWS as usize);
-    format!("events_{}", t0.format("%Y_%m"))
-}
-
 /// The selectors of the recorded prunes (`partition <name>`).
 async fn prunes(db: &TestDb) -> Vec<String> {
     sqlx::query_scalar(
@@ -274,7 +225,15 @@ async fn rows_past_retention_are_archived_and_pruned_by_the_daemon() {
     let tmp = tempfile::tempdir().expect("tmp");
     let dir = tmp.path().join("archive");
     // An old month's rows, in its own partition; today's, through the bus, in this month's.
-    let partition = write_old_rows(&db, month_before_last()).await;
+    let partition = write_old_rows(
+        &db,
+        OLD_STREAM,
+        1,
+        OLD_ROWS as u64,
+        OLD_EMAIL,
+        month_before_last(),
+    )
+    .await;
     let subject = ts.subject("crafted");
     let mut live = Vec::new();
     for i in 0..3 {
@@ -362,7 +321,7 @@ async fn rows_past_retention_are_archived_and_pruned_by_the_daemon() {
         "{}",
         stopped.log
     );
-    for secret in [OLD_EMAIL, LIVE_EMAIL, "R-OLD-0"] {
+    for secret in [OLD_EMAIL, LIVE_EMAIL, "R-OLD-1"] {
         assert!(!stopped.log.contains(secret), "the log holds {secret}");
     }
 

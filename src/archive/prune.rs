@@ -1,5 +1,7 @@
-//! Pruning an archived partition: the archive file checked on disk against its manifest entry,
-//! then in one transaction as the eraser role its rows' envelope-id claims and findings removed,
+//! Pruning an archived partition, once its month is over: the archive file checked on disk
+//! against its manifest entry, then in one transaction as the eraser role the partition held
+//! against new rows (so every row it holds precedes the prune's record), its rows' envelope-id
+//! claims and findings removed,
 //! the prune recorded as an erasure by publication time naming the archive file (a row of the
 //! log: chain, tree, checkpoints, witnesses and mirrors hold it), and the partition swapped for
 //! its compact copy by `audit.prune_partition`, which refuses unless the partition still holds
@@ -63,6 +65,14 @@ pub(crate) async fn prune(
         .and_then(|d| <[u8; 32]>::try_from(d).ok())
         .ok_or_else(|| ArchiveError::FileChanged(dir.join(super::write::MANIFEST)))?;
     let rows = i64::try_from(entry.rows).unwrap_or(i64::MAX);
+    let over = chrono::DateTime::parse_from_rfc3339(&entry.published_to)
+        .is_ok_and(|end| end <= chrono::Utc::now());
+    if !over {
+        return Err(ArchiveError::NotOver(
+            entry.partition.clone(),
+            entry.published_to.clone(),
+        ));
+    }
     let mut conn = db.acquire().await?;
     let mut tx = conn.begin().await.ctx("begin")?;
     sqlx::query(&format!("SET LOCAL ROLE {ERASER_ROLE}"))
@@ -77,6 +87,13 @@ pub(crate) async fn prune(
         .execute(&mut *tx)
         .await
         .ctx("bound the prune's statements")?;
+    // No row enters the partition from here on, and none that is being written stays
+    // uncommitted: every row it holds precedes the prune's record in the log.
+    sqlx::query("SELECT audit.hold_partition($1)")
+        .bind(&entry.partition)
+        .execute(&mut *tx)
+        .await
+        .ctx("hold the partition against new rows (audit.hold_partition)")?;
     let (from, to) = (&entry.published_from, &entry.published_to);
     let claims_removed = sqlx::query(
         "DELETE FROM audit.event_claims WHERE id_key IN ( \

@@ -250,6 +250,10 @@ pub(crate) async fn archive(
     dir: &Path,
     bound: Duration,
 ) -> Result<(Written, Manifest), ArchiveError> {
+    let now = Utc::now();
+    if before > now {
+        return Err(ArchiveError::FutureBound(stamp(before), stamp(now)));
+    }
     std::fs::create_dir_all(dir).map_err(|e| ArchiveError::Io(dir.to_owned(), e))?;
     let mut manifest = read_manifest(dir)?.unwrap_or_else(|| Manifest {
         format: FORMAT.to_owned(),

@@ -99,6 +99,10 @@ pub fn run(args: EraseArgs) -> anyhow::Result<ExitCode> {
             eprintln!("no row with personal data matches {what}: nothing changed");
             return Ok(ExitCode::from(2));
         }
+        Err(e @ EraseError::FutureBound(..)) => {
+            eprintln!("{e}");
+            return Ok(ExitCode::from(2));
+        }
         Err(EraseError::Db(e)) => return Err(e.into()),
     };
     outcome.bus = if outcome.dry_run {

@@ -1,16 +1,23 @@
 //! The recorded erasures `verify` accepts: only records that are rows of the log (stream
 //! `event-audit.erasures`, their batch linked into the chain, so the tree and the witnessed
-//! checkpoints cover them), read before the walk. A row whose personal data is gone is accepted
-//! only when such a record names it with the row hash it still has; an entry of
-//! `audit.erasures` without its record's row in the log is a break.
+//! checkpoints cover them), read before the walk. An erasure reaches only what precedes it: a
+//! row whose personal data is gone is accepted only when a record placed after it in the log
+//! names it with the row hash it still has, or erased every row published in a range that holds
+//! its time; a row emptied after every record that could cover it is a break. An erasure by
+//! publication time also names how many rows it emptied and a digest of their hashes, which
+//! [`tally`] holds against the rows it covers. An entry of `audit.erasures` without its
+//! record's row in the log is a break.
+
+mod tally;
 
 use std::collections::HashMap;
 
 use super::store::ErasureRow;
 use super::{Break, VerifyStore};
 use crate::db::DbError;
-use crate::row::erasure::Erasure;
+use crate::row::erasure::{self, Erasure};
 use crate::row::hex;
+pub(crate) use tally::Tally;
 
 /// One erasure as the report names it.
 #[derive(Debug, Clone, serde::Serialize, PartialEq, Eq)]
@@ -48,33 +55,129 @@ impl Summary {
     }
 }
 
-/// The rows the log's erasure records name: `(stream, seq)` → (erasure, row hash in hex).
+/// An erasure by publication time: every row published in `[from, before)` (Unix
+/// microseconds) and recorded before it, how many it emptied and the digest of their hashes.
+#[derive(Debug, Clone)]
+pub(crate) struct ByTime {
+    pub(crate) from: Option<i64>,
+    pub(crate) before: i64,
+    pub(crate) count: i64,
+    pub(crate) digest: String,
+    /// A pruned partition: its count and digest are of every row of the range (the archive's),
+    /// already erased ones included; otherwise of the rows this erasure itself emptied.
+    pub(crate) prune: bool,
+}
+
+impl ByTime {
+    fn holds(&self, published_us: i64) -> bool {
+        self.from.is_none_or(|f| published_us >= f) && published_us < self.before
+    }
+}
+
+/// One record of the log, as `verify` holds rows against it.
+#[derive(Debug, Clone)]
+pub(crate) struct Record {
+    /// Its number (its sequence in the erasure stream).
+    pub(crate) erasure: i64,
+    /// The chain link of its row: it covers only rows of earlier links.
+    pub(crate) link: i64,
+    pub(crate) by_time: Option<ByTime>,
+}
+
+/// A row as the walk meets it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Place<'a> {
+    pub(crate) stream: &'a str,
+    pub(crate) stream_seq: i64,
+    pub(crate) published_us: i64,
+    pub(crate) row_hash: &'a [u8],
+    /// The chain link of the row's batch.
+    pub(crate) link: i64,
+    /// Whether its personal data is gone.
+    pub(crate) emptied: bool,
+}
+
+/// What the records say of an emptied row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Judged {
+    /// A record placed after the row names it or covers its time: the first such.
+    Covered,
+    /// Only records placed before the row would cover it: the first one's number.
+    EmptiedAfter(i64),
+    /// No record names the row or covers its time.
+    Uncovered,
+}
+
+/// The rows the log's erasure records name, and their erasures by time.
 #[derive(Debug, Default)]
 pub(crate) struct Erasures {
-    rows: HashMap<(String, i64), (i64, String)>,
-    /// Erasures by publication time: `[from, before)` in Unix microseconds.
-    ranges: Vec<(Option<i64>, i64)>,
+    /// In log order.
+    pub(crate) records: Vec<Record>,
+    /// stream → sequence → (record index, row hash in hex).
+    named: HashMap<String, HashMap<i64, Vec<(usize, String)>>>,
+    /// Indexes of the records by time, and of the prunes among them.
+    by_time: Vec<usize>,
+    prunes: Vec<usize>,
     pub(crate) summary: Summary,
 }
 
 impl Erasures {
-    /// Whether a record names this row with this row hash, or erased every row published in a
-    /// range that holds this one's time (erasures by time: retention, pruned partitions).
-    pub(crate) fn covers(
-        &self,
-        stream: &str,
-        seq: i64,
-        published_us: i64,
-        row_hash: &[u8],
-    ) -> bool {
-        let in_range = |&(from, before): &(Option<i64>, i64)| {
-            from.is_none_or(|f| published_us >= f) && published_us < before
-        };
-        self.ranges.iter().any(in_range)
-            || self
-                .rows
-                .get(&(stream.to_owned(), seq))
-                .is_some_and(|(_, h)| *h == hex(row_hash))
+    /// Judges one row, and pushes `(record index, row hash)` for each erasure by time whose
+    /// count and digest include it onto `counted`.
+    pub(crate) fn judge(&self, p: &Place<'_>, counted: &mut Vec<(u32, [u8; 32])>) -> Judged {
+        if self.records.is_empty() || p.stream == erasure::STREAM {
+            return Judged::Uncovered;
+        }
+        let hash = || <[u8; 32]>::try_from(p.row_hash).unwrap_or([0; 32]);
+        // A prune counts every row of its range recorded before it, emptied or not.
+        for &i in &self.prunes {
+            let r = &self.records[i];
+            if r.link > p.link && r.by_time.as_ref().is_some_and(|t| t.holds(p.published_us)) {
+                counted.push((i as u32, hash()));
+            }
+        }
+        if !p.emptied {
+            return Judged::Uncovered;
+        }
+        // The records that name this row with its hash or cover its time, in log order.
+        let named = self
+            .named
+            .get(p.stream)
+            .and_then(|s| s.get(&p.stream_seq))
+            .into_iter()
+            .flatten()
+            .filter(|(_, h)| *h == hex(p.row_hash))
+            .map(|(i, _)| *i);
+        let timed = self.by_time.iter().copied().filter(|&i| {
+            self.records[i]
+                .by_time
+                .as_ref()
+                .is_some_and(|t| t.holds(p.published_us))
+        });
+        let mut first_after: Option<usize> = None;
+        let mut first_before: Option<usize> = None;
+        for i in named.chain(timed) {
+            let slot = if self.records[i].link > p.link {
+                &mut first_after
+            } else {
+                &mut first_before
+            };
+            if slot.is_none_or(|j| self.records[i].link < self.records[j].link) {
+                *slot = Some(i);
+            }
+        }
+        match (first_after, first_before) {
+            (Some(i), _) => {
+                // The first record after the row emptied it: an erasure by time counts it
+                // (a prune counted it above, whatever emptied it).
+                if self.records[i].by_time.as_ref().is_some_and(|t| !t.prune) {
+                    counted.push((i as u32, hash()));
+                }
+                Judged::Covered
+            }
+            (None, Some(i)) => Judged::EmptiedAfter(self.records[i].erasure),
+            (None, None) => Judged::Uncovered,
+        }
     }
 
     /// From the records' rows and `audit.erasures`; the breaks found on the way.
@@ -84,65 +187,106 @@ impl Erasures {
     ) -> (Erasures, Vec<Break>) {
         let mut out = Erasures::default();
         let mut breaks = Vec::new();
-        let brk = |why: String| Break {
-            link: None,
-            batch: None,
-            stream: Some(crate::row::erasure::STREAM.to_owned()),
-            stream_seq: None,
-            why,
-        };
-        for r in rows.iter().filter(|r| r.linked) {
+        for r in rows {
+            let Some(link) = r.link_seq.filter(|_| r.linked) else {
+                continue;
+            };
             match Erasure::parse(&r.raw) {
-                Some(e) if e.erasure == r.stream_seq => {
-                    let count = match &e.published {
-                        None => e.rows.len(),
-                        Some(p) => match p.range_us() {
-                            Some(range) => {
-                                out.ranges.push(range);
-                                usize::try_from(p.count).unwrap_or(0)
-                            }
-                            None => {
-                                breaks.push(brk(format!(
-                                    "erasure record {}: its publication range does not parse",
-                                    r.stream_seq
-                                )));
-                                continue;
-                            }
-                        },
-                    };
-                    for x in &e.rows {
-                        out.rows.insert(
-                            (x.stream.clone(), x.stream_seq),
-                            (e.erasure, x.row_hash.clone()),
-                        );
-                    }
-                    out.summary.records.push(Named {
-                        erasure: e.erasure,
-                        at: e.at,
-                        reason: e.reason,
-                        selector: e.selector,
-                        rows: count,
-                    });
-                }
+                Some(e) if e.erasure == r.stream_seq => match out.add(e, link) {
+                    Ok(()) => {}
+                    Err(why) => breaks.push(record_break(r.stream_seq, Some(link), why)),
+                },
                 // The record itself erased: nothing it named is accepted through it.
                 None if r.raw.is_empty() => {}
-                _ => breaks.push(brk(format!(
-                    "erasure record {}: its raw message is not an erasure record of that number",
-                    r.stream_seq
-                ))),
+                _ => breaks.push(record_break(
+                    r.stream_seq,
+                    Some(link),
+                    "its raw message is not an erasure record of that number".to_owned(),
+                )),
             }
         }
+        out.index();
         for (id, hash) in index {
             let held = rows
                 .iter()
                 .any(|r| r.linked && r.stream_seq == *id && r.row_hash == *hash);
             if !held {
-                breaks.push(brk(format!(
-                    "erasure {id} in audit.erasures has no record of its own in the chain and the tree (an erasure written outside the log)"
-                )));
+                breaks.push(Break {
+                    link: None,
+                    batch: None,
+                    stream: Some(erasure::STREAM.to_owned()),
+                    stream_seq: None,
+                    why: format!("erasure {id} in audit.erasures has no record of its own in the chain and the tree (an erasure written outside the log)"),
+                });
             }
         }
         (out, breaks)
+    }
+
+    /// Adds one record placed at `link`.
+    fn add(&mut self, e: Erasure, link: i64) -> Result<(), String> {
+        let by_time = match &e.published {
+            None => None,
+            Some(p) => {
+                let (from, before) = p
+                    .range_us()
+                    .ok_or_else(|| "its publication range does not parse".to_owned())?;
+                Some(ByTime {
+                    from,
+                    before,
+                    count: p.count,
+                    digest: p.row_hashes_sha256.clone(),
+                    prune: e.archive.is_some(),
+                })
+            }
+        };
+        let rows = by_time
+            .as_ref()
+            .map_or(e.rows.len(), |t| usize::try_from(t.count).unwrap_or(0));
+        for x in &e.rows {
+            self.named
+                .entry(x.stream.clone())
+                .or_default()
+                .entry(x.stream_seq)
+                .or_default()
+                .push((self.records.len(), x.row_hash.clone()));
+        }
+        self.records.push(Record {
+            erasure: e.erasure,
+            link,
+            by_time,
+        });
+        self.summary.records.push(Named {
+            erasure: e.erasure,
+            at: e.at,
+            reason: e.reason,
+            selector: e.selector,
+            rows,
+        });
+        Ok(())
+    }
+
+    /// Lists the erasures by time and the prunes.
+    fn index(&mut self) {
+        for (i, r) in self.records.iter().enumerate() {
+            if let Some(t) = &r.by_time {
+                self.by_time.push(i);
+                if t.prune {
+                    self.prunes.push(i);
+                }
+            }
+        }
+    }
+}
+
+/// A break in (or about) erasure record `erasure`.
+pub(crate) fn record_break(erasure: i64, link: Option<i64>, why: String) -> Break {
+    Break {
+        link,
+        batch: None,
+        stream: Some(erasure::STREAM.to_owned()),
+        stream_seq: Some(erasure),
+        why: format!("erasure record {erasure}: {why}"),
     }
 }
 
@@ -154,3 +298,7 @@ impl VerifyStore {
         Ok(Erasures::from_rows(&rows, &index))
     }
 }
+
+#[cfg(test)]
+#[path = "erasures_tests.rs"]
+mod tests;

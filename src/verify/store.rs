@@ -114,6 +114,8 @@ pub(crate) struct ErasureRow {
     pub(crate) raw: Vec<u8>,
     pub(crate) row_hash: Vec<u8>,
     pub(crate) linked: bool,
+    /// The chain link of the record's batch (its place in the log), when it has one.
+    pub(crate) link_seq: Option<i64>,
 }
 
 /// One run of `verify`, as recorded.
@@ -273,9 +275,9 @@ impl VerifyStore {
     /// message, row hash, and whether their batch has a chain link.
     pub(crate) async fn erasure_rows(&self) -> Result<Vec<ErasureRow>, DbError> {
         sqlx::query_as(
-            "SELECT e.stream_seq, e.raw, e.row_hash, \
-               EXISTS (SELECT 1 FROM audit.chain_links l WHERE l.batch_id = e.batch_id) AS linked \
-             FROM audit.events e WHERE e.stream = $1 ORDER BY e.stream_seq",
+            "SELECT e.stream_seq, e.raw, e.row_hash, l.link_seq, l.link_seq IS NOT NULL AS linked \
+             FROM audit.events e LEFT JOIN audit.chain_links l ON l.batch_id = e.batch_id \
+             WHERE e.stream = $1 ORDER BY e.stream_seq",
         )
         .bind(crate::row::erasure::STREAM)
         .fetch_all(self.db.pool())

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use futures::TryStreamExt;
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 
-use super::erasures::Erasures;
+use super::erasures::{Erasures, Judged, Place, Tally};
 use super::rows::{self, Check};
 use super::store::LinkRow;
 use super::{Break, VerifyError, VerifyStore};
@@ -34,8 +34,17 @@ struct Chunk {
     /// Erased rows accepted: `[hash holds, contents unverifiable]`.
     erased: [i64; 2],
     breaks: Vec<Break>,
-    /// Per link of the chunk, its row hashes.
-    leaves: Vec<Vec<[u8; 32]>>,
+    /// Per link of the chunk, in order: what its rows gave.
+    links: Vec<LinkOut>,
+}
+
+/// What the rows of one link gave.
+#[derive(Default)]
+struct LinkOut {
+    /// Its row hashes, in log order.
+    leaves: Vec<[u8; 32]>,
+    /// The rows an erasure by time counts: `(record, row hash)`.
+    counted: Vec<(u32, [u8; 32])>,
 }
 
 /// Cuts `links` into chunks of whole links of about `target` rows.
@@ -65,12 +74,15 @@ pub(crate) struct Walked {
 }
 
 /// Rehashes the rows of `links` (with `workers` connections), accepting the erased rows
-/// `erasures` names, and hands each link's row hashes to `sink` in log order.
+/// `erasures` covers, and hands each link's row hashes to `sink` in log order. `complete`:
+/// `links` starts at the log's first link, so each erasure by time's count and digest are
+/// held against every row it covers.
 pub(crate) async fn rows(
     store: &VerifyStore,
     links: Arc<Vec<LinkRow>>,
     erasures: Arc<Erasures>,
     workers: usize,
+    complete: bool,
     mut sink: Option<&mut dyn LeafSink>,
 ) -> Result<Walked, VerifyError> {
     let total: i64 = links.iter().map(|l| i64::from(l.row_count.max(0))).sum();
@@ -112,6 +124,7 @@ pub(crate) async fn rows(
     }
     drop(tx);
     let (mut rows, mut breaks, mut erased) = (0i64, Vec::new(), [0i64; 2]);
+    let mut tally = Tally::new(&links, erasures.records.len(), complete);
     let mut pending = BTreeMap::new();
     let mut expect = 0usize;
     while let Some((i, res, permit)) = rx.recv().await {
@@ -121,16 +134,18 @@ pub(crate) async fn rows(
             rows += c.rows;
             breaks.extend(c.breaks);
             erased = [erased[0] + c.erased[0], erased[1] + c.erased[1]];
-            if let Some(s) = sink.as_deref_mut() {
-                for (l, leaves) in links[range].iter().zip(&c.leaves) {
-                    s.link(l, leaves);
+            for (l, w) in links[range].iter().zip(c.links) {
+                if let Some(s) = sink.as_deref_mut() {
+                    s.link(l, &w.leaves);
                 }
+                tally.link(l.link_seq, w.counted);
             }
             drop(permit);
             expect += 1;
         }
     }
     while tasks.join_next().await.is_some() {}
+    breaks.extend(tally.finish(&erasures));
     Ok(Walked {
         rows,
         breaks,
@@ -141,7 +156,7 @@ pub(crate) async fn rows(
 /// The state of the link being read.
 struct Open {
     idx: usize,
-    leaves: Vec<[u8; 32]>,
+    out: LinkOut,
     stored: Vec<[u8; 32]>,
 }
 
@@ -156,7 +171,7 @@ async fn chunk(
             rows: 0,
             erased: [0; 2],
             breaks: Vec::new(),
-            leaves: Vec::new(),
+            links: Vec::new(),
         });
     };
     let lo = links.iter().map(|l| l.batch_id).min().unwrap_or(0);
@@ -170,11 +185,14 @@ async fn chunk(
         rows: 0,
         erased: [0; 2],
         breaks: Vec::new(),
-        leaves: Vec::with_capacity(links.len()),
+        links: Vec::with_capacity(links.len()),
     };
     let mut open = Open {
         idx: 0,
-        leaves: Vec::with_capacity(row_cap(&links[0])),
+        out: LinkOut {
+            leaves: Vec::with_capacity(row_cap(&links[0])),
+            counted: Vec::new(),
+        },
         stored: Vec::with_capacity(row_cap(&links[0])),
     };
     let bad = |e: CopyError| VerifyError::Copy {
@@ -190,36 +208,47 @@ async fn chunk(
             out.rows += 1;
             let stored: [u8; 32] = row.row_hash.try_into().unwrap_or([0; 32]);
             open.stored.push(stored);
-            let why = match rows::check(&row) {
+            let check = rows::check(&row);
+            let place = Place {
+                stream: row.stream,
+                stream_seq: row.stream_seq,
+                published_us: row.published_at_us,
+                row_hash: row.row_hash,
+                link: link_seq,
+                emptied: matches!(check, Check::Erased { .. }),
+            };
+            let judged = erasures.judge(&place, &mut open.out.counted);
+            let leaves = &mut open.out.leaves;
+            let why: std::borrow::Cow<'static, str> = match check {
                 Check::Ok(h) => {
-                    open.leaves.push(h);
+                    leaves.push(h);
                     continue;
                 }
                 Check::PayloadDiffers { hash, .. } => {
-                    open.leaves.push(hash);
+                    leaves.push(hash);
                     // Ask PostgreSQL itself before calling it an edit: never a false alarm.
                     let text = rows::payload_of(row.raw).unwrap_or_default();
                     if store.jsonb_equal(text, row.payload).await? {
                         continue;
                     }
-                    "payload column does not match the raw message (payload edited)"
+                    "payload column does not match the raw message (payload edited)".into()
                 }
                 Check::Erased { hash, verified } => {
-                    open.leaves.push(hash);
-                    if erasures.covers(
-                        row.stream,
-                        row.stream_seq,
-                        row.published_at_us,
-                        row.row_hash,
-                    ) {
-                        out.erased[usize::from(!verified)] += 1;
-                        continue;
+                    leaves.push(hash);
+                    match judged {
+                        Judged::Covered => {
+                            out.erased[usize::from(!verified)] += 1;
+                            continue;
+                        }
+                        Judged::EmptiedAfter(n) => format!("personal data removed after erasure {n} was recorded, which covers only the rows recorded before it (row edited)").into(),
+                        Judged::Uncovered => {
+                            "personal data removed without a recorded erasure (row edited)".into()
+                        }
                     }
-                    "personal data removed without a recorded erasure (row edited)"
                 }
                 Check::Broken(why) => {
-                    open.leaves.push(rows::recomputed(&row).unwrap_or(stored));
-                    why
+                    leaves.push(rows::recomputed(&row).unwrap_or(stored));
+                    why.into()
                 }
             };
             out.breaks.push(Break {
@@ -235,7 +264,7 @@ async fn chunk(
         }
     }
     t.finish().map_err(bad)?;
-    while out.leaves.len() < links.len() {
+    while out.links.len() < links.len() {
         close(&mut open, links, &mut out);
     }
     Ok(out)
@@ -287,11 +316,11 @@ fn close(open: &mut Open, links: &[LinkRow], out: &mut Chunk) {
             why,
         });
     }
-    out.leaves.push(std::mem::take(&mut open.leaves));
+    out.links.push(std::mem::take(&mut open.out));
     open.stored.clear();
     open.idx += 1;
     if let Some(next) = links.get(open.idx) {
-        open.leaves.reserve(row_cap(next));
+        open.out.leaves.reserve(row_cap(next));
     }
 }
 

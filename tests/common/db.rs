@@ -161,3 +161,26 @@ pub async fn seq_stats(pool: &PgPool, stream: &str) -> (i64, i64, Option<i64>, O
     .await
     .expect("sequence stats")
 }
+
+/// What a superuser writes to empty a row's personal columns as an erasure would, the
+/// statement's `WHERE` to be appended.
+pub const EMPTY_ROW: &str =
+    "UPDATE audit.events SET raw = '\\x'::bytea, salt = NULL, payload = NULL, \
+     headers = NULL, event_id = NULL, account_number = NULL, errors = NULL WHERE ";
+
+/// Runs `sql` as a superuser with triggers bypassed (`session_replication_role = replica`, as
+/// a database administrator could); returns the rows it changed.
+pub async fn as_superuser(pool: &PgPool, sql: &str) -> u64 {
+    let mut tx = pool.begin().await.expect("begin");
+    sqlx::query("SET LOCAL session_replication_role = replica")
+        .execute(&mut *tx)
+        .await
+        .expect("replica mode");
+    let n = sqlx::query(sql)
+        .execute(&mut *tx)
+        .await
+        .expect("tamper")
+        .rows_affected();
+    tx.commit().await.expect("commit");
+    n
+}
