@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the tests need, only when missing (idempotent): promtool and prometheus (alert
 # rules, live scrape), chromium (reports rendered headless), curl, Go with golang.org/x/mod
-# (Go's sumdb/tlog checks the log's tiles in tests/tiles_interop.rs), and Python's `cryptography`
+# (Go's sumdb/tlog checks the log's tiles in tests/it/tiles_interop.rs), and Python's `cryptography`
 # (the independent evidence-bundle verifier). Needs root for apt-get.
 set -euo pipefail
 need=()

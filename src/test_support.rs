@@ -1,7 +1,7 @@
 //! What the integration tests and benchmarks reach inside the crate, and nothing else: the
 //! rooms below are crate-private, and this module re-exports, by their own paths, the items
 //! those tests use (`event_audit::test_support::db::Db` for `crate::db::Db`). Not an API: hidden
-//! from the documentation, and `tests/architecture.rs` holds its size.
+//! from the documentation, and `tests/it/architecture.rs` holds its size.
 
 pub mod archive {
     pub mod line {

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A reference C2SP tlog-tiles log writer, written for the tests from the spec text
 (c2sp.org/tlog-tiles v0.1.0, RFC 6962 section 2.1, c2sp.org/tlog-checkpoint,
-c2sp.org/signed-note), independently of event-audit's own tile code. tests/tiles_interop.rs
+c2sp.org/signed-note), independently of event-audit's own tile code. tests/it/tiles_interop.rs
 compares every file it writes with the project's, byte for byte.
 
 Usage: tiles_reference.py ENTRIES_FILE OUT_DIR ORIGIN KEY_NAME SEED_HEX

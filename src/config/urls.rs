@@ -172,7 +172,7 @@ mod tests {
         assert!(!d.contains("pw") && !d.contains("hunter2"), "{d}");
     }
 
-    /// Found by tests/hostile_state.rs: one slash short, a URL parses with the user and
+    /// Found by tests/it/hostile_state.rs: one slash short, a URL parses with the user and
     /// password in its path, and the redaction showed them.
     #[test]
     fn a_password_where_the_parser_sees_a_path_is_hidden_too() {

@@ -38,7 +38,7 @@ fn order_tone(v: &str) -> &'static str {
 /// Identifiers (`.id`: account numbers, identifiers, meter points), states (`.tag`) and
 /// timestamps (`.nw`) never wrap inside; only the detail column wraps anywhere (`.wide
 /// td.detail`, at least 10rem wide). The accounts table fits a 1000 px window without a
-/// mid-token wrap (`tests/reports_browser.rs` measures it at 1000 and 1400 px).
+/// mid-token wrap (`tests/it/reports_browser.rs` measures it at 1000 and 1400 px).
 pub(crate) const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:1.5rem;color:#1b1f24}\
 h1{font-size:1.4rem}h2{font-size:1.1rem;margin-top:1.6rem}\
 table{border-collapse:collapse;font-size:.85rem}th,td{border:1px solid #d0d7de;padding:.25rem .45rem;text-align:left;vertical-align:top}\

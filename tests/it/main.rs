@@ -1,0 +1,53 @@
+//! The integration tests, in one binary (the crate and its dependencies linked once): each
+//! module is one area's tests against the real PostgreSQL and NATS of the machine, sharing the
+//! helpers of [`support`]. Run one area with `cargo test --features dev --test it witness::`.
+//! The fault suite (`tests/faults/`), which starts servers of its own, is a binary apart.
+
+mod support;
+
+mod architecture;
+mod archive;
+mod batch_schedule;
+mod batches;
+mod bundles;
+mod bus_urls;
+mod catalogue_commands;
+mod catalogue_generated;
+mod crash;
+mod decode_corpus;
+mod decode_props;
+mod demo_leave;
+mod drift;
+mod erase;
+mod erasure_scope;
+mod fuzz_corpus;
+mod hostile_input;
+mod hostile_state;
+mod hostile_witness_request;
+mod ingest_statuses;
+mod jsonb_no_alloc;
+mod jsonb_postgres;
+mod mirror;
+mod observability;
+mod operations_files;
+mod operator_tools;
+mod reconcile;
+mod reconcile_http;
+mod registration;
+mod reports_browser;
+mod reprocess;
+mod retention;
+mod rollback;
+mod row_copy;
+mod shutdown_lines;
+mod signer;
+mod sink;
+mod tamper;
+mod tiles;
+mod tiles_interop;
+mod tree_store;
+mod verify;
+mod verify_auditor;
+mod verify_mirror;
+mod witness;
+mod witness_server;

@@ -1,0 +1,209 @@
+//! The checkpoint signer against real PostgreSQL, NATS and a witness process: a head the
+//! writer role forged (a link claiming leaves no rows make, its right edge of its choosing) is
+//! never signed (the signer refuses, says why, the metric falls to 0); a note the writer role
+//! inserts into the checkpoint queue is never published; two daemons on one consumer, each
+//! with its own memory, produce one strictly increasing sequence of checkpoints, every one
+//! cosigned by the witness.
+
+use std::time::Duration;
+
+use crate::support::app::{run_until_idle, settings, spawn_app};
+use crate::support::witness::{
+    in_process_signer, verify_witness, witness_with_policy, write_keys, Witness,
+};
+use crate::support::{TestDb, TestStream};
+use event_audit::config::Dur;
+use event_audit::test_support::bus::Bus;
+use event_audit::test_support::row::chain::{batch_digest, link_hash_v2};
+use event_audit::test_support::witnessed::signer::publish;
+use event_audit::tlog::cosign::WitnessPolicy;
+use event_audit::tlog::merkle::{leaf_hash, Frontier};
+use event_audit::tlog::note::{self, Checkpoint, PrivateKey};
+
+#[tokio::test]
+async fn a_forged_head_or_queued_note_is_never_signed_or_published() {
+    let db = TestDb::create().await;
+    let ts = TestStream::create("signer_forge").await;
+    let cps = format!("{}_CP", ts.name);
+    let _w = Witness(cps.clone());
+    let tmp = tempfile::tempdir().expect("tmp");
+    let origin = format!("example.com/logs/{}", db.name);
+    let key = PrivateKey::from_seed(&origin, &[61; 32]).expect("key");
+    let mut s = settings(&db, &ts);
+    s.witness.checkpoint_stream = cps.clone();
+    s.witness.signer_state = Some(tmp.path().join("signer.state"));
+    let (signer, metrics, bus) = in_process_signer(&db, key, &origin, &s).await;
+    signer.prepare().await.expect("stream");
+
+    ts.publish_load(20, 71).await;
+    run_until_idle(settings(&db, &ts)).await;
+    let first = signer.round().await.expect("round");
+    assert_eq!(
+        (first.signed.clone(), first.refused.clone()),
+        (vec![("events", 20)], None)
+    );
+
+    // The writer role appends a link claiming 5 more leaves (no rows), with a right edge and
+    // root of its choosing, and moves the head onto it: everything the head triggers check holds.
+    let mut forged = Frontier::new();
+    for i in 0..25u64 {
+        forged.append(leaf_hash(&i.to_be_bytes()), |_, _| {});
+    }
+    let (link_seq, prev): (i64, Vec<u8>) =
+        sqlx::query_as("SELECT link_seq, hash FROM audit.chain_head")
+            .fetch_one(&db.pool)
+            .await
+            .expect("head");
+    let digest = batch_digest(std::iter::empty());
+    let (seq, batch) = (link_seq + 1, 1_000_000i64);
+    let hash = link_hash_v2(&prev, seq, batch, 0, &digest, 25, &forged.root());
+    let mut tx = db.pool.begin().await.expect("begin");
+    sqlx::query("SET LOCAL ROLE event_audit_writer")
+        .execute(&mut *tx)
+        .await
+        .expect("role");
+    sqlx::query("INSERT INTO audit.chain_links (link_seq, batch_id, row_count, batch_digest, prev_hash, hash, version, tree_size, tree_root) VALUES ($1, $2, 0, $3, $4, $5, 2, 25, $6)")
+        .bind(seq).bind(batch).bind(&digest[..]).bind(&prev).bind(&hash[..]).bind(&forged.root()[..])
+        .execute(&mut *tx).await.expect("the writer appends a link");
+    sqlx::query(
+        "UPDATE audit.chain_head SET link_seq = $1, hash = $2, tree_size = 25, frontier = $3",
+    )
+    .bind(seq)
+    .bind(&hash[..])
+    .bind(forged.to_bytes())
+    .execute(&mut *tx)
+    .await
+    .expect("the writer moves the head");
+    tx.commit().await.expect("the head triggers accept it");
+
+    let r = signer.round().await.expect("round");
+    assert!(r.signed.is_empty(), "{r:?}");
+    let why = r.refused.expect("refused");
+    assert!(why.contains("do not make a tree from their rows"), "{why}");
+    assert_eq!(metrics.signer_ok.get(), 0);
+    assert_eq!(metrics.refusals.with_label_values(&["corrupt"]).get(), 1);
+    let sizes: Vec<i64> = sqlx::query_scalar("SELECT tree_size FROM audit.checkpoints ORDER BY 1")
+        .fetch_all(&db.pool)
+        .await
+        .expect("sizes");
+    assert_eq!(sizes, vec![20], "no checkpoint of the forged head");
+
+    // A note the writer role queues (signed by another key, or garbage): never published.
+    let stranger = PrivateKey::from_seed(&origin, &[62; 32]).expect("key");
+    let foreign = stranger.sign(&Checkpoint {
+        origin: origin.clone(),
+        size: 99,
+        root: [1; 32],
+    });
+    let mut tx = db.pool.begin().await.expect("begin");
+    sqlx::query("SET LOCAL ROLE event_audit_writer")
+        .execute(&mut *tx)
+        .await
+        .expect("role");
+    sqlx::query(
+        "INSERT INTO audit.checkpoints (tree_size, note) VALUES (99, $1), (1000000000, 'garbage')",
+    )
+    .bind(&foreign)
+    .execute(&mut *tx)
+    .await
+    .expect("the writer queues notes");
+    tx.commit().await.expect("commit");
+    let _ = signer.round().await.expect("round");
+    assert!(metrics.foreign.get() >= 2);
+    let published = publish::read_stream(&bus, &cps, Duration::from_secs(10))
+        .await
+        .expect("read");
+    let sizes: Vec<u64> = published
+        .iter()
+        .map(|f| note::claimed(&f.note).expect("note").size)
+        .collect();
+    assert_eq!(sizes, vec![20], "only the signer's own checkpoint went out");
+}
+
+#[tokio::test]
+async fn two_daemons_on_one_consumer_publish_one_cosigned_sequence() {
+    let db = TestDb::create().await;
+    let ts = TestStream::create("signer_two").await;
+    let cps = format!("{}_CP", ts.name);
+    let _w = Witness(cps.clone());
+    let tmp = tempfile::tempdir().expect("tmp");
+    let origin = format!("example.com/logs/{}", db.name);
+    let (key, public, _) = write_keys(tmp.path(), &origin, 63);
+    let (_witness, policy) =
+        witness_with_policy(tmp.path(), "auditor.example/w2", 64, &public).await;
+    let daemon = |n: u32| {
+        let mut s = settings(&db, &ts);
+        s.ingest.batch_size = 25;
+        s.ingest.instance = Some(format!("d{n}"));
+        s.witness.signing_key_file = Some(key.clone());
+        s.witness.checkpoint_stream = cps.clone();
+        s.witness.checkpoint_interval = Dur::millis(300);
+        s.witness.witness_policy = Some(policy.clone());
+        s.witness.signer_state = Some(tmp.path().join(format!("signer{n}.state")));
+        // One tile directory: written by whichever daemon's signer holds the round's lock.
+        s.witness.tiles_dir = Some(tmp.path().join("tiles"));
+        s
+    };
+    let (a, b) = (spawn_app(daemon(1)).await, spawn_app(daemon(2)).await);
+    for seed in 0..4 {
+        ts.publish_load(60, 80 + seed).await;
+        tokio::time::sleep(Duration::from_millis(700)).await;
+    }
+    while crate::support::count_rows(&db.pool).await < 240 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (sa, sb) = (a.stop().await, b.stop().await);
+    assert!(
+        sa.errors().is_empty() && sb.errors().is_empty(),
+        "{:?} {:?}",
+        sa.errors(),
+        sb.errors()
+    );
+
+    let bus = Bus::connect(&daemon(1).nats).await.expect("nats");
+    let found = publish::read_stream(&bus, &cps, Duration::from_secs(10))
+        .await
+        .expect("read");
+    let p =
+        WitnessPolicy::parse(&std::fs::read_to_string(&policy).expect("policy")).expect("policy");
+    let sizes: Vec<u64> = found
+        .iter()
+        .map(|f| {
+            p.check(&f.note)
+                .unwrap_or_else(|e| panic!("not cosigned: {e}: {}", f.note));
+            note::claimed(&f.note).expect("note").size
+        })
+        .collect();
+    assert!(
+        sizes.len() >= 2 && sizes.windows(2).all(|w| w[0] < w[1]),
+        "{sizes:?}"
+    );
+    assert_eq!(sizes.last(), Some(&240));
+    // The tiles the two daemons wrote in turn: the newest cosigned checkpoint, served with the
+    // tiles of its tree (a full tile rewritten with other bytes would have stopped it earlier).
+    let tiles = tmp.path().join("tiles");
+    let served = std::fs::read_to_string(tiles.join("checkpoint")).expect("served checkpoint");
+    p.check(&served)
+        .expect("the served checkpoint carries the quorum");
+    let cp = note::claimed(&served).expect("note");
+    assert_eq!(cp.size, 240);
+    let mut tree = event_audit::tlog::tile::build::TileBuilder::new();
+    for id in event_audit::tlog::tile::tiles_between(0, 240) {
+        let bytes = std::fs::read(tiles.join(id.path())).expect("a tile of the served tree");
+        if id.kind == event_audit::tlog::tile::Kind::Entries {
+            for e in event_audit::tlog::tile::parse_bundle(&id, &bytes).expect("bundle") {
+                tree.push(e).expect("entry");
+            }
+        }
+    }
+    assert_eq!(tree.root(), cp.root, "the bundles make the served root");
+    let pol = policy.to_str().expect("utf-8");
+    let v = verify_witness(
+        &db.url,
+        &public,
+        &cps,
+        &["--witness-policy", pol, "--no-state"],
+    )
+    .await;
+    assert_eq!(v.code, Some(0), "{v:?}");
+}
