@@ -270,6 +270,7 @@ async fn ingest(
     Ingest {
         sink,
         metrics: metrics.ingest.clone(),
+        recover: metrics.recover.clone(),
         health: health.clone(),
         naming: Naming {
             subject_prefix: Some(settings.stream.subject_prefix.clone()).filter(|p| !p.is_empty()),

@@ -1,9 +1,11 @@
 //! The bus: the NATS connection every room that talks to NATS shares (a list of seed servers,
 //! exactly one way of authenticating from files or the environment, credentials never passed
 //! on in a URL, TLS as configured), its JetStream context, and the errors at the bus boundary.
-//! What ingest does on it (stream, durable consumer) is `ingest::source`.
+//! What ingest does on it (stream, durable consumer) is `ingest::source`; a stream's state
+//! (sequences, deleted ones, creation) is [`state`].
 
 mod auth;
+pub(crate) mod state;
 
 use std::time::Duration;
 

@@ -14,6 +14,7 @@ mod mirror;
 mod output;
 mod prove;
 mod reconcile;
+mod recover;
 mod reprocess;
 mod run;
 mod runs;
@@ -98,6 +99,9 @@ pub enum Command {
     /// Erase one account's (or one stream range's) personal data, recorded in the log as an
     /// erasure (exit 2: nothing matched, nothing changed); --dry-run prints what it would do.
     Erase(erase::EraseArgs),
+    /// Record every sequence the stream still holds and the log lacks (after a database
+    /// restored from a backup), in stream order; name what the stream no longer holds as lost.
+    Recover(recover::RecoverArgs),
     /// Write the log's monthly partitions that end by a time to a directory (JSON Lines and a
     /// manifest); with --prune then drop their contents from the database, recorded in the log.
     Archive(archive::ArchiveArgs),
@@ -210,6 +214,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Drift(args) => drift::run(args),
         Command::Reprocess(args) => reprocess::run(args),
         Command::Erase(args) => erase::run(args),
+        Command::Recover(args) => recover::run(args),
         Command::Archive(args) => archive::run(args),
         Command::Catalogue { action } => catalogue::run(action),
         #[cfg(feature = "dev")]

@@ -182,6 +182,9 @@ pub struct StreamSettings {
     pub ack_wait: Dur,
     /// Replicas of the stream when it is created (an existing stream keeps its own).
     pub replicas: usize,
+    /// The first stream sequence the log records: the consumer is created to deliver from it,
+    /// and no recovery reads below it (1: from the stream's first message).
+    pub start_seq: u64,
 }
 
 impl Default for StreamSettings {
@@ -194,6 +197,7 @@ impl Default for StreamSettings {
             subject_prefix: defaults::SUBJECT_PREFIX.into(),
             ack_wait: defaults::ACK_WAIT,
             replicas: defaults::STREAM_REPLICAS,
+            start_seq: 1,
         }
     }
 }

@@ -2,11 +2,13 @@
 //! metadata) → [`pipeline`] (batching, decoding, writers, retries, ack after commit) →
 //! `writer` (write, retry, ack after the commit) → [`sink`] (one transaction per batch: COPY,
 //! envelope ids, chain link); [`unparsed`] finds and
-//! records the messages the bus client cannot parse.
+//! records the messages the bus client cannot parse; [`recover`] records what the bus still
+//! holds and the log lacks (at start-up, when the consumer is bound, and on demand).
 
 pub(crate) mod metrics;
 mod outcome;
 mod pipeline;
+pub(crate) mod recover;
 pub mod sink;
 pub(crate) mod source;
 mod unparsed;

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use crate::ingest::metrics::IngestMetrics;
+use crate::ingest::recover::metrics::RecoverMetrics;
 use crate::reconcile::metrics::ReconcileMetrics;
 use crate::reconcile::rest::metrics::RestMetrics;
 use crate::retention::metrics::RetentionMetrics;
@@ -15,6 +16,7 @@ use crate::witnessed::metrics::WitnessMetrics;
 pub struct Metrics {
     pub(crate) registry: Registry,
     pub(crate) ingest: Arc<IngestMetrics>,
+    pub(crate) recover: Arc<RecoverMetrics>,
     pub(crate) chain: ChainMetrics,
     pub rest: RestMetrics,
     pub(crate) reconcile: ReconcileMetrics,
@@ -46,6 +48,7 @@ impl Metrics {
         .set(chrono::Utc::now().timestamp());
         Metrics {
             ingest: Arc::new(IngestMetrics::new(&registry)),
+            recover: Arc::new(RecoverMetrics::new(&registry)),
             chain: ChainMetrics::new(&registry),
             rest: RestMetrics::new(&registry),
             reconcile: ReconcileMetrics::new(&registry),

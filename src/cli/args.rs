@@ -202,6 +202,14 @@ pub struct ConsumerArgs {
     /// How long JetStream waits for an ack before redelivering.
     #[arg(long, id = "stream.ack_wait", env = "EVENT_AUDIT_ACK_WAIT")]
     pub(crate) ack_wait: Option<Dur>,
+    /// The first stream sequence the log records: the consumer is created to deliver from it,
+    /// and no recovery reads below it.
+    #[arg(
+        long = "start-seq",
+        id = "stream.start_seq",
+        env = "EVENT_AUDIT_START_SEQ"
+    )]
+    pub(crate) start_seq: Option<u64>,
 }
 
 #[skip_serializing_none]

@@ -50,6 +50,7 @@ pub(crate) async fn ack_only(
         ack_wait: Duration::from_secs(30),
         max_ack_pending: i64::try_from(batch * 4).unwrap_or(i64::MAX),
         replicas: 1,
+        start_seq: 1,
     };
     let c = bus.bind(&binding).await?;
     let total = crate::ingest::source::consumer_state(&c)

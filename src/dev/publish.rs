@@ -112,6 +112,7 @@ pub(crate) async fn ensure_stream(bus: &Bus, stream: &StreamSettings) -> anyhow:
         ack_wait: stream.ack_wait.get(),
         max_ack_pending: 1,
         replicas: stream.replicas,
+        start_seq: 1,
     };
     bus.ensure_stream(&binding).await?;
     Ok(())

@@ -22,6 +22,8 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::outcome::{IngestError, Totals};
+use super::recover::metrics::RecoverMetrics;
+use super::recover::{Recover, Window};
 use super::sink::Sink;
 use super::source::{self, Binding, Bus, BusError, ConsumerCheck, PullConsumer};
 use super::unparsed;
@@ -35,6 +37,7 @@ use crate::telemetry::health::Health;
 pub struct Ingest {
     pub(crate) sink: Sink,
     pub(crate) metrics: Arc<IngestMetrics>,
+    pub(crate) recover: Arc<RecoverMetrics>,
     pub(crate) health: Arc<Health>,
     pub(crate) naming: Naming,
     pub(crate) settings: IngestSettings,
@@ -160,6 +163,8 @@ impl Ingest {
                         *consumer = c;
                         self.health
                             .consumer_recreated(&binding.stream, &binding.consumer, start);
+                        self.recover_from_bus(bus, binding, start.saturating_sub(1))
+                            .await;
                         Ok(true)
                     }
                     Err(e @ BusError::StreamDeleted { .. }) => Err(Some(e.into())),
@@ -184,6 +189,10 @@ impl Ingest {
         let floor = Arc::new(AtomicU64::new(
             consumer.cached_info().ack_floor.stream_sequence,
         ));
+        // Below the ack floor the consumer delivers nothing again: what the log lacks there
+        // (a database restored from a backup) comes from the stream by sequence.
+        self.recover_from_bus(bus, binding, floor.load(Ordering::SeqCst))
+            .await;
         let messages = self.open(&consumer).await?;
         self.health.set_bound(true);
         let ctl = Arc::new(Control {
@@ -239,6 +248,30 @@ impl Ingest {
         let _ = watcher.await;
         deadline.abort();
         outcome(&ctl, totals, shutdown_timeout)
+    }
+
+    /// Records what the stream holds and the log lacks, from `stream.start_seq` to `floor`
+    /// (see `super::recover`); a failure is logged with what to run, and ingest goes on.
+    async fn recover_from_bus(&self, bus: &Bus, binding: &Binding, floor: u64) {
+        let r = Recover {
+            bus,
+            sink: &self.sink,
+            naming: &self.naming,
+            batch_size: self.settings.batch_size,
+            metrics: Some(&self.recover),
+        };
+        let window = Window {
+            from: binding.start_seq,
+            to: Some(floor),
+        };
+        if let Err(e) = r.run(&binding.stream, window, false).await {
+            tracing::warn!(
+                stream = %binding.stream,
+                error = %e,
+                "recovery from the bus could not be made; the log may lack sequences the stream still holds below the consumer's ack floor: run `event-audit recover --stream {}` once NATS and PostgreSQL answer",
+                binding.stream
+            );
+        }
     }
 
     /// What the watcher of messages the bus client cannot parse needs.

@@ -3,6 +3,7 @@
 
 mod chain;
 mod drift;
+mod held;
 mod ids;
 mod redelivery;
 mod refused;

@@ -36,6 +36,8 @@ pub struct Binding {
     pub(crate) max_ack_pending: i64,
     /// Replicas of the stream when it is created.
     pub(crate) replicas: usize,
+    /// The first sequence the log records (`stream.start_seq`).
+    pub(crate) start_seq: u64,
 }
 
 impl Binding {
@@ -49,10 +51,12 @@ impl Binding {
             ack_wait: stream.ack_wait.get(),
             max_ack_pending: ingest.max_ack_pending(),
             replicas: stream.replicas,
+            start_seq: stream.start_seq.max(1),
         }
     }
 
     fn consumer_config(&self, start: u64) -> pull::Config {
+        let start = start.max(self.start_seq);
         pull::Config {
             durable_name: Some(self.consumer.clone()),
             ack_policy: AckPolicy::Explicit,
@@ -159,15 +163,7 @@ pub(crate) async fn check_consumer(consumer: &PullConsumer) -> ConsumerCheck {
 pub(crate) fn meta_of(msg: &async_nats::jetstream::Message) -> Option<Meta> {
     let info = msg.info().ok()?;
     let published_at = DateTime::from_timestamp_micros(info.published.timestamp_micros())?;
-    let headers = msg
-        .headers
-        .as_ref()
-        .map(|h| {
-            h.iter()
-                .flat_map(|(k, vs)| vs.iter().map(move |v| (k.to_string(), v.to_string())))
-                .collect()
-        })
-        .unwrap_or_default();
+    let headers = msg.headers.as_ref().map(headers_of).unwrap_or_default();
     Some(Meta {
         stream: Arc::from(info.stream),
         stream_seq: info.stream_sequence,
@@ -176,4 +172,11 @@ pub(crate) fn meta_of(msg: &async_nats::jetstream::Message) -> Option<Meta> {
         delivery_count: info.delivered,
         headers,
     })
+}
+
+/// A message's headers as the row keeps them: every value of every name, in the map's order.
+pub(crate) fn headers_of(h: &async_nats::HeaderMap) -> Vec<(String, String)> {
+    h.iter()
+        .flat_map(|(k, vs)| vs.iter().map(move |v| (k.to_string(), v.to_string())))
+        .collect()
 }

@@ -4,26 +4,20 @@
 //! `deleted` by sequence), `missing` (still on the bus but not in the log: a break), `pending`
 //! (after the log's last sequence: not read yet), `unknown` (the stream is not on the bus, or
 //! its sequences end before the log's). The classification is pure ([`classify`]); the bus state
-//! comes from JetStream's stream info with deleted details ([`bus_state`]).
-
-use std::time::Duration;
+//! comes from JetStream's stream info with deleted details (`Bus::stream_state`).
 
 use serde::Serialize;
 
 use super::store::VerifyStore;
 use super::Break;
-use crate::bus::{is_not_found, Bus, BusError};
+pub(crate) use crate::bus::state::BusState;
+use crate::bus::{Bus, BusError};
 use crate::db::DbError;
-
-/// How long one stream-info request may take.
-const INFO_TIMEOUT: Duration = Duration::from_secs(10);
 
 #[derive(Debug, thiserror::Error)]
 pub enum GapsError {
     #[error("completeness needs the stream state from NATS: {0}")]
     Bus(#[from] BusError),
-    #[error("completeness: JetStream stream info of `{stream}`: {message}")]
-    Info { stream: String, message: String },
     #[error(transparent)]
     Db(#[from] DbError),
 }
@@ -50,17 +44,6 @@ pub struct Gap {
     pub(crate) from: u64,
     pub(crate) to: u64,
     pub(crate) kind: GapKind,
-}
-
-/// The stream's state on the bus.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct BusState {
-    pub(crate) first_seq: u64,
-    pub(crate) last_seq: u64,
-    /// Sequences deleted between the first and the last, ascending.
-    #[serde(skip)]
-    pub(crate) deleted: Vec<u64>,
-    pub(crate) deleted_count: u64,
 }
 
 /// One stream's completeness.
@@ -195,40 +178,6 @@ pub(crate) fn classify(held: &[[u64; 2]], bus: Option<&BusState>) -> Vec<Gap> {
     out
 }
 
-/// The state of `stream` on the bus, deleted sequences included; `None` when it does not exist.
-pub(crate) async fn bus_state(bus: &Bus, stream: &str) -> Result<Option<BusState>, GapsError> {
-    let fail = |message: String| GapsError::Info {
-        stream: stream.to_owned(),
-        message,
-    };
-    let info = tokio::time::timeout(INFO_TIMEOUT, async {
-        let s = match bus.js.get_stream(stream).await {
-            Ok(s) => s,
-            Err(e) if is_not_found(&e.kind()) => return Ok(None),
-            Err(e) => return Err(e.to_string()),
-        };
-        s.info_builder()
-            .with_deleted(true)
-            .fetch()
-            .await
-            .map(|i| Some(i.info))
-            .map_err(|e| e.to_string())
-    })
-    .await
-    .map_err(|_| fail(format!("no answer within {INFO_TIMEOUT:?}")))?
-    .map_err(fail)?;
-    Ok(info.map(|i| {
-        let mut deleted = i.state.deleted.unwrap_or_default();
-        deleted.sort_unstable();
-        BusState {
-            first_seq: i.state.first_sequence,
-            last_seq: i.state.last_sequence,
-            deleted_count: deleted.len() as u64,
-            deleted,
-        }
-    }))
-}
-
 /// Completeness of every stream the log holds, against the bus. A `missing` gap is looked at
 /// again in the log once the bus state is known (a batch committed meanwhile is not a gap).
 pub async fn check(store: &VerifyStore, bus: &Bus) -> Result<Completeness, GapsError> {
@@ -247,7 +196,7 @@ pub async fn check(store: &VerifyStore, bus: &Bus) -> Result<Completeness, GapsE
         }
     }
     for s in &mut streams {
-        s.bus = bus_state(bus, &s.stream).await?;
+        s.bus = bus.stream_state(&s.stream).await?;
         let mut gaps = Vec::new();
         for g in classify(&s.held, s.bus.as_ref()) {
             if g.kind != GapKind::Missing {
@@ -289,6 +238,7 @@ mod tests {
             last_seq: 20,
             deleted: vec![6, 7, 15, 19],
             deleted_count: 4,
+            created: None,
         };
         // The log holds 3..=5, 8..=9 and 12..=16 (15 is held although deleted later).
         let held = [[3, 5], [8, 9], [12, 16]];

@@ -33,6 +33,7 @@ mod operations_files;
 mod operator_tools;
 mod reconcile;
 mod reconcile_http;
+mod recover;
 mod registration;
 mod reports_browser;
 mod reprocess;

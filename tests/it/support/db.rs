@@ -108,6 +108,39 @@ impl TestDb {
         }
     }
 
+    /// `pg_dump -Fc` of this database: a nightly backup.
+    pub fn backup(&self) -> Vec<u8> {
+        let out = std::process::Command::new("pg_dump")
+            .args(["-Fc", "-h", "127.0.0.1", "-U", "postgres", &self.name])
+            .output()
+            .expect("run pg_dump");
+        assert!(out.status.success(), "pg_dump: {out:?}");
+        out.stdout
+    }
+
+    /// A new database restored from `dump` (a backup brought back after the database was
+    /// lost), as `pg_restore` does it.
+    pub async fn restored(dump: &[u8]) -> TestDb {
+        use std::io::Write;
+        let db = TestDb::empty().await;
+        let mut child = std::process::Command::new("pg_restore")
+            .args(["-h", "127.0.0.1", "-U", "postgres", "-d", &db.name])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("run pg_restore");
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(dump)
+            .expect("feed the dump");
+        let out = child.wait_with_output().expect("pg_restore");
+        assert!(out.status.success(), "pg_restore: {out:?}");
+        db
+    }
+
     /// The URL of a database that does not exist (for "never creates it" tests).
     pub fn missing_url() -> String {
         url_for(&format!(
