@@ -232,6 +232,33 @@ async fn an_erasure_request_leaves_no_trace_and_the_log_still_verifies() {
         1,
         "leaf data: opening: SHA-256 of the opening is not the leaf's commitment",
     );
+    // The account itself is no longer found; the answer says an erasure may be why.
+    let (p, d) = (
+        public.to_str().expect("utf-8"),
+        dir.to_str().expect("utf-8"),
+    );
+    let by_account = [
+        "prove",
+        "--database-url",
+        &db.url,
+        "--account",
+        ACCOUNT,
+        "--public-key",
+        p,
+        "--checkpoint-dir",
+        d,
+    ];
+    let pa = event_audit(&by_account, &[]).await;
+    assert_eq!(pa.code, Some(2), "{pa:?}");
+    assert!(
+        pa.stderr
+            .contains(&format!("no row for account {ACCOUNT};"))
+            && pa
+                .stderr
+                .contains("1 erasure(s) by account and 0 by publication time")
+            && !pa.stderr.contains("in that time"),
+        "{pa:?}"
+    );
     let pe = prove(&db, &public, &dir, "event-audit.erasures", 1).await;
     assert_eq!(pe.code, Some(0), "{pe:?}");
     assert!(pe.stdout.contains("erasure request 2026-117"), "{pe:?}");
