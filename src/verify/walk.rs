@@ -23,9 +23,10 @@ use crate::row::copy::{CopyError, Tuples};
 pub(crate) const CHUNK_ROWS: i64 = 5_000;
 
 /// Receives the row hashes of each link in log order (the leaves of the Merkle tree: each row's
-/// hash recomputed from its columns; the stored one where it cannot be recomputed).
+/// hash recomputed from its columns; the stored one where it cannot be recomputed), and beside
+/// them the hashes the rows store.
 pub trait LeafSink: Send {
-    fn link(&mut self, link: &LinkRow, row_hashes: &[[u8; 32]]);
+    fn link(&mut self, link: &LinkRow, row_hashes: &[[u8; 32]], stored: &[[u8; 32]]);
 }
 
 /// What one chunk found.
@@ -34,8 +35,8 @@ struct Chunk {
     /// Erased rows accepted: `[hash holds, contents unverifiable]`.
     erased: [i64; 2],
     breaks: Vec<Break>,
-    /// Per link of the chunk, its row hashes.
-    leaves: Vec<Vec<[u8; 32]>>,
+    /// Per link of the chunk, its row hashes (recomputed, stored).
+    leaves: Vec<(Vec<[u8; 32]>, Vec<[u8; 32]>)>,
 }
 
 /// Cuts `links` into chunks of whole links of about `target` rows.
@@ -122,8 +123,8 @@ pub(crate) async fn rows(
             breaks.extend(c.breaks);
             erased = [erased[0] + c.erased[0], erased[1] + c.erased[1]];
             if let Some(s) = sink.as_deref_mut() {
-                for (l, leaves) in links[range].iter().zip(&c.leaves) {
-                    s.link(l, leaves);
+                for (l, (leaves, stored)) in links[range].iter().zip(&c.leaves) {
+                    s.link(l, leaves, stored);
                 }
             }
             drop(permit);
@@ -287,11 +288,12 @@ fn close(open: &mut Open, links: &[LinkRow], out: &mut Chunk) {
             why,
         });
     }
-    out.leaves.push(std::mem::take(&mut open.leaves));
-    open.stored.clear();
+    let stored = std::mem::take(&mut open.stored);
+    out.leaves.push((std::mem::take(&mut open.leaves), stored));
     open.idx += 1;
     if let Some(next) = links.get(open.idx) {
         open.leaves.reserve(row_cap(next));
+        open.stored.reserve(row_cap(next));
     }
 }
 
