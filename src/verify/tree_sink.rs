@@ -84,7 +84,7 @@ impl LeafSink for TreeSink {
             let shifted = self.shifted;
             let mut bad = None;
             self.tree.append(merkle::leaf_hash(h), |node, hash| {
-                if !crate::tlog::tile::is_stored(&node) || matches(&node, &hash) {
+                if !crate::tlog::tile::is_stored(&node) || matches(&node, hash) {
                     return;
                 }
                 // Made by the rows' stored hashes: it follows from the row break the chain names.

@@ -29,14 +29,17 @@ pub trait LeafSink: Send {
     fn link(&mut self, link: &LinkRow, row_hashes: &[[u8; 32]], stored: &[[u8; 32]]);
 }
 
+/// One link's row hashes: recomputed (the leaves), and as stored.
+type LinkHashes = (Vec<[u8; 32]>, Vec<[u8; 32]>);
+
 /// What one chunk found.
 struct Chunk {
     rows: i64,
     /// Erased rows accepted: `[hash holds, contents unverifiable]`.
     erased: [i64; 2],
     breaks: Vec<Break>,
-    /// Per link of the chunk, its row hashes (recomputed, stored).
-    leaves: Vec<(Vec<[u8; 32]>, Vec<[u8; 32]>)>,
+    /// Per link of the chunk, its row hashes.
+    leaves: Vec<LinkHashes>,
 }
 
 /// Cuts `links` into chunks of whole links of about `target` rows.

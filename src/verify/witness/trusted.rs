@@ -9,6 +9,9 @@ use crate::tlog::note::{self, PublicKey, REVERDICTS_SUFFIX};
 use crate::verify::auditor::Checked;
 use crate::witnessed::signer::publish::Found;
 
+/// Per log, the notes that open with the key but lack the policy's quorum, with their sizes.
+pub(super) type Uncosigned = [Vec<(u64, Rejected)>; 2];
+
 /// The checkpoints found, by log: those that open with the key and meet the policy, of the
 /// rows' log and of the re-verdict runs' log (`logs`: their origins); the others rejected, but
 /// for those that open with the key and lack only the policy's quorum, held aside by log with
@@ -19,7 +22,7 @@ pub(super) fn sort_out(
     policy: Option<&WitnessPolicy>,
     logs: [&str; 2],
     report: &mut WitnessReport,
-) -> ([Vec<Trusted>; 2], [Vec<(u64, Rejected)>; 2]) {
+) -> ([Vec<Trusted>; 2], Uncosigned) {
     let mut trusted = [Vec::new(), Vec::new()];
     let mut uncosigned = [Vec::new(), Vec::new()];
     for f in found {
