@@ -11,7 +11,7 @@ use chrono::{DateTime, Utc};
 use sqlx::migrate::MigrateDatabase;
 use sqlx::pool::PoolConnection;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-use sqlx::{Connection, Executor, PgConnection, PgPool, Postgres};
+use sqlx::{ConnectOptions, Connection, Executor, PgConnection, PgPool, Postgres};
 
 use crate::config::{redact_url, DatabaseSettings};
 pub use error::{Class, Ctx, DbError};
@@ -53,11 +53,22 @@ fn options(s: &DatabaseSettings) -> Result<PgConnectOptions, DbError> {
             reason: why.to_owned(),
         });
     }
-    s.url.parse().map_err(|e: sqlx::Error| DbError::Url {
+    let opts: PgConnectOptions = s.url.parse().map_err(|e: sqlx::Error| DbError::Url {
         url: redact_url(&s.url),
         reason: e.to_string().chars().take(200).collect(),
-    })
+    })?;
+    Ok(opts.log_slow_statements(LIBRARY_NOTICES, SLOW_STATEMENT))
 }
+
+/// The level of sqlx's own notices of a statement slower than [`SLOW_STATEMENT`] and of a slow
+/// pool acquire (its default is WARN, which put known long statements, such as the statistics
+/// refresh `audit.analyze_log()`, and waits for a busy pool among the daemon's warnings): INFO,
+/// below the default filter's `sqlx=warn`, shown by `RUST_LOG=info`. What is too slow is the
+/// daemon's own to say (its bounds, metrics and WARN lines).
+const LIBRARY_NOTICES: log::LevelFilter = log::LevelFilter::Info;
+
+/// What sqlx calls a slow statement (its default).
+const SLOW_STATEMENT: Duration = Duration::from_secs(1);
 
 async fn bounded<T>(
     place: &str,
@@ -154,6 +165,7 @@ impl Db {
         let pool = PgPoolOptions::new()
             .max_connections(s.connections)
             .acquire_timeout(limit)
+            .acquire_slow_level(LIBRARY_NOTICES)
             .after_connect(|conn, _| {
                 Box::pin(async move {
                     conn.execute(format!("SET ROLE {WRITER_ROLE}").as_str())
@@ -201,6 +213,7 @@ impl Db {
         let pool = PgPoolOptions::new()
             .max_connections(connections.max(1))
             .acquire_timeout(limit)
+            .acquire_slow_level(LIBRARY_NOTICES)
             .connect_with(opts)
             .await
             .ctx("connect")

@@ -401,12 +401,7 @@ pub(crate) fn report(o: &Outcome) -> String {
         );
     }
     for b in &o.bus {
-        let list = |seqs: &[i64]| {
-            seqs.iter()
-                .map(i64::to_string)
-                .collect::<Vec<_>>()
-                .join(",")
-        };
+        let list = bus::ranges;
         if !b.deleted.is_empty() {
             let _ = writeln!(
                 s,

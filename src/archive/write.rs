@@ -243,7 +243,8 @@ pub(crate) struct Written {
 }
 
 /// Archives every unpruned dated partition that ends by `before` and holds rows into `dir`,
-/// then replaces the manifest (entries for other partitions kept).
+/// then replaces the manifest (entries for other partitions kept). With nothing to archive,
+/// touches nothing: no directory made, no manifest written or rewritten.
 pub(crate) async fn archive(
     db: &Db,
     before: DateTime<Utc>,
@@ -254,7 +255,10 @@ pub(crate) async fn archive(
     if before > now {
         return Err(ArchiveError::FutureBound(stamp(before), stamp(now)));
     }
-    std::fs::create_dir_all(dir).map_err(|e| ArchiveError::Io(dir.to_owned(), e))?;
+    let found = partitions_before(db, before).await?;
+    if found.iter().any(|p| p.has_rows && !p.pruned) {
+        std::fs::create_dir_all(dir).map_err(|e| ArchiveError::Io(dir.to_owned(), e))?;
+    }
     let mut manifest = read_manifest(dir)?.unwrap_or_else(|| Manifest {
         format: FORMAT.to_owned(),
         origin: None,
@@ -267,7 +271,7 @@ pub(crate) async fn archive(
         partitions: Vec::new(),
         already_pruned: Vec::new(),
     };
-    for p in partitions_before(db, before).await? {
+    for p in found {
         if !p.has_rows {
             continue;
         }
@@ -281,6 +285,9 @@ pub(crate) async fn archive(
             .retain(|e| e.partition != entry.partition);
         manifest.partitions.push(entry.clone());
         written.partitions.push(entry);
+    }
+    if written.partitions.is_empty() {
+        return Ok((written, manifest));
     }
     manifest
         .partitions

@@ -1,7 +1,8 @@
 //! `event-audit archive --before T --out DIR [--prune --reason TEXT]`: the dated partitions of
 //! the log that end by `T` written to `DIR` as JSON Lines with a manifest (see `archive`), and
 //! with `--prune` then dropped from the database, each prune recorded in the log. Exit 0 done,
-//! 2 no partition to archive (nothing changed). Never creates the database, never migrates.
+//! 2 no partition to archive (nothing changed: no directory made, no manifest written). Never
+//! creates the database, never migrates.
 
 use std::path::PathBuf;
 use std::process::ExitCode;

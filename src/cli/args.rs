@@ -352,7 +352,8 @@ pub struct RestArgs {
 #[derive(clap::Args, Debug, Clone, Default, Serialize)]
 pub struct LinkArgs {
     /// The daemon's address as a browser reaches it (`https://audit.internal:9187`): the CLI
-    /// prints signed links to the reports under it.
+    /// prints signed links to the reports under it, and an HTML report's links point under it
+    /// (without it, a written HTML report leaves them out).
     #[arg(
         long = "public-url",
         id = "http.public_url",

@@ -51,8 +51,9 @@ pub struct DemoGroup {
     /// random unless given.
     #[arg(long, id = "demo.seed")]
     pub(crate) seed: Option<u64>,
-    /// Leave the demo's stream (EVENT_AUDIT_DEMO) and database behind when it stops, to look
-    /// at them afterwards; without it, Ctrl-C drops both.
+    /// Leave the demo's stream (EVENT_AUDIT_DEMO) and database behind when it stops, to query,
+    /// verify or diff the stored runs afterwards (not to reconcile again: the simulated platform
+    /// stops with the demo); without it, Ctrl-C drops both.
     #[arg(long, id = "demo.keep")]
     #[serde(skip_serializing_if = "is_false")]
     pub(crate) keep: bool,

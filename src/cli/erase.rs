@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use serde::Serialize;
 
-use super::args::{ConfigArg, NatsArgs, StatementDatabaseArgs};
+use super::args::{is_false, ConfigArg, NatsArgs, StatementDatabaseArgs};
 use super::catalogue::ListFormat;
 use crate::db::Db;
 use crate::erase::{self, EraseError, Selector};
@@ -22,9 +22,12 @@ pub struct EraseArgs {
     #[command(flatten)]
     pub(crate) database: StatementDatabaseArgs,
     /// Where the erased messages are deleted from the bus (the stream the daemon owns: its
-    /// `stream.name` in the configuration file, `stream.bind_only` off).
+    /// `stream.name`, `stream.bind_only` off).
     #[command(flatten)]
     pub(crate) nats: NatsArgs,
+    #[command(flatten)]
+    #[serde(rename = "stream")]
+    pub(crate) owned: OwnedStreamArgs,
     /// Every row of this account number.
     #[arg(long, conflicts_with = "stream")]
     #[serde(skip)]
@@ -55,6 +58,46 @@ pub struct EraseArgs {
     pub(crate) format: ListFormat,
 }
 
+/// The stream the daemon owns, as the daemon reads it (`--stream` selects rows here, so the
+/// daemon's stream has a flag of its own; its environment variables are the daemon's).
+#[serde_with::skip_serializing_none]
+#[derive(clap::Args, Debug, Clone, Default, Serialize)]
+pub struct OwnedStreamArgs {
+    /// The daemon's stream (its --stream): erased messages are deleted from it.
+    #[arg(long = "daemon-stream", id = "stream.name", env = "EVENT_AUDIT_STREAM")]
+    pub(crate) name: Option<String>,
+    /// The daemon only binds to the stream (its --bind-only): nothing is deleted from it.
+    #[arg(
+        long = "daemon-bind-only",
+        id = "stream.bind_only",
+        env = "EVENT_AUDIT_BIND_ONLY"
+    )]
+    #[serde(skip_serializing_if = "is_false")]
+    pub(crate) bind_only: bool,
+}
+
+/// The erasure's database error, with what to do when `login` may not erase.
+fn not_eraser(e: crate::db::DbError, login: &str) -> anyhow::Error {
+    if e.sqlstate().as_deref() != Some("42501") {
+        return e.into();
+    }
+    anyhow::anyhow!(
+        "{e}; erase works as the role {role}, which this login is not a member of: grant it as \
+         a superuser or the role's admin (`GRANT {role} TO {login};`), or run erase as a login \
+         that has it",
+        role = crate::erase::ERASER_ROLE
+    )
+}
+
+/// The user name of a database URL (`<login>` when it names none).
+fn login_of(url: &str) -> String {
+    url::Url::parse(url)
+        .ok()
+        .map(|u| u.username().to_owned())
+        .filter(|u| !u.is_empty())
+        .unwrap_or_else(|| "<login>".into())
+}
+
 /// An RFC 3339 time, as `--published-before` takes it.
 pub(crate) fn parse_time(s: &str) -> Result<chrono::DateTime<chrono::Utc>, String> {
     chrono::DateTime::parse_from_rfc3339(s)
@@ -76,8 +119,11 @@ pub fn run(args: EraseArgs) -> anyhow::Result<ExitCode> {
         _ => anyhow::bail!("erase needs --account NUMBER, or --stream S with --seq A..B"),
     };
     let instance = settings.ingest.instance_name();
+    let login = login_of(&settings.database.url);
     let outcome = super::runtime()?.block_on(async {
-        let db = Db::open_existing(&settings.database, 1).await?;
+        let db = Db::open_existing(&settings.database, 1)
+            .await
+            .map_err(|e| not_eraser(e, &login))?;
         let bound = settings.database.statement_timeout.get();
         let done = tokio::time::timeout(
             bound * 4,
@@ -103,7 +149,7 @@ pub fn run(args: EraseArgs) -> anyhow::Result<ExitCode> {
             eprintln!("{e}");
             return Ok(ExitCode::from(2));
         }
-        Err(EraseError::Db(e)) => return Err(e.into()),
+        Err(EraseError::Db(e)) => return Err(not_eraser(e, &login)),
     };
     outcome.bus = if outcome.dry_run {
         erase::bus::plan(&outcome.rows, &settings.stream)

@@ -72,6 +72,41 @@ pub(crate) async fn find_batch(
     }
 }
 
+/// An HTML page the CLI writes (to a file, or to stdout for one): its links to the daemon's
+/// pages are root-relative (`href="/…"`), dead once the page is opened from disk, so they are
+/// made absolute under `base` (`http.public_url`), or, with no base known, left out (their text
+/// kept) with a note under the title saying how to have them.
+pub(crate) fn links_for_file(html: &str, base: Option<&str>) -> String {
+    const OPEN: &str = "<a href=\"/";
+    if let Some(base) = base {
+        let to = format!("<a href=\"{}/", base.trim_end_matches('/'));
+        return html.replace(OPEN, &to);
+    }
+    let mut out = String::with_capacity(html.len());
+    let mut rest = html;
+    let mut removed = 0;
+    while let Some(at) = rest.find(OPEN) {
+        let (text_at, end) = match rest[at..].find('>').zip(rest[at..].find("</a>")) {
+            Some((gt, close)) if gt < close => (at + gt + 1, at + close),
+            _ => break,
+        };
+        out.push_str(&rest[..at]);
+        out.push_str(&rest[text_at..end]);
+        rest = &rest[end + "</a>".len()..];
+        removed += 1;
+    }
+    out.push_str(rest);
+    if removed > 0 {
+        if let Some(h1) = out.find("</h1>\n") {
+            let note = "<p class=\"note\">Saved without the daemon's address: the links to its pages \
+                        (accounts' timelines, history, changes) are left out; write it with \
+                        <code>--public-url URL</code> (or EVENT_AUDIT_PUBLIC_URL) to keep them.</p>\n";
+            out.insert_str(h1 + "</h1>\n".len(), note);
+        }
+    }
+    out
+}
+
 /// `path_and_query` under `http.public_url`, signed with the report token for `http.link_ttl`
 /// (unsigned, with a note, when no report token is configured: the reports are open).
 pub(crate) fn signed_link(settings: &Settings, path_and_query: &str) -> anyhow::Result<String> {
@@ -101,6 +136,40 @@ pub(crate) fn signed_link(settings: &Settings, path_and_query: &str) -> anyhow::
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn saved_pages_link_to_the_daemon_or_carry_no_dead_links() {
+        let page = "<h1>R</h1>\n<p><a href=\"/accounts/E1/events?format=html\">E1</a> · \
+                    <a href=\"https://example.org/x\">elsewhere</a> · \
+                    <a href=\"/reports/reconciliation/runs\">history</a></p>";
+        let with = links_for_file(page, Some("https://audit.internal:9187/"));
+        assert!(
+            with.contains(
+                "<a href=\"https://audit.internal:9187/accounts/E1/events?format=html\">E1</a>"
+            ),
+            "{with}"
+        );
+        assert!(
+            !with.contains("href=\"/") && !with.contains("note"),
+            "{with}"
+        );
+        let without = links_for_file(page, None);
+        assert!(!without.contains("href=\"/"), "{without}");
+        assert!(
+            without
+                .contains("<p>E1 · <a href=\"https://example.org/x\">elsewhere</a> · history</p>"),
+            "{without}"
+        );
+        assert!(
+            without.contains("</h1>\n<p class=\"note\">Saved without the daemon's address"),
+            "{without}"
+        );
+        // Nothing to change: no note.
+        assert_eq!(
+            links_for_file("<h1>R</h1>\n<p>x</p>", None),
+            "<h1>R</h1>\n<p>x</p>"
+        );
+    }
 
     #[test]
     fn output_files_need_a_known_extension_or_a_format() {

@@ -18,7 +18,7 @@ use serde::Serialize;
 use serde_with::skip_serializing_none;
 
 use super::args::{ConfigArg, DatabaseArgs, LinkArgs, RestArgs};
-use super::output::{emit, find_batch, format_of, signed_link};
+use super::output::{emit, find_batch, format_of, links_for_file, signed_link};
 use super::runs::{self, RunsAction};
 use crate::config::Dur;
 use crate::db::Db;
@@ -236,7 +236,10 @@ pub fn run(args: ReconcileArgs) -> anyhow::Result<ExitCode> {
             Format::Html => compare::since_previous(&store, &report).await?,
             _ => None,
         };
-        let body = report::render(&report, format, args.show_matched, changes.as_ref());
+        let mut body = report::render(&report, format, args.show_matched, changes.as_ref());
+        if format == Format::Html {
+            body = links_for_file(&body, settings.http.public_url.as_deref());
+        }
         emit(args.output.as_deref(), &body)?;
         eprintln!("{}", report::summary(&report));
         if let (Some(id), Some(_)) = (report.run_id, &settings.http.public_url) {

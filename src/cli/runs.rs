@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use serde::Serialize;
 
 use super::args::{ConfigArg, DatabaseArgs, LinkArgs};
-use super::output::{emit, find_batch, format_of, signed_link};
+use super::output::{emit, find_batch, format_of, links_for_file, signed_link};
 use crate::db::Db;
 use crate::reconcile::batch::batch_scope;
 use crate::reconcile::compare;
@@ -55,6 +55,23 @@ pub struct DiffArgs {
     #[arg(long, short = 'o')]
     #[serde(skip)]
     pub(crate) output: Option<PathBuf>,
+    #[command(flatten)]
+    #[serde(rename = "http")]
+    pub(crate) http: PublicUrlArg,
+}
+
+/// Where the daemon's pages are, for the links of an HTML page written here.
+#[serde_with::skip_serializing_none]
+#[derive(clap::Args, Debug, Clone, Default, Serialize)]
+pub struct PublicUrlArg {
+    /// The daemon's address as a browser reaches it (`https://audit.internal:9187`): the HTML
+    /// page's links point under it (without it, they are left out).
+    #[arg(
+        long = "public-url",
+        id = "http.public_url",
+        env = "EVENT_AUDIT_PUBLIC_URL"
+    )]
+    pub(crate) public_url: Option<String>,
 }
 
 /// Options of `event-audit reconcile link`.
@@ -107,7 +124,11 @@ fn diff(args: DiffArgs) -> anyhow::Result<ExitCode> {
             (None, [a, b]) => compare::between(&store, *a, *b).await?,
             _ => anyhow::bail!("give --batch NAME, or two run ids"),
         };
-        emit(args.output.as_deref(), &changes::render(&d, format))?;
+        let mut body = changes::render(&d, format);
+        if format == Format::Html {
+            body = links_for_file(&body, settings.http.public_url.as_deref());
+        }
+        emit(args.output.as_deref(), &body)?;
         eprintln!(
             "{} account(s) changed between runs {} and {}",
             d.changes.len(),

@@ -39,7 +39,13 @@ pub(crate) async fn report(
     for r in &report.rejected {
         eprintln!("not trusted: {}: {}", r.checkpoint, r.why);
     }
-    print_witness(&report);
+    for b in &report.before_policy {
+        eprintln!(
+            "not used: {} checkpoint(s) of {}, sizes {} to {}, signed before its first one the witness policy's quorum cosigned (size {}): checkpoints published before the policy was in force carry no cosignatures",
+            b.count, b.origin, b.smallest, b.largest, b.first_cosigned
+        );
+    }
+    print_witness(&report, memory.path.is_some(), parts.chain.ok);
     let settled = match memory.settle(finding(parts.chain, &report)) {
         Ok(s) => s,
         Err(e) => {
@@ -105,9 +111,10 @@ fn finding(chain: &VerifyReport, w: &WitnessReport) -> Option<crate::verify::bre
     })
 }
 
-/// The witness's summary on stderr: what held and what was hashed, or the first divergent
-/// checkpoint with the signed notes that show it.
-fn print_witness(report: &WitnessReport) {
+/// The witness's summary on stderr: what held and what was hashed (and whether a state file
+/// keeps this run's checkpoint), or the first divergent checkpoint with the signed notes that
+/// show it.
+fn print_witness(report: &WitnessReport, with_state: bool, chain_ok: bool) {
     if report.ok {
         let hashed = match report.not_rehashed_before {
             Some(n) => format!(
@@ -129,7 +136,9 @@ fn print_witness(report: &WitnessReport) {
                 String::new()
             },
         );
-        if !report.state_loaded {
+        if !with_state {
+            eprintln!("--no-state: no state read or written; the next run does not know this one's checkpoint");
+        } else if !report.state_loaded && chain_ok {
             eprintln!("no earlier state: this run's checkpoint is remembered for the next one (keep the state file out of the log operators' reach)");
         }
         return;

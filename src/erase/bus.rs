@@ -52,7 +52,28 @@ pub(crate) fn plan(rows: &[Erased], own: &StreamSettings) -> Vec<OnTheBus> {
 }
 
 fn not_owned(stream: &str) -> String {
-    format!("the daemon does not own stream {stream} (not its stream.name, or stream.bind_only)")
+    format!("the daemon does not own stream {stream} (not its stream.name: pass --daemon-stream or EVENT_AUDIT_STREAM as the daemon has it; or stream.bind_only)")
+}
+
+/// Stream sequences as sorted ranges: `1-500,502,504-1099`.
+pub(crate) fn ranges(seqs: &[i64]) -> String {
+    let mut sorted = seqs.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < sorted.len() {
+        let first = sorted[i];
+        while i + 1 < sorted.len() && sorted[i + 1] == sorted[i] + 1 {
+            i += 1;
+        }
+        out.push(match sorted[i] {
+            last if last == first => first.to_string(),
+            last => format!("{first}-{last}"),
+        });
+        i += 1;
+    }
+    out.join(",")
 }
 
 /// Deletes the erased messages from the streams the daemon owns.
@@ -116,4 +137,20 @@ async fn delete_from(bus: &Bus, limit: std::time::Duration, o: &mut OnTheBus) ->
     }
     o.left = left;
     why
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ranges;
+
+    #[test]
+    fn sequences_are_printed_as_ranges() {
+        assert_eq!(ranges(&[]), "");
+        assert_eq!(ranges(&[7]), "7");
+        assert_eq!(ranges(&[3, 4]), "3-4");
+        let mut many: Vec<i64> = (1..=1099).filter(|s| *s != 501).collect();
+        many.reverse();
+        assert_eq!(ranges(&many), "1-500,502-1099");
+        assert_eq!(ranges(&[9, 1, 2, 2, 5]), "1-2,5,9");
+    }
 }

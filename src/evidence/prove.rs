@@ -100,7 +100,14 @@ pub(crate) async fn prove(
     if places.is_empty() {
         return Err(ProveError::NotFound(match query {
             Query::Event { stream, seq } => format!("stream={stream} stream_seq={seq}"),
-            Query::Account { number, .. } => format!("for account {number} in that time"),
+            Query::Account {
+                number,
+                since,
+                until,
+            } => {
+                let erased = crate::verify::store::erasure_counts(store.db()).await.ok();
+                no_account(number, since, until, erased)
+            }
         }));
     }
     let mut entries = Vec::with_capacity(places.len());
@@ -181,8 +188,54 @@ pub(crate) async fn prove(
     })
 }
 
+/// Why no row of account `number` (with `occurred_at` in `[since, until)`, either bound empty)
+/// was found, and what erasures (`(by account, by publication time)`, when they could be
+/// counted) may have to do with it.
+fn no_account(number: &str, since: &str, until: &str, erased: Option<(i64, i64)>) -> String {
+    let when = match (since, until) {
+        ("", "") => String::new(),
+        (s, "") => format!(" that occurred at or after {s}"),
+        ("", u) => format!(" that occurred before {u}"),
+        (s, u) => format!(" that occurred from {s} until {u}"),
+    };
+    let hint = match erased {
+        Some((0, 0)) => "; no erasure is recorded, so none of its rows was erased: check the account number".to_owned(),
+        Some((by_account, by_time)) => format!(
+            "; an erased row no longer carries its account number, and the log records {by_account} erasure(s) by account and {by_time} by publication time (`event-audit verify` lists them): an erased row is still proven by its stream and sequence, which its erasure's record lists (`prove --stream event-audit.erasures --seq N` shows erasure N)"
+        ),
+        None => String::new(),
+    };
+    format!("for account {number}{when}{hint}")
+}
+
 /// The canonical encoding of a stored row (the leaf data), built as `verify` builds it; `None`
 /// when a JSON column lost its recorded shape.
 pub fn leaf_data(row: &StoredRow) -> Option<Vec<u8>> {
     crate::verify::rows::encoding(&row.view())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::no_account;
+
+    #[test]
+    fn an_account_not_found_says_which_time_and_whether_erasures_may_explain_it() {
+        let plain = no_account("A-1", "", "", Some((0, 0)));
+        assert!(
+            !plain.contains("occurred") && plain.contains("no erasure is recorded"),
+            "{plain}"
+        );
+        let erased = no_account("A-1", "", "", Some((2, 1)));
+        assert!(
+            erased.contains("2 erasure(s) by account and 1 by publication time"),
+            "{erased}"
+        );
+        let since = no_account("A-1", "2026-01-01T00:00:00+00:00", "", None);
+        assert_eq!(
+            since,
+            "for account A-1 that occurred at or after 2026-01-01T00:00:00+00:00"
+        );
+        let both = no_account("A-1", "S", "U", None);
+        assert_eq!(both, "for account A-1 that occurred from S until U");
+    }
 }

@@ -44,6 +44,9 @@ pub struct Ingest {
 }
 
 type Chunks = ReadyChunks<async_nats::jetstream::consumer::pull::Stream>;
+
+/// A message and when it was read from the bus client (its row's `received_at`).
+type Read = (Message, DateTime<Utc>);
 type Pulled = Result<Message, MessagesError>;
 
 /// Something the message stream said that needs the server's word on the consumer.
@@ -73,11 +76,14 @@ impl Ingest {
         Ok(messages.ready_chunks(size.div_ceil(4).max(1)))
     }
 
-    /// Messages into `carry`; what the stream reports about the consumer into `trouble`.
-    fn sort_in(chunk: Vec<Pulled>, carry: &mut VecDeque<Message>, trouble: &mut Option<Trouble>) {
+    /// Messages into `carry`, each with the time it was read from the bus client (the chunk's:
+    /// its messages are read at once); what the stream reports about the consumer into
+    /// `trouble`.
+    fn sort_in(chunk: Vec<Pulled>, carry: &mut VecDeque<Read>, trouble: &mut Option<Trouble>) {
+        let read_at = Utc::now();
         for m in chunk {
             match m {
-                Ok(m) => carry.push_back(m),
+                Ok(m) => carry.push_back((m, read_at)),
                 Err(e) => {
                     tracing::warn!(error = %e, "pull consumer error");
                     if matches!(
@@ -93,15 +99,11 @@ impl Ingest {
         }
     }
 
-    /// Decodes messages into the batch; returns the time spent decoding.
-    fn add(
-        &self,
-        batch: &mut Batch,
-        msgs: impl Iterator<Item = Message>,
-        received_at: DateTime<Utc>,
-    ) -> Duration {
+    /// Decodes messages into the batch, each received when it was read; returns the time spent
+    /// decoding.
+    fn add(&self, batch: &mut Batch, msgs: impl Iterator<Item = Read>) -> Duration {
         let started = Instant::now();
-        for msg in msgs {
+        for (msg, received_at) in msgs {
             let Some(meta) = source::meta_of(&msg) else {
                 tracing::warn!(subject = %msg.subject, "message without JetStream metadata; not acked");
                 continue;
@@ -424,14 +426,13 @@ impl Ingest {
     async fn fill(&self, pull: &mut Pull) -> Batch {
         let size = self.settings.batch_size;
         let started = Instant::now();
-        let received_at = Utc::now();
         let mut batch = Batch {
             records: Vec::with_capacity(size),
             ackers: Vec::with_capacity(size),
             fetched: started,
         };
         let take = pull.carry.len().min(size);
-        let mut decoding = self.add(&mut batch, pull.carry.drain(..take), received_at);
+        let mut decoding = self.add(&mut batch, pull.carry.drain(..take));
         // Fill the batch up to its size, waiting at most `linger` for more messages.
         let deadline = tokio::time::Instant::now() + self.settings.linger.get();
         while batch.records.len() < size && pull.carry.is_empty() && pull.trouble.is_none() {
@@ -439,7 +440,7 @@ impl Ingest {
                 Ok(Some(chunk)) => {
                     Self::sort_in(chunk, &mut pull.carry, &mut pull.trouble);
                     let take = pull.carry.len().min(size - batch.records.len());
-                    decoding += self.add(&mut batch, pull.carry.drain(..take), received_at);
+                    decoding += self.add(&mut batch, pull.carry.drain(..take));
                 }
                 Ok(None) => pull.trouble = Some(Trouble::Ended),
                 Err(_) => break,
@@ -464,7 +465,7 @@ struct Pull {
     messages: Chunks,
     /// Messages pulled beyond a full batch wait here for the next one (a batch never exceeds
     /// the batch size).
-    carry: VecDeque<Message>,
+    carry: VecDeque<Read>,
     trouble: Option<Trouble>,
     idle_checks: u32,
 }

@@ -257,6 +257,10 @@ pub(crate) fn table(r: &RunReport, show_matched: bool) -> String {
                 || a.registration.is_some_and(|r| !r.is_settled())
         })
         .collect();
+    let matched_listed = listed
+        .iter()
+        .filter(|a| a.verdict == Verdict::Matched)
+        .count() as u64;
     if !listed.is_empty() {
         out.push('\n');
         let mut rows = vec![[
@@ -289,11 +293,17 @@ pub(crate) fn table(r: &RunReport, show_matched: bool) -> String {
         }
         pad(&mut out, &rows);
     }
-    let matched = r.counts.get("matched").copied().unwrap_or(0);
-    if !show_matched && matched > 0 {
+    // Matched accounts listed for their registration are not among those left out.
+    let unlisted = r
+        .counts
+        .get("matched")
+        .copied()
+        .unwrap_or(0)
+        .saturating_sub(matched_listed);
+    if !show_matched && unlisted > 0 {
         let _ = writeln!(
             out,
-            "\n{matched} matched account(s) not listed (--show-matched, or --format csv|json|html)"
+            "\n{unlisted} matched account(s) not listed (--show-matched, or --format csv|json|html)"
         );
     }
     let line = |counts: Vec<(&str, u64)>| {
@@ -430,6 +440,21 @@ pub(crate) mod tests {
         );
         assert!(t.contains("E2") && t.contains("stalled"), "{t}");
         assert!(summary(&report()).contains("registrations not complete: 1 stalled"));
+        // The one matched account is listed (its registration stalled): none is left out.
+        assert!(!t.contains("not listed"), "{t}");
+        // A settled matched account beside it is the one not listed.
+        let mut r = report();
+        let mut settled = r.results[1].clone();
+        settled.external_account_number = "E3".into();
+        settled.registration = None;
+        r.results.push(settled);
+        r.counts = count(&r.results);
+        let t = table(&r, false);
+        assert!(
+            !t.contains("E3") && t.contains("\n1 matched account(s) not listed"),
+            "{t}"
+        );
+        assert!(!table(&r, true).contains("not listed"));
     }
 
     #[test]

@@ -187,6 +187,19 @@ pub async fn stored_row(db: &Db, stream: &str, seq: i64) -> Result<Option<Stored
         .ctx("read a row")
 }
 
+/// How many erasures `audit.erasures` records by account, and by publication time (payload
+/// retention and pruned partitions): each left rows without their account number.
+pub(crate) async fn erasure_counts(db: &Db) -> Result<(i64, i64), DbError> {
+    sqlx::query_as(
+        "SELECT count(*) FILTER (WHERE selector = 'account') AS by_account, \
+           count(*) FILTER (WHERE selector <> 'account' AND selector NOT LIKE 'stream %') AS by_time \
+         FROM audit.erasures",
+    )
+    .fetch_one(db.pool())
+    .await
+    .ctx("count the erasures")
+}
+
 impl VerifyStore {
     pub fn new(db: Db) -> VerifyStore {
         VerifyStore { db }

@@ -23,9 +23,10 @@ use crate::row::copy::{CopyError, Tuples};
 pub(crate) const CHUNK_ROWS: i64 = 5_000;
 
 /// Receives the row hashes of each link in log order (the leaves of the Merkle tree: each row's
-/// hash recomputed from its columns; the stored one where it cannot be recomputed).
+/// hash recomputed from its columns; the stored one where it cannot be recomputed), and beside
+/// them the hashes the rows store.
 pub trait LeafSink: Send {
-    fn link(&mut self, link: &LinkRow, row_hashes: &[[u8; 32]]);
+    fn link(&mut self, link: &LinkRow, row_hashes: &[[u8; 32]], stored: &[[u8; 32]]);
 }
 
 /// What one chunk found.
@@ -41,8 +42,10 @@ struct Chunk {
 /// What the rows of one link gave.
 #[derive(Default)]
 struct LinkOut {
-    /// Its row hashes, in log order.
+    /// Its row hashes as recomputed, in log order.
     leaves: Vec<[u8; 32]>,
+    /// Its row hashes as stored, in log order.
+    stored: Vec<[u8; 32]>,
     /// The rows an erasure by time counts: `(record, row hash)`.
     counted: Vec<(u32, [u8; 32])>,
 }
@@ -136,7 +139,7 @@ pub(crate) async fn rows(
             erased = [erased[0] + c.erased[0], erased[1] + c.erased[1]];
             for (l, w) in links[range].iter().zip(c.links) {
                 if let Some(s) = sink.as_deref_mut() {
-                    s.link(l, &w.leaves);
+                    s.link(l, &w.leaves, &w.stored);
                 }
                 tally.link(l.link_seq, w.counted);
             }
@@ -191,7 +194,7 @@ async fn chunk(
         idx: 0,
         out: LinkOut {
             leaves: Vec::with_capacity(row_cap(&links[0])),
-            counted: Vec::new(),
+            ..LinkOut::default()
         },
         stored: Vec::with_capacity(row_cap(&links[0])),
     };
@@ -316,11 +319,13 @@ fn close(open: &mut Open, links: &[LinkRow], out: &mut Chunk) {
             why,
         });
     }
-    out.links.push(std::mem::take(&mut open.out));
-    open.stored.clear();
+    let mut done = std::mem::take(&mut open.out);
+    done.stored = std::mem::take(&mut open.stored);
+    out.links.push(done);
     open.idx += 1;
     if let Some(next) = links.get(open.idx) {
         open.out.leaves.reserve(row_cap(next));
+        open.stored.reserve(row_cap(next));
     }
 }
 

@@ -26,7 +26,7 @@ use crate::tlog::merkle::{self, Frontier, MemTree};
 use crate::tlog::note::{self, Checkpoint, PublicKey, REVERDICTS_SUFFIX};
 use crate::witnessed::signer::CheckpointError;
 use crate::witnessed::tree::TreeStore;
-use trusted::{against_state, none_trusted, sort_out, split_views};
+use trusted::{against_state, before_policy, none_trusted, sort_out, split_views};
 
 mod trusted;
 
@@ -35,6 +35,18 @@ mod trusted;
 pub struct Rejected {
     pub(crate) checkpoint: String,
     pub(crate) why: String,
+}
+
+/// The checkpoints of one log signed by the key before the first one the witness policy's
+/// quorum cosigned: not trusted, not used, counted once (see `trusted::before_policy`).
+#[derive(Debug, Clone, Serialize)]
+pub struct BeforePolicy {
+    pub(crate) origin: String,
+    pub(crate) count: usize,
+    pub(crate) smallest: u64,
+    pub(crate) largest: u64,
+    /// The size of the log's first checkpoint that carries the quorum.
+    pub(crate) first_cosigned: u64,
 }
 
 /// What the check found.
@@ -46,6 +58,9 @@ pub struct WitnessReport {
     /// Checkpoints whose signature, origin and cosignatures hold (both logs).
     pub(crate) trusted: usize,
     pub(crate) rejected: Vec<Rejected>,
+    /// Per log, the checkpoints signed before the first cosigned one (with a policy).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) before_policy: Vec<BeforePolicy>,
     /// The largest trusted checkpoint's size (the rows' tree).
     pub(crate) witnessed_size: u64,
     /// The largest trusted checkpoint's size of the re-verdict runs' tree.
@@ -176,8 +191,16 @@ pub async fn prepare(
     }
     let rv_origin = reverdicts_origin(&origin);
     let logs = [origin.as_str(), rv_origin.as_str()];
-    let [mut events, mut reverdicts] = sort_out(found, &key, policy.as_ref(), logs, &mut report);
+    let ([mut events, mut reverdicts], [early, early_rv]) =
+        sort_out(found, &key, policy.as_ref(), logs, &mut report);
     report.trusted = events.len() + reverdicts.len();
+    for (log, list, aside) in [
+        (&origin, &mut events, early),
+        (&rv_origin, &mut reverdicts, early_rv),
+    ] {
+        list.sort_by_key(|t| t.cp.size);
+        before_policy(&mut report, log, list, aside);
+    }
     if events.is_empty() && saved.logs.is_empty() {
         none_trusted(&mut report, &key, policy.is_some());
     }

@@ -32,7 +32,7 @@ pub struct WitnessMetrics {
     /// Stored checkpoints that do not open with the signing key (inserted by someone else).
     pub foreign: IntCounter,
     /// Submissions a witness of the policy did not cosign (the WARN line names the witness).
-    pub(crate) witness_failures: IntCounter,
+    pub witness_failures: IntCounter,
     /// Tree size of the checkpoint the tile directory serves (`--tiles-dir`).
     pub(crate) tiles_size: IntGauge,
     /// Rounds whose tiles could not be written (the WARN line says why; retried next round).

@@ -78,6 +78,13 @@ async fn a_partition_is_archived_pruned_and_still_proven() {
     assert!(!out.exists(), "a refused archive leaves nothing");
     let before = month_start(0);
 
+    // Nothing ends by then: exit 2, and nothing left behind (no directory, no manifest).
+    let empty = tmp.path().join("empty").join("archive");
+    let none = archive(&db.url, "2000-01-01T00:00:00Z", &empty, &[]).await;
+    assert_eq!(none.code, Some(2), "{none:?}");
+    assert!(none.stderr.contains("nothing archived"), "{none:?}");
+    assert!(!tmp.path().join("empty").exists(), "{none:?}");
+
     // Written, not pruned: the archive holds the payloads, and checks against the log.
     let a = archive(&db.url, &before, &out, &[]).await;
     assert_eq!(a.code, Some(0), "{a:?}");
@@ -149,9 +156,14 @@ async fn a_partition_is_archived_pruned_and_still_proven() {
             .contains("21 at their leaf index in the mirror's tiles"),
         "{m:?}"
     );
-    // Nothing left to archive: exit 2, nothing changed.
+    // Nothing left to archive: exit 2, nothing changed (the manifest not even rewritten).
+    let kept = std::fs::read(out.join("manifest.json")).expect("manifest");
     let again = archive(&db.url, &before, &out, &["--prune", "--reason", "again"]).await;
     assert_eq!(again.code, Some(2), "{again:?}");
+    assert_eq!(
+        std::fs::read(out.join("manifest.json")).expect("manifest"),
+        kept
+    );
 
     // A pruned row, proven from the archive: its payload shown, its bundle accepted.
     let (pk, cd, s) = (

@@ -1,7 +1,8 @@
 //! What the demo leaves behind when it stops, against real NATS JetStream and PostgreSQL (a
 //! stream and a database of this test's own): with `--keep`, its stream and database; without,
 //! neither, except a database that is not the demo's own, which is never dropped. The lines it
-//! prints say which.
+//! prints say which, and, kept, what they still answer (not a new reconciliation: the simulated
+//! platform stops with the demo).
 
 use crate::support::db::admin_url;
 use crate::support::{TestDb, TestStream};
@@ -37,6 +38,13 @@ async fn the_demo_drops_its_stream_and_its_own_database_unless_kept() {
     let lines = said(leave(&settings, &nats.name, &db.url, true, true).await);
     assert!(
         lines[0].starts_with("--keep: left the demo's stream"),
+        "{lines:?}"
+    );
+    // What is left answers reading commands; a new reconciliation is not promised.
+    assert!(
+        lines[1].contains("event-audit verify --database-url")
+            && lines[1].contains("a new `reconcile` does not")
+            && lines[1].contains("the simulated one stopped with the demo"),
         "{lines:?}"
     );
     assert!(stream_exists(&nats).await);

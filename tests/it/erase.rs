@@ -23,11 +23,16 @@ const EMAIL: &str = "alice.erasure@example.com";
 const ACCOUNT: &str = "A-ERASE-7";
 
 async fn erase(url: &str, which: &[&str], extra: &[&str]) -> Run {
+    erase_with(url, which, extra, &[]).await
+}
+
+/// `erase` with environment variables.
+async fn erase_with(url: &str, which: &[&str], extra: &[&str], envs: &[(&str, &str)]) -> Run {
     let mut args = vec!["erase", "--database-url", url];
     args.extend_from_slice(which);
     args.extend(["--reason", "erasure request 2026-117"]);
     args.extend_from_slice(extra);
-    event_audit(&args, &[]).await
+    event_audit(&args, envs).await
 }
 
 async fn prove(db: &TestDb, public: &Path, dir: &Path, stream: &str, seq: u64) -> Run {
@@ -86,24 +91,35 @@ async fn an_erasure_request_leaves_no_trace_and_the_log_still_verifies() {
         "the address is in the log before"
     );
 
+    // The daemon owns the test's stream: its environment names it, as the daemon's does.
+    let owned = [("EVENT_AUDIT_STREAM", ts.name.as_str())];
+    assert_eq!(
+        seqs,
+        [seqs[0], seqs[0] + 1, seqs[0] + 2],
+        "published in a row"
+    );
+    let range = format!("{}-{}", seqs[0], seqs[2]);
+
     // A dry run changes nothing; an erasure that matches nothing is exit 2.
-    let dry = erase(&db.url, &["--account", ACCOUNT], &["--dry-run"]).await;
+    let dry = erase_with(&db.url, &["--account", ACCOUNT], &["--dry-run"], &owned).await;
     assert_eq!(dry.code, Some(0), "{dry:?}");
     assert!(
         dry.stdout
             .contains("would erase the personal data of 3 rows"),
         "{dry:?}"
     );
+    let would = format!(
+        "would delete from the bus: stream {} sequences {range}\n",
+        ts.name
+    );
+    assert!(dry.stdout.contains(&would), "{dry:?}");
     assert!(pg_dump(&db).contains(EMAIL), "a dry run erased: {dry:?}");
     let none = erase(&db.url, &["--account", "NOBODY"], &[]).await;
     assert_eq!(none.code, Some(2), "{none:?}");
     assert!(none.stderr.contains("nothing changed"), "{none:?}");
 
-    // The daemon owns the test's stream (its configuration names it): the messages go too.
-    let config = tmp.path().join("event-audit.toml");
-    std::fs::write(&config, format!("[stream]\nname = \"{}\"\n", ts.name)).expect("config");
-    let owned = ["--config", config.to_str().expect("utf-8")];
-    let done = erase(&db.url, &["--account", ACCOUNT], &owned).await;
+    // Erased: the messages go from the daemon's stream too.
+    let done = erase_with(&db.url, &["--account", ACCOUNT], &[], &owned).await;
     assert_eq!(done.code, Some(0), "{done:?}");
     assert!(
         done.stdout
@@ -111,11 +127,9 @@ async fn an_erasure_request_leaves_no_trace_and_the_log_still_verifies() {
         "{done:?}"
     );
     assert!(done.stdout.contains("recorded as erasure 1"), "{done:?}");
-    let list: Vec<String> = seqs.iter().map(u64::to_string).collect();
     let deleted = format!(
-        "deleted from the bus: stream {} sequences {}",
-        ts.name,
-        list.join(",")
+        "deleted from the bus: stream {} sequences {range}\n",
+        ts.name
     );
     assert!(done.stdout.contains(&deleted), "{done:?}");
     let stream = ts.js.get_stream(&ts.name).await.expect("stream");
@@ -217,6 +231,33 @@ async fn an_erasure_request_leaves_no_trace_and_the_log_still_verifies() {
         1,
         "leaf data: opening: SHA-256 of the opening is not the leaf's commitment",
     );
+    // The account itself is no longer found; the answer says an erasure may be why.
+    let (p, d) = (
+        public.to_str().expect("utf-8"),
+        dir.to_str().expect("utf-8"),
+    );
+    let by_account = [
+        "prove",
+        "--database-url",
+        &db.url,
+        "--account",
+        ACCOUNT,
+        "--public-key",
+        p,
+        "--checkpoint-dir",
+        d,
+    ];
+    let pa = event_audit(&by_account, &[]).await;
+    assert_eq!(pa.code, Some(2), "{pa:?}");
+    assert!(
+        pa.stderr
+            .contains(&format!("no row for account {ACCOUNT};"))
+            && pa
+                .stderr
+                .contains("1 erasure(s) by account and 0 by publication time")
+            && !pa.stderr.contains("in that time"),
+        "{pa:?}"
+    );
     let pe = prove(&db, &public, &dir, "event-audit.erasures", 1).await;
     assert_eq!(pe.code, Some(0), "{pe:?}");
     assert!(pe.stdout.contains("erasure request 2026-117"), "{pe:?}");
@@ -274,13 +315,37 @@ async fn tampering_is_still_caught_and_only_the_eraser_erases() {
     assert!(e.is_some_and(|e| e.contains("append-only")));
     assert_eq!(as_role(pool, eraser, ERASE_SQL).await, None);
 
-    // A recorded erasure verifies.
+    // A login that is not a member of the eraser role: refused, naming the GRANT (exit 2).
+    let login = format!(
+        "ea_noeraser_{}_{:04x}",
+        std::process::id(),
+        rand::random::<u16>()
+    );
+    sqlx::query(&format!("CREATE ROLE {login} LOGIN"))
+        .execute(pool)
+        .await
+        .expect("create a login");
+    let mut url = url::Url::parse(&db.url).expect("url");
+    url.set_username(&login).expect("user");
     let s = ts.name.as_str();
+    let denied = erase(url.as_str(), &["--stream", s, "--seq", "3..4"], &[]).await;
+    sqlx::query(&format!("DROP ROLE {login}"))
+        .execute(pool)
+        .await
+        .expect("drop the login");
+    assert_eq!(denied.code, Some(2), "{denied:?}");
+    let grant = format!("GRANT event_audit_eraser TO {login};");
+    assert!(
+        denied.stderr.contains(&grant) && denied.stderr.lines().count() == 1,
+        "{denied:?}"
+    );
+
+    // A recorded erasure verifies.
     let done = erase(&db.url, &["--stream", s, "--seq", "3..4"], &[]).await;
     assert_eq!(done.code, Some(0), "{done:?}");
-    // Not the daemon's stream (no configuration names it): the operator is told what to do.
+    // Not the daemon's stream (nothing names it): the operator is told what to do.
     let told = format!(
-        "the bus still holds them: stream {s} sequences 3,4 (the daemon does not own stream {s}"
+        "the bus still holds them: stream {s} sequences 3-4 (the daemon does not own stream {s}"
     );
     assert!(
         done.stdout.contains(&told) && done.stdout.contains("nats stream rmm"),

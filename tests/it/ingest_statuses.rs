@@ -1,10 +1,13 @@
 //! Ingest end to end against real NATS JetStream and Postgres, in-process: every status lands
-//! in `event_log` with the right columns.
+//! in `event_log` with the right columns; each row is received when its message was read, never
+//! before it was published (the bus and this machine share a clock here).
 
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
-use crate::support::{assert_verifies, count_rows, run_until_idle, settings, TestDb, TestStream};
+use crate::support::{
+    assert_verifies, count_rows, run_until_idle, settings, spawn_app, TestDb, TestStream,
+};
 
 fn time(s: &str) -> DateTime<Utc> {
     DateTime::parse_from_rfc3339(s)
@@ -376,4 +379,40 @@ async fn a_name_without_payload_and_plain_not_json_are_stored_as_decode_says() {
     );
     assert!(!m.contains("Smith") && !m.contains("Jo"), "{m}");
     assert_verifies(&db.url, 2).await;
+}
+
+#[tokio::test]
+async fn messages_published_while_a_batch_fills_are_received_after_they_were_published() {
+    let db = TestDb::create().await;
+    let ts = TestStream::create("received").await;
+    let mut s = settings(&db, &ts);
+    s.ingest.linger = event_audit::config::Dur::millis(1500);
+    let app = spawn_app(s).await;
+    // One message every 40 ms while the daemon's batch (500) waits up to 1.5 s to fill.
+    for i in 0..20 {
+        let body = format!(r#"{{"event":"nothing.v1","id":"received-{i}"}}"#);
+        ts.publish(&ts.subject("late"), &[], body.as_bytes()).await;
+        tokio::time::sleep(std::time::Duration::from_millis(40)).await;
+    }
+    while count_rows(&db.pool).await < 20 {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let stopped = app.stop().await;
+    assert!(stopped.errors().is_empty(), "{:?}", stopped.errors());
+    let (early, batches, stamps): (i64, i64, i64) = sqlx::query_as(
+        "SELECT count(*) FILTER (WHERE received_at < published_at), count(DISTINCT batch_id), \
+           count(DISTINCT received_at) FROM audit.events",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .expect("rows");
+    assert!(
+        batches < 20,
+        "the messages shared batches ({batches} batches)"
+    );
+    assert!(
+        stamps > batches,
+        "each read its own time, not the batch's ({stamps} times)"
+    );
+    assert_eq!(early, 0, "rows received before they were published");
 }

@@ -3,7 +3,8 @@
 //! signed link the CLI prints (which also opens a session for the page's own links), at 1400
 //! and at 1000 px it does not scroll sideways, keeps its detail column on screen and breaks no
 //! identifier, state or timestamp over lines, and it has its legend and timeline links; `-o FILE`
-//! takes its format from the extension (and refuses others), writing mode 0600; a failed run
+//! takes its format from the extension (and refuses others), writing mode 0600, an HTML file's
+//! links absolute under `--public-url` or left out without it; a failed run
 //! prints only its error, naming the host, and exits 2.
 
 use std::os::unix::fs::PermissionsExt;
@@ -39,7 +40,34 @@ async fn output_files_take_their_format_from_the_extension_and_failures_print_on
         );
         let mode = std::fs::metadata(&path).expect("meta").permissions().mode() & 0o777;
         assert_eq!(mode, 0o600, "{name}");
+        // Opened from disk, a root-relative link is dead: none is written.
+        assert!(!body.contains("href=\"/"), "{name}: {body}");
     }
+    let html = dir.path().join("linked.html");
+    let base = ["--public-url", "https://audit.example:9187/"];
+    let out = html.to_str().expect("path");
+    let linked = reconcile(
+        db,
+        &sim.url,
+        TOKEN,
+        &[&["--supplier", "OUT", "-o", out], &base[..]].concat(),
+    )
+    .await;
+    assert_eq!(linked.code, Some(0), "{linked:?}");
+    let body = std::fs::read_to_string(&html).expect("written");
+    assert!(!body.contains("href=\"/"), "{body}");
+    assert!(
+        body.contains("<a href=\"https://audit.example:9187/accounts/")
+            && body.contains(
+                "<a href=\"https://audit.example:9187/reports/reconciliation/runs\">history</a>"
+            ),
+        "{body}"
+    );
+    let unlinked = std::fs::read_to_string(dir.path().join("r.html")).expect("written");
+    assert!(
+        unlinked.contains("Saved without the daemon's address"),
+        "{unlinked}"
+    );
     let runs = |pool| async move {
         sqlx::query_scalar::<_, i64>("SELECT count(*) FROM audit.reconcile_runs")
             .fetch_one(pool)

@@ -3,11 +3,16 @@
 //! never signed (the signer refuses, says why, the metric falls to 0); a note the writer role
 //! inserts into the checkpoint queue is never published; two daemons on one consumer, each
 //! with its own memory, produce one strictly increasing sequence of checkpoints, every one
-//! cosigned by the witness.
+//! cosigned by the witness; a row deleted below a witnessed checkpoint makes the witnesses'
+//! consistency proof impossible, which is a refusal for corruption (not a witness outage), and
+//! the checkpoints signed before the witness policy was in force are summarised once by
+//! `verify`, not reported one by one at every run.
 
+use std::path::Path;
 use std::time::Duration;
 
 use crate::support::app::{run_until_idle, settings, spawn_app};
+use crate::support::db::as_superuser;
 use crate::support::witness::{
     in_process_signer, verify_witness, witness_with_policy, write_keys, Witness,
 };
@@ -206,4 +211,96 @@ async fn two_daemons_on_one_consumer_publish_one_cosigned_sequence() {
     )
     .await;
     assert_eq!(v.code, Some(0), "{v:?}");
+}
+
+#[tokio::test]
+async fn a_deleted_row_is_refused_as_corruption_and_checkpoints_before_the_policy_are_summarised() {
+    let db = TestDb::create().await;
+    let ts = TestStream::create("signer_deleted").await;
+    let cps = format!("{}_CP", ts.name);
+    let _w = Witness(cps.clone());
+    let tmp = tempfile::tempdir().expect("tmp");
+    let origin = format!("example.com/logs/{}", db.name);
+    let (key, public, _) = write_keys(tmp.path(), &origin, 65);
+    let state = tmp.path().join("signer.state");
+    let daemon = |policy: Option<&Path>| {
+        let mut s = settings(&db, &ts);
+        s.witness.signing_key_file = Some(key.clone());
+        s.witness.checkpoint_stream = cps.clone();
+        s.witness.checkpoint_interval = Dur::secs(3600);
+        s.witness.signer_state = Some(state.clone());
+        s.witness.witness_policy = policy.map(Path::to_owned);
+        s
+    };
+    // Two checkpoints signed before there was a witness, then the policy in force: the next
+    // checkpoint (size 50) is the first the witness cosigns.
+    ts.publish_load(20, 90).await;
+    run_until_idle(daemon(None)).await;
+    ts.publish_load(15, 91).await;
+    run_until_idle(daemon(None)).await;
+    let (_witness, policy) =
+        witness_with_policy(tmp.path(), "auditor.example/w3", 66, &public).await;
+    ts.publish_load(15, 92).await;
+    run_until_idle(daemon(Some(&policy))).await;
+
+    // verify: the two early checkpoints in one line, none of them "not trusted"; --no-state
+    // says that nothing is kept for the next run.
+    let pol = policy.to_str().expect("utf-8");
+    let quiet = ["--witness-policy", pol, "--skip-completeness"];
+    let mut no_state = quiet.to_vec();
+    no_state.push("--no-state");
+    let v = verify_witness(&db.url, &public, &cps, &no_state).await;
+    assert_eq!(v.code, Some(0), "{v:?}");
+    assert!(!v.stderr.contains("not trusted"), "{v:?}");
+    let summary = format!("not used: 2 checkpoint(s) of {origin}, sizes 20 to 35, signed before its first one the witness policy's quorum cosigned (size 50)");
+    assert_eq!(v.stderr.matches("not used:").count(), 1, "{v:?}");
+    assert!(v.stderr.contains(&summary), "{v:?}");
+    let early = &v.json()["witness"]["before_policy"][0];
+    assert_eq!(
+        (early["count"].as_u64(), early["first_cosigned"].as_u64()),
+        (Some(2), Some(50))
+    );
+    assert!(!v.stderr.contains("remembered for the next one"), "{v:?}");
+    assert!(
+        v.stderr.contains("--no-state: no state read or written"),
+        "{v:?}"
+    );
+    let st = tmp.path().join("auditor.state");
+    let mut with_state = quiet.to_vec();
+    with_state.extend(["--state-file", st.to_str().expect("utf-8")]);
+    let v = verify_witness(&db.url, &public, &cps, &with_state).await;
+    assert_eq!(v.code, Some(0), "{v:?}");
+    assert!(
+        v.stderr.contains("remembered for the next one") && st.exists(),
+        "{v:?}"
+    );
+
+    // A superuser deletes a row the witness cosigned long ago; the log grows. The signer signs
+    // the new tree (its own memory starts above the hole), but the stored tree cannot prove the
+    // new size extends the one the witness holds: a refusal for corruption, not a witness outage.
+    let delete = format!(
+        "DELETE FROM audit.events WHERE stream = '{}' AND stream_seq = 3",
+        ts.name
+    );
+    assert_eq!(as_superuser(&db.pool, &delete).await, 1);
+    ts.publish_load(10, 93).await;
+    run_until_idle(settings(&db, &ts)).await;
+    let s = daemon(Some(&policy));
+    let key = PrivateKey::from_seed(&origin, &[65; 32]).expect("key");
+    let (signer, metrics, _) = in_process_signer(&db, key, &origin, &s).await;
+    let r = signer.round().await.expect("round");
+    let why = r.refused.expect("refused");
+    assert!(
+        why.contains("audit.events is corrupt") && why.contains("a leaf of the tree has no row"),
+        "{why}"
+    );
+    assert!(!why.contains("witness "), "{why}");
+    assert_eq!(metrics.refusals.with_label_values(&["corrupt"]).get(), 1);
+    assert_eq!(metrics.refusals.with_label_values(&["witness"]).get(), 0);
+    assert_eq!(metrics.signer_ok.get(), 0);
+    assert_eq!(
+        metrics.witness_failures.get(),
+        0,
+        "not counted against the witness"
+    );
 }

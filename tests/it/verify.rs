@@ -1,7 +1,8 @@
 //! `verify` as an auditor would run it, against real PostgreSQL and NATS JetStream: as the
 //! read-only auditor role, on a missing database (exit 2, never created), listing every break,
 //! and reporting completeness (sequences deleted on the bus before they were read, rows removed
-//! from the log); at the default log level its stderr is the one-line summary; NATS down or
+//! from the log); at the default log level its stderr is the one-line summary, even when a
+//! statement waited over a second; NATS down or
 //! PostgreSQL refusing is said at once, naming what to try.
 
 use serde_json::Value;
@@ -226,6 +227,29 @@ async fn completeness_tells_deleted_on_the_bus_from_not_recorded() {
         lines.len() == 1
             && lines[0].starts_with("chain intact: ")
             && lines[0].ends_with(" 26 rows, every row rehashed"),
+        "{err}"
+    );
+    // Nor is a statement that waited over a second (for a lock another session holds): sqlx's
+    // slow-statement notice is below the default filter.
+    let mut tx = db.pool.begin().await.expect("begin");
+    sqlx::query("LOCK TABLE audit.chain_links IN ACCESS EXCLUSIVE MODE")
+        .execute(&mut *tx)
+        .await
+        .expect("lock");
+    let waiting = crate::support::bin()
+        .args(["verify", "--database-url", &db.url])
+        .env_remove("RUST_LOG")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("verify");
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    tx.commit().await.expect("unlock");
+    let slow = waiting.wait_with_output().await.expect("verify");
+    let err = String::from_utf8_lossy(&slow.stderr);
+    assert_eq!(slow.status.code(), Some(0), "{err}");
+    assert!(
+        err.lines().count() == 1 && err.starts_with("chain intact: "),
         "{err}"
     );
     // NATS down: exit 2, naming the way to verify without it.

@@ -111,8 +111,20 @@ async fn the_routine_check_catches_an_edited_row_and_remembers_it_until_acknowle
             .is_some_and(|b| b.contains("stream_seq=42 ") && b.contains("row edited")),
         "{caught:?}"
     );
-    // The tree rebuilt from the rows' recomputed hashes no longer has the witnessed root.
+    // The tree rebuilt from the rows' recomputed hashes no longer has the witnessed root; the
+    // stored subtrees and links above the row still match the rows' stored hashes, so they are
+    // not reported as edited (they follow from the row break).
     assert_eq!(d["witness"]["ok"], false, "{caught:?}");
+    assert!(
+        d["witness"]["first_break"]
+            .as_str()
+            .is_some_and(|b| b.contains("at size 700 has another root")),
+        "{caught:?}"
+    );
+    assert!(
+        !caught.stderr.contains("tree edited") && !caught.stderr.contains("tree or rows edited"),
+        "{caught:?}"
+    );
     let open = &d["auditor_state"]["open_break"];
     assert_eq!(open["stream_seq"], 42, "{caught:?}");
     assert_eq!(open["run"], 2, "{caught:?}");
@@ -154,6 +166,36 @@ async fn the_routine_check_catches_an_edited_row_and_remembers_it_until_acknowle
             "{again:?}"
         );
     }
+
+    // A stored subtree edited (the rows intact): that is a tree edit, and named so.
+    let node = "SELECT hash FROM audit.tree_nodes WHERE height = 8 AND idx = 0";
+    let kept: Vec<u8> = sqlx::query_scalar(node)
+        .fetch_one(&db.pool)
+        .await
+        .expect("a stored subtree");
+    let tree_edit = "UPDATE audit.tree_nodes SET hash = sha256(hash) WHERE height = 8 AND idx = $1";
+    assert_eq!(as_superuser_at(&db.pool, tree_edit, 0).await, 1);
+    let t = verify_witness(&db.url, public, cps, &routine).await;
+    assert_eq!(t.code, Some(1), "{t:?}");
+    assert!(
+        doc(&t.stdout)["witness"]["first_break"]
+            .as_str()
+            .is_some_and(
+                |b| b == "stored subtree height 8 index 0 does not match the rows (tree edited)"
+            ),
+        "{t:?}"
+    );
+    let mut tx = db.pool.begin().await.expect("begin");
+    sqlx::query("SET LOCAL session_replication_role = replica")
+        .execute(&mut *tx)
+        .await
+        .expect("replica");
+    sqlx::query("UPDATE audit.tree_nodes SET hash = $1 WHERE height = 8 AND idx = 0")
+        .bind(&kept)
+        .execute(&mut *tx)
+        .await
+        .expect("put the subtree back");
+    tx.commit().await.expect("commit");
 
     // A wrong id is refused (exit 2) and changes nothing; the right one is recorded.
     let mut wrong = routine.to_vec();

@@ -1,6 +1,7 @@
 //! What the demo leaves behind when it stops: by default nothing (its stream, and its own
-//! database, dropped); with `--keep`, both, to look at afterwards. A database the demo was
-//! pointed at with `--database-url` is never dropped.
+//! database, dropped); with `--keep`, both, to look at afterwards (the log and its stored
+//! runs: the simulated platform stops with the demo, so a new reconciliation has nothing to ask).
+//! A database the demo was pointed at with `--database-url` is never dropped.
 
 use crate::config::{redact_url, NatsSettings};
 
@@ -22,9 +23,14 @@ pub async fn leave(
 ) -> Vec<Result<String, String>> {
     let db = redact_url(db_url);
     if keep {
-        let mut lines = vec![Ok(format!(
-            "--keep: left the demo's stream {stream} and database {db} behind"
-        ))];
+        let mut lines = vec![
+            Ok(format!(
+                "--keep: left the demo's stream {stream} and database {db} behind"
+            )),
+            Ok(format!(
+                "(they still answer `event-audit verify --database-url {db}` and `event-audit reconcile diff --database-url {db} --batch NAME` from its stored runs, and psql; a new `reconcile` does not: it asks the platform, and the simulated one stopped with the demo)"
+            )),
+        ];
         if own_db {
             lines.push(Ok("(the next `event-audit demo` starts both afresh)".into()));
         }

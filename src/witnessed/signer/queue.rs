@@ -104,9 +104,12 @@ impl Signer {
                 .collect(),
         };
         let trees = &self.trees;
+        // A proof the stored tree cannot make (a leaf without its row, a stored subtree gone)
+        // is the database's corruption, not the witness's unavailability: a refusal.
+        let corrupt = std::sync::Mutex::new(None);
         let got = w
             .submit(origin, note_text, size, |old| {
-                let mem = &mem;
+                let (mem, corrupt) = (&mem, &corrupt);
                 async move {
                     if log == LOG_REVERDICTS {
                         if (mem.leaves.len() as u64) < size {
@@ -114,14 +117,27 @@ impl Signer {
                         }
                         Ok(mem.consistency(old, size))
                     } else {
-                        trees
-                            .consistency(old, size)
-                            .await
-                            .map_err(|e| e.to_string())
+                        trees.consistency(old, size).await.map_err(|e| {
+                            if let DbError::Corrupt { what, why } = e {
+                                if let Ok(mut c) = corrupt.lock() {
+                                    c.get_or_insert((old, what, why));
+                                }
+                            }
+                            e.to_string()
+                        })
                     }
                 }
             })
             .await;
+        if let Some((from, what, why)) = corrupt.into_inner().ok().flatten() {
+            return Ok(Err(Refusal::Unprovable {
+                log: origin.to_owned(),
+                from,
+                size,
+                what,
+                why,
+            }));
+        }
         for f in &got.failures {
             self.metrics.witness_failures.inc();
             if f.is_evidence() {

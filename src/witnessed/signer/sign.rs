@@ -32,6 +32,14 @@ pub enum Refusal {
     HeadForged { log: String, size: u64 },
     #[error("{log}: the links after the last checkpoint do not make a tree from their rows ({why}): the links or rows were altered; nothing is signed")]
     Corrupt { log: String, why: &'static str },
+    #[error("{log}: the stored tree cannot prove to the witnesses that size {size} extends size {from}: {what} is corrupt ({why}); rows or stored subtrees were removed or altered; nothing is signed (run `event-audit verify` to find what changed)")]
+    Unprovable {
+        log: String,
+        from: u64,
+        size: u64,
+        what: &'static str,
+        why: &'static str,
+    },
     #[error("{0}; nothing is signed until it can be read (restore it, or move it away to rebuild it from the checkpoints this key signed)")]
     Memory(String),
     #[error("{log}: {why}; nothing is signed")]
@@ -46,7 +54,7 @@ impl Refusal {
             Refusal::Rewritten { .. } => "rewritten",
             Refusal::Forked { .. } => "forked",
             Refusal::HeadForged { .. } => "head_forged",
-            Refusal::Corrupt { .. } => "corrupt",
+            Refusal::Corrupt { .. } | Refusal::Unprovable { .. } => "corrupt",
             Refusal::Memory(_) => "memory",
             Refusal::Witness { .. } => "witness",
         }
