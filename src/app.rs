@@ -173,6 +173,10 @@ impl App {
             report_token,
             stop,
         } = self;
+        // Before the signer and ingest: the log's lost leaves back from a copy of its tiles
+        // (a database restored from a backup), then ingest records what the bus still holds.
+        let sink = Sink::new(db.clone(), &settings.ingest.instance_name());
+        crate::restore::start::at_start(&settings, &sink, &metrics.restore).await;
         let signer =
             crate::witnessed::signer::from_settings(&settings, &db, &bus, &metrics.witness)?;
         let tasks = TaskTracker::new();

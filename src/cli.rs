@@ -16,6 +16,7 @@ mod prove;
 mod reconcile;
 mod recover;
 mod reprocess;
+mod restore;
 mod run;
 mod runs;
 mod verify;
@@ -102,6 +103,10 @@ pub enum Command {
     /// Record every sequence the stream still holds and the log lacks (after a database
     /// restored from a backup), in stream order; name what the stream no longer holds as lost.
     Recover(recover::RecoverArgs),
+    /// Bring back the log's leaves a restored database lost from a copy of its tiles (a
+    /// directory, another daemon's /log/, an auditor's mirror), checked against the signed
+    /// checkpoint, and record the restore in the log.
+    RestoreLeaves(restore::RestoreArgs),
     /// Write the log's monthly partitions that end by a time to a directory (JSON Lines and a
     /// manifest); with --prune then drop their contents from the database, recorded in the log.
     Archive(archive::ArchiveArgs),
@@ -215,6 +220,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Reprocess(args) => reprocess::run(args),
         Command::Erase(args) => erase::run(args),
         Command::Recover(args) => recover::run(args),
+        Command::RestoreLeaves(args) => restore::run(args),
         Command::Archive(args) => archive::run(args),
         Command::Catalogue { action } => catalogue::run(action),
         #[cfg(feature = "dev")]

@@ -38,6 +38,7 @@ pub(crate) mod files;
 pub(crate) mod ingest;
 pub(crate) mod mirror;
 pub(crate) mod reconcile;
+pub(crate) mod restore;
 pub(crate) mod retention;
 pub(crate) mod row;
 pub(crate) mod server;

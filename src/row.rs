@@ -14,6 +14,7 @@ pub(crate) mod erasure;
 pub mod jsonb;
 pub mod pgcopy;
 pub mod record;
+pub(crate) mod restore;
 pub(crate) mod reverdict;
 pub mod view;
 

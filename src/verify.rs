@@ -258,7 +258,9 @@ impl VerifyStore {
         breaks.extend(head_break);
         breaks.extend(erasure_breaks);
         let mut summary = erasures.summary.clone();
-        [summary.rows_erased, summary.rows_unverifiable] = w.erased;
+        summary.rows_erased = w.emptied.hash_holds;
+        summary.rows_unverifiable = w.emptied.unverifiable;
+        summary.leaves_restored = w.emptied.restored;
         // Every row of a linked batch was walked: more rows than that lie outside the chain (the
         // costly search that names them runs only then).
         // (Incremental: the links' own counts stand for the rows not walked.)
@@ -302,7 +304,10 @@ impl VerifyStore {
             duration_ms: i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX),
             completeness: None,
             standby: None,
-            erasures: (!summary.records.is_empty() || w.erased != [0, 0]).then_some(summary),
+            erasures: (!summary.records.is_empty()
+                || !summary.restores.is_empty()
+                || w.emptied != walk::Emptied::default())
+            .then_some(summary),
         })
     }
 }

@@ -7,6 +7,7 @@ use crate::ingest::metrics::IngestMetrics;
 use crate::ingest::recover::metrics::RecoverMetrics;
 use crate::reconcile::metrics::ReconcileMetrics;
 use crate::reconcile::rest::metrics::RestMetrics;
+use crate::restore::metrics::RestoreMetrics;
 use crate::retention::metrics::RetentionMetrics;
 use crate::telemetry::metrics::{gauge, gauge_vec, render, Registry};
 use crate::verify::metrics::ChainMetrics;
@@ -22,6 +23,7 @@ pub struct Metrics {
     pub(crate) reconcile: ReconcileMetrics,
     pub(crate) witness: Arc<WitnessMetrics>,
     pub(crate) retention: Arc<RetentionMetrics>,
+    pub(crate) restore: RestoreMetrics,
 }
 
 impl Metrics {
@@ -54,6 +56,7 @@ impl Metrics {
             reconcile: ReconcileMetrics::new(&registry),
             witness: Arc::new(WitnessMetrics::new(&registry)),
             retention: Arc::new(RetentionMetrics::new(&registry)),
+            restore: RestoreMetrics::new(&registry),
             registry,
         }
     }

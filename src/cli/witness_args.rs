@@ -44,6 +44,16 @@ pub struct SignerArgs {
     /// then the checkpoint) and served from under /log/; an existing log is backfilled first.
     #[arg(long, id = "witness.tiles_dir", env = "EVENT_AUDIT_TILES_DIR")]
     pub(crate) tiles_dir: Option<PathBuf>,
+    /// Copies of the log's tiles (directories or URLs; an auditor's mirror) to restore lost
+    /// leaves from when the database's tree is behind the checkpoint the key signed (after
+    /// --tiles-dir); repeat, or comma-separate.
+    #[arg(
+        long,
+        id = "witness.restore_from",
+        env = "EVENT_AUDIT_RESTORE_FROM",
+        value_delimiter = ','
+    )]
+    pub(crate) restore_from: Option<Vec<String>>,
     #[command(flatten)]
     #[serde(flatten)]
     pub(crate) policy: PolicyArg,

@@ -83,6 +83,10 @@ pub struct WitnessSettings {
     pub witness_policy: Option<PathBuf>,
     /// `verify`: neither read nor write the state file.
     pub no_state: bool,
+    /// Copies of the log's tiles (directories or URLs: another daemon's `/log/`, an auditor's
+    /// mirror) the daemon restores lost leaves from, after `tiles_dir`, when the database's
+    /// tree is behind the checkpoint its key signed.
+    pub restore_from: Vec<String>,
 }
 
 impl Default for WitnessSettings {
@@ -104,6 +108,7 @@ impl Default for WitnessSettings {
             signer_state: None,
             witness_policy: None,
             no_state: false,
+            restore_from: Vec::new(),
         }
     }
 }

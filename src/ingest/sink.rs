@@ -7,6 +7,7 @@ mod held;
 mod ids;
 mod redelivery;
 mod refused;
+pub(crate) mod restored;
 
 use crate::row::chain::batch_digest;
 use crate::row::columns;

@@ -8,6 +8,7 @@
 //! [`tally`] holds against the rows it covers. An entry of `audit.erasures` without its
 //! record's row in the log is a break.
 
+pub(crate) mod restores;
 mod tally;
 
 use std::collections::HashMap;
@@ -17,6 +18,8 @@ use super::{Break, VerifyStore};
 use crate::db::DbError;
 use crate::row::erasure::{self, Erasure};
 use crate::row::hex;
+use crate::row::restore;
+use restores::{NamedRestore, RestoreRecord};
 pub(crate) use tally::Tally;
 
 /// One erasure as the report names it.
@@ -39,19 +42,41 @@ pub struct Summary {
     /// Rows found erased (covered by a record) whose contents can no longer be checked
     /// (encodings 1 and 2: their stored hash stands in the tree, unverifiable).
     pub(crate) rows_unverifiable: i64,
+    /// The restores the log records, in order (a database restored from a backup whose lost
+    /// leaves came back from a copy of the tiles).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) restores: Vec<NamedRestore>,
+    /// Rows of restored leaves found, each covered by a restore record.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub(crate) leaves_restored: i64,
+}
+
+fn is_zero(n: &i64) -> bool {
+    *n == 0
 }
 
 impl Summary {
     /// The summary line's part: the erasures by number, and the erased rows.
     pub(crate) fn line(&self) -> String {
         let ids: Vec<String> = self.records.iter().map(|r| r.erasure.to_string()).collect();
-        format!(
+        let erased = !ids.is_empty() || self.rows_erased > 0 || self.rows_unverifiable > 0;
+        let mut parts = Vec::new();
+        if erased || self.restores.is_empty() {
+            parts.push(format!(
             "{} recorded erasure(s) ({}): {} erased rows whose hash still holds, {} erased, contents unverifiable (row encodings 1 and 2)",
             self.records.len(),
             if ids.is_empty() { "none".to_owned() } else { ids.join(", ") },
             self.rows_erased,
             self.rows_unverifiable
-        )
+        ));
+        }
+        for r in &self.restores {
+            parts.push(format!(
+                "restore {} at {}: leaves {}..{} restored from {} (row hashes kept, contents lost)",
+                r.restore, r.at, r.leaves[0], r.leaves[1], r.from
+            ));
+        }
+        parts.join("; ")
     }
 }
 
@@ -95,6 +120,8 @@ pub(crate) struct Place<'a> {
     pub(crate) link: i64,
     /// Whether its personal data is gone.
     pub(crate) emptied: bool,
+    /// Its leaf index in the tree, where its link has one.
+    pub(crate) leaf: Option<u64>,
 }
 
 /// What the records say of an emptied row.
@@ -106,6 +133,8 @@ pub(crate) enum Judged {
     EmptiedAfter(i64),
     /// No record names the row or covers its time.
     Uncovered,
+    /// A restored leaf's row, at its index, covered by a restore record placed after it.
+    Restored,
 }
 
 /// The rows the log's erasure records name, and their erasures by time.
@@ -118,6 +147,8 @@ pub(crate) struct Erasures {
     /// Indexes of the records by time, and of the prunes among them.
     by_time: Vec<usize>,
     prunes: Vec<usize>,
+    /// The restore records, in order.
+    pub(crate) restores: Vec<RestoreRecord>,
     pub(crate) summary: Summary,
 }
 
@@ -125,7 +156,10 @@ impl Erasures {
     /// Judges one row, and pushes `(record index, row hash)` for each erasure by time whose
     /// count and digest include it onto `counted`.
     pub(crate) fn judge(&self, p: &Place<'_>, counted: &mut Vec<(u32, [u8; 32])>) -> Judged {
-        if self.records.is_empty() || p.stream == erasure::STREAM {
+        if p.stream == restore::LEAVES {
+            return restores::judge(&self.restores, self.records.len(), p, counted);
+        }
+        if self.records.is_empty() || p.stream == erasure::STREAM || p.stream == restore::STREAM {
             return Judged::Uncovered;
         }
         let hash = || <[u8; 32]>::try_from(p.row_hash).unwrap_or([0; 32]);
@@ -295,7 +329,12 @@ impl VerifyStore {
     pub(crate) async fn erasures(&self) -> Result<(Erasures, Vec<Break>), DbError> {
         let rows = self.erasure_rows().await?;
         let index = self.erasure_index().await?;
-        Ok(Erasures::from_rows(&rows, &index))
+        let (mut e, mut breaks) = Erasures::from_rows(&rows, &index);
+        let (restores, more) = restores::read(&self.restore_rows().await?);
+        e.summary.restores = restores.iter().map(RestoreRecord::named).collect();
+        e.restores = restores;
+        breaks.extend(more);
+        Ok((e, breaks))
     }
 }
 

@@ -47,6 +47,7 @@ fn place(seq: i64, link: i64, emptied: bool) -> Place<'static> {
         row_hash: &H,
         link,
         emptied,
+        leaf: None,
     }
 }
 
@@ -127,5 +128,44 @@ fn a_prune_counts_every_row_of_its_range_recorded_before_it() {
     let mut own = place(1, 3, false);
     own.stream = erasure::STREAM;
     assert_eq!(e.judge(&own, &mut counted), Judged::Uncovered);
+    assert!(counted.is_empty());
+}
+
+#[test]
+fn a_restored_leaf_is_covered_only_at_its_index_by_a_record_placed_after_it() {
+    let mut e = erasures(vec![]);
+    e.restores.push(restores::RestoreRecord {
+        number: 1,
+        link: 10,
+        leaves: 30..50,
+        digest: String::new(),
+        from: "tiles".into(),
+        at: String::new(),
+        reason: String::new(),
+    });
+    let leaf = |seq: i64, link: i64, leaf: Option<u64>| Place {
+        stream: restore::LEAVES,
+        leaf,
+        ..place(seq, link, true)
+    };
+    let mut counted = Vec::new();
+    assert_eq!(
+        e.judge(&leaf(30, 9, Some(30)), &mut counted),
+        Judged::Restored
+    );
+    assert_eq!(
+        counted,
+        vec![(0, H)],
+        "counted for restore 1 (after no erasure)"
+    );
+    counted.clear();
+    // Not at the index it claims, outside the record's leaves, or placed after the record.
+    for p in [
+        leaf(31, 9, Some(32)),
+        leaf(50, 9, Some(50)),
+        leaf(40, 11, Some(40)),
+    ] {
+        assert_eq!(e.judge(&p, &mut counted), Judged::Uncovered, "{p:?}");
+    }
     assert!(counted.is_empty());
 }

@@ -298,6 +298,20 @@ impl VerifyStore {
         .ctx("read the erasure records")
     }
 
+    /// The restore records' rows (stream `event-audit.restores`), in order, as
+    /// [`VerifyStore::erasure_rows`] reads the erasures'.
+    pub(crate) async fn restore_rows(&self) -> Result<Vec<ErasureRow>, DbError> {
+        sqlx::query_as(
+            "SELECT e.stream_seq, e.raw, e.row_hash, l.link_seq, l.link_seq IS NOT NULL AS linked \
+             FROM audit.events e LEFT JOIN audit.chain_links l ON l.batch_id = e.batch_id \
+             WHERE e.stream = $1 ORDER BY e.stream_seq",
+        )
+        .bind(crate::row::restore::STREAM)
+        .fetch_all(self.db.pool())
+        .await
+        .ctx("read the restore records")
+    }
+
     /// The row hashes the log keeps for rows published in `[from, to)` (RFC 3339), by place,
     /// but the log's own erasure records (what `verify --archive` compares an archive with).
     pub(crate) async fn range_hashes(
@@ -345,10 +359,13 @@ impl VerifyStore {
         sqlx::query_as(
             "SELECT stream, min(stream_seq) AS first, max(stream_seq) AS last FROM ( \
                SELECT stream, stream_seq, stream_seq - row_number() OVER (PARTITION BY stream ORDER BY stream_seq) AS island \
-               FROM (SELECT DISTINCT stream, stream_seq FROM audit.events WHERE stream <> $1) d) s \
+               FROM (SELECT DISTINCT stream, stream_seq FROM audit.events \
+                     WHERE stream NOT IN ($1, $2, $3)) d) s \
              GROUP BY stream, island ORDER BY stream, first",
         )
         .bind(crate::row::erasure::STREAM)
+        .bind(crate::row::restore::STREAM)
+        .bind(crate::row::restore::LEAVES)
         .fetch_all(self.db.pool())
         .await
         .ctx("read the sequence ranges of the log")

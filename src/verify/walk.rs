@@ -29,11 +29,29 @@ pub trait LeafSink: Send {
     fn link(&mut self, link: &LinkRow, row_hashes: &[[u8; 32]], stored: &[[u8; 32]]);
 }
 
+/// The emptied rows a record accounts for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Emptied {
+    /// Erased rows whose hash still holds (row encoding 3).
+    pub(crate) hash_holds: i64,
+    /// Erased rows whose contents can no longer be checked (row encodings 1 and 2).
+    pub(crate) unverifiable: i64,
+    /// Rows of leaves a restore brought back (row hashes kept, contents lost).
+    pub(crate) restored: i64,
+}
+
+impl Emptied {
+    fn add(&mut self, o: Emptied) {
+        self.hash_holds += o.hash_holds;
+        self.unverifiable += o.unverifiable;
+        self.restored += o.restored;
+    }
+}
+
 /// What one chunk found.
 struct Chunk {
     rows: i64,
-    /// Erased rows accepted: `[hash holds, contents unverifiable]`.
-    erased: [i64; 2],
+    emptied: Emptied,
     breaks: Vec<Break>,
     /// Per link of the chunk, in order: what its rows gave.
     links: Vec<LinkOut>,
@@ -72,8 +90,8 @@ pub(crate) fn chunks(links: &[LinkRow], target: i64) -> Vec<std::ops::Range<usiz
 pub(crate) struct Walked {
     pub(crate) rows: i64,
     pub(crate) breaks: Vec<Break>,
-    /// Erased rows a record covers: `[hash holds, contents unverifiable]`.
-    pub(crate) erased: [i64; 2],
+    /// The emptied rows a record covers.
+    pub(crate) emptied: Emptied,
 }
 
 /// Rehashes the rows of `links` (with `workers` connections), accepting the erased rows
@@ -126,8 +144,9 @@ pub(crate) async fn rows(
         });
     }
     drop(tx);
-    let (mut rows, mut breaks, mut erased) = (0i64, Vec::new(), [0i64; 2]);
-    let mut tally = Tally::new(&links, erasures.records.len(), complete);
+    let (mut rows, mut breaks, mut emptied) = (0i64, Vec::new(), Emptied::default());
+    let records = erasures.records.len() + erasures.restores.len();
+    let mut tally = Tally::new(&links, records, complete);
     let mut pending = BTreeMap::new();
     let mut expect = 0usize;
     while let Some((i, res, permit)) = rx.recv().await {
@@ -136,7 +155,7 @@ pub(crate) async fn rows(
             let range = ranges[expect].clone();
             rows += c.rows;
             breaks.extend(c.breaks);
-            erased = [erased[0] + c.erased[0], erased[1] + c.erased[1]];
+            emptied.add(c.emptied);
             for (l, w) in links[range].iter().zip(c.links) {
                 if let Some(s) = sink.as_deref_mut() {
                     s.link(l, &w.leaves, &w.stored);
@@ -152,7 +171,7 @@ pub(crate) async fn rows(
     Ok(Walked {
         rows,
         breaks,
-        erased,
+        emptied,
     })
 }
 
@@ -172,7 +191,7 @@ async fn chunk(
     let (Some(first), Some(last)) = (links.first(), links.last()) else {
         return Ok(Chunk {
             rows: 0,
-            erased: [0; 2],
+            emptied: Emptied::default(),
             breaks: Vec::new(),
             links: Vec::new(),
         });
@@ -186,7 +205,7 @@ async fn chunk(
     let mut t = Tuples::new();
     let mut out = Chunk {
         rows: 0,
-        erased: [0; 2],
+        emptied: Emptied::default(),
         breaks: Vec::new(),
         links: Vec::with_capacity(links.len()),
     };
@@ -219,6 +238,7 @@ async fn chunk(
                 row_hash: row.row_hash,
                 link: link_seq,
                 emptied: matches!(check, Check::Erased { .. }),
+                leaf: leaf_index(&links[open.idx], open.out.leaves.len()),
             };
             let judged = erasures.judge(&place, &mut open.out.counted);
             let leaves = &mut open.out.leaves;
@@ -238,15 +258,9 @@ async fn chunk(
                 }
                 Check::Erased { hash, verified } => {
                     leaves.push(hash);
-                    match judged {
-                        Judged::Covered => {
-                            out.erased[usize::from(!verified)] += 1;
-                            continue;
-                        }
-                        Judged::EmptiedAfter(n) => format!("personal data removed after erasure {n} was recorded, which covers only the rows recorded before it (row edited)").into(),
-                        Judged::Uncovered => {
-                            "personal data removed without a recorded erasure (row edited)".into()
-                        }
+                    match emptied(judged, verified, row.stream, &mut out) {
+                        Some(why) => why,
+                        None => continue,
                     }
                 }
                 Check::Broken(why) => {
@@ -271,6 +285,43 @@ async fn chunk(
         close(&mut open, links, &mut out);
     }
     Ok(out)
+}
+
+/// The leaf index of the row at `position` in `link`, when the link has a tree.
+fn leaf_index(link: &LinkRow, position: usize) -> Option<u64> {
+    let size = u64::try_from(link.tree_size?).ok()?;
+    let first = size.checked_sub(u64::try_from(link.row_count).ok()?)?;
+    Some(first + position as u64)
+}
+
+/// What the records make of an emptied row: counted (`None`), or why it is a break.
+fn emptied(
+    judged: Judged,
+    verified: bool,
+    stream: &str,
+    out: &mut Chunk,
+) -> Option<std::borrow::Cow<'static, str>> {
+    match judged {
+        Judged::Covered if verified => {
+            out.emptied.hash_holds += 1;
+            None
+        }
+        Judged::Covered => {
+            out.emptied.unverifiable += 1;
+            None
+        }
+        Judged::Restored => {
+            out.emptied.restored += 1;
+            None
+        }
+        Judged::EmptiedAfter(n) => Some(format!("personal data removed after erasure {n} was recorded, which covers only the rows recorded before it (row edited)").into()),
+        Judged::Uncovered if stream == crate::row::restore::LEAVES => Some(
+            "a restored leaf's row that no restore record placed after it covers at this leaf index (row inserted or moved)".into(),
+        ),
+        Judged::Uncovered => {
+            Some("personal data removed without a recorded erasure (row edited)".into())
+        }
+    }
 }
 
 /// The hash of a broken row as recomputed from its columns, when it can be.

@@ -60,6 +60,7 @@ const LAYERS: &[&[&str]] = &[
     &["cli", "test_support"],
     &["dev"],
     &["evidence", "app"],
+    &["restore"],
     &["verify", "mirror", "retention"],
     &["archive"],
     &["erase"],

@@ -17,6 +17,7 @@ mod crash;
 mod decode_corpus;
 mod decode_props;
 mod demo_leave;
+mod disaster;
 mod drift;
 mod erase;
 mod erasure_scope;

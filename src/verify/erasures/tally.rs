@@ -8,6 +8,7 @@ use std::collections::HashMap;
 
 use sha2::{Digest, Sha256};
 
+use super::restores::restore_break;
 use super::{record_break, Erasures};
 use crate::row::hex;
 use crate::verify::store::LinkRow;
@@ -63,7 +64,8 @@ impl Tally {
             return Vec::new();
         }
         let mut out = Vec::new();
-        for ((h, n), r) in self.sums.into_iter().zip(&erasures.records) {
+        let mut sums = self.sums.into_iter();
+        for ((h, n), r) in sums.by_ref().zip(&erasures.records) {
             let Some(t) = &r.by_time else {
                 continue;
             };
@@ -79,6 +81,20 @@ impl Tally {
                 continue;
             };
             out.push(record_break(r.erasure, Some(r.link), why));
+        }
+        for ((h, n), r) in sums.zip(&erasures.restores) {
+            let want = r.leaves.end - r.leaves.start;
+            let why = if u64::try_from(n).ok() != Some(want) {
+                format!(
+                    "{n} restored leaf row(s) recorded before it at its leaves {}..{}, the record restored {want} (rows removed or added)",
+                    r.leaves.start, r.leaves.end
+                )
+            } else if hex(&h.finalize()) != r.digest {
+                "the hashes of its restored leaves do not match its digest".to_owned()
+            } else {
+                continue;
+            };
+            out.push(restore_break(r.number, Some(r.link), &why));
         }
         out
     }

@@ -1,0 +1,100 @@
+//! What the daemon does at start-up, before its signer and its ingest: with a signing key, it
+//! reads what the key signed last (its memory file; when that is missing, the newest checkpoint
+//! a copy of the tiles holds that opens with the key, said in a line), and when the database's
+//! tree is behind it, restores the lost leaves from its tiles directory or a copy named in its
+//! settings. Each finding is one line and a metric; nothing here stops the daemon (the signer
+//! refuses to sign a tree that contradicts what the key signed, whatever happened here).
+
+use std::time::Duration;
+
+use super::metrics::RestoreMetrics;
+use super::{restore, Copies, Outcome, RestoreError, Target};
+use crate::config::Settings;
+use crate::ingest::sink::restored::AppendError;
+use crate::ingest::sink::Sink;
+use crate::witnessed::signer::load_key;
+use crate::witnessed::signer::memory::Memory;
+
+/// How long one read of a copy may take.
+pub(crate) const COPY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The reason a restore at start-up records.
+const REASON: &str = "at start-up, the database's tree was behind the checkpoint the log's key signed (a database restored from a backup)";
+
+/// The copies the daemon restores from: its tiles directory, then the configured ones.
+pub(crate) fn copies_of(s: &Settings) -> Vec<String> {
+    let mut out: Vec<String> = s
+        .witness
+        .tiles_dir
+        .iter()
+        .map(|d| d.display().to_string())
+        .collect();
+    out.extend(s.witness.restore_from.iter().cloned());
+    out
+}
+
+/// See the module.
+pub(crate) async fn at_start(s: &Settings, sink: &Sink, m: &RestoreMetrics) {
+    let Some(path) = &s.witness.signing_key_file else {
+        return;
+    };
+    // A key that cannot be read is the signer's to report.
+    let Ok(key) = load_key(path) else {
+        return;
+    };
+    let copies = Copies {
+        key: key.public(),
+        origin: key.name.clone(),
+        copies: copies_of(s),
+        timeout: COPY_TIMEOUT,
+    };
+    let remembered = s.witness.signer_state_path().and_then(|p| {
+        Memory::load(&p, &key.public())
+            .ok()
+            .flatten()
+            .map(|m| (p, m))
+    });
+    let target = match &remembered {
+        Some((_, mem)) => mem.logs.get(&key.name).map(|r| Target {
+            size: r.size,
+            root: r.root,
+        }),
+        None => {
+            m.memory_missing.set(1);
+            let found = copies.newest().await;
+            tracing::warn!(
+                state = %s.witness.signer_state_path().map(|p| p.display().to_string()).unwrap_or_default(),
+                "the signer's memory file is missing: it is rebuilt from the checkpoints the key signed wherever they are found (the database, the checkpoint stream and directory); {}",
+                match &found {
+                    Some(t) => format!("the newest a copy of the tiles holds is of size {}, which the database's tree must reach before anything is signed", t.size),
+                    None => "no copy of the tiles holds one".to_owned(),
+                }
+            );
+            found
+        }
+    };
+    let Some(target) = target else {
+        return;
+    };
+    // Another daemon of the log may restore first: then the tree moved, and a second look
+    // finds nothing to restore.
+    let mut done = restore(sink, &copies, &target, REASON, false).await;
+    if let Err(RestoreError::Append(AppendError::Moved { .. })) = &done {
+        done = restore(sink, &copies, &target, REASON, false).await;
+    }
+    match done {
+        Ok(Outcome::Current { .. }) => m.behind.set(0),
+        Ok(o) => {
+            if let Outcome::Restored { record, .. } = &o {
+                m.restores.inc();
+                m.leaves.inc_by(record.size - record.database_size);
+            }
+            m.behind.set(0);
+            tracing::warn!("restore: {}", o.line());
+        }
+        Err(e) => {
+            m.behind.set(1);
+            tracing::error!("restore: {e}");
+        }
+    }
+}

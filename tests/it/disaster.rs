@@ -1,0 +1,235 @@
+//! Honest disasters against real PostgreSQL, NATS, a witness process and the daemon: a
+//! database restored from an older `pg_dump` behind the witnessed checkpoint gets its lost
+//! leaves back from the daemon's tiles (or, with the tiles lost too, from an auditor's mirror),
+//! records the restore, then the events the bus still holds; every sequence is recorded once,
+//! the witness cosigns the next checkpoint, the auditor's state from before verifies with the
+//! restore named, and the mirror from before takes the new checkpoint. Two daemons starting
+//! together restore once. A copy that is not the signed log is refused; rows removed with no
+//! record are still a break.
+
+use std::path::{Path, PathBuf};
+
+use crate::support::app::{run_until_idle, settings};
+use crate::support::cli::{event_audit, Run};
+use crate::support::db::as_superuser;
+use crate::support::witness::{verify_witness, witness_with_policy, write_keys, Witness};
+use crate::support::{seq_stats, TestDb, TestStream};
+use event_audit::config::{Dur, Settings};
+
+/// The daemon's settings: signing into `cps`, the witness `policy`, tiles in `dir/tiles`.
+fn signing(db: &TestDb, ts: &TestStream, dir: &Path, cps: &str, policy: &Path) -> Settings {
+    let mut s = settings(db, ts);
+    s.witness.signing_key_file = Some(dir.join("log.key"));
+    s.witness.signer_state = Some(dir.join("signer.state"));
+    s.witness.checkpoint_stream = cps.to_owned();
+    s.witness.checkpoint_interval = Dur::secs(3600);
+    s.witness.witness_policy = Some(policy.to_owned());
+    s.witness.tiles_dir = Some(dir.join("tiles"));
+    s
+}
+
+/// An auditor's `verify --public-key --witness-policy --state-file`.
+async fn audit(db: &TestDb, public: &Path, cps: &str, policy: &Path, state: &Path) -> Run {
+    let (p, st) = (
+        policy.to_str().expect("utf-8"),
+        state.to_str().expect("utf-8"),
+    );
+    verify_witness(
+        &db.url,
+        public,
+        cps,
+        &["--witness-policy", p, "--state-file", st],
+    )
+    .await
+}
+
+/// An auditor's `mirror` of the tiles directory `from` into `dir`.
+async fn mirror(from: &Path, public: &Path, dir: &Path) -> Run {
+    event_audit(
+        &[
+            "mirror",
+            "--log-url",
+            from.to_str().expect("utf-8"),
+            "--public-key",
+            public.to_str().expect("utf-8"),
+            "--dir",
+            dir.to_str().expect("utf-8"),
+        ],
+        &[],
+    )
+    .await
+}
+
+/// The setting before the disaster: 30 events signed, backed up, 20 more signed; the auditor's
+/// state and mirror at 50. Returns the nightly backup.
+struct Before {
+    db: TestDb,
+    ts: TestStream,
+    tmp: tempfile::TempDir,
+    cps: String,
+    public: PathBuf,
+    policy: PathBuf,
+    nightly: Vec<u8>,
+    _witness: crate::support::witness::WitnessProcess,
+    _stream: Witness,
+}
+
+async fn before(tag: &str, seed: u8) -> Before {
+    let db = TestDb::create().await;
+    let ts = TestStream::create(tag).await;
+    let tmp = tempfile::tempdir().expect("tmp");
+    let origin = format!("event-audit/{}", db.name);
+    let (private, public, _) = write_keys(tmp.path(), &origin, seed);
+    std::fs::rename(&private, tmp.path().join("log.key")).expect("key in place");
+    let cps = format!("{}_CP", ts.name);
+    let stream = Witness(cps.clone());
+    let (witness, policy) =
+        witness_with_policy(tmp.path(), "auditor.example/dr", seed + 1, &public).await;
+    ts.publish_load(30, 1).await;
+    run_until_idle(signing(&db, &ts, tmp.path(), &cps, &policy)).await;
+    let nightly = db.backup();
+    ts.publish_load(20, 2).await;
+    run_until_idle(signing(&db, &ts, tmp.path(), &cps, &policy)).await;
+    let state = tmp.path().join("auditor.json");
+    let a = audit(&db, &public, &cps, &policy, &state).await;
+    assert_eq!(a.code, Some(0), "{a:?}");
+    let m = mirror(
+        &tmp.path().join("tiles"),
+        &public,
+        &tmp.path().join("mirror"),
+    )
+    .await;
+    assert_eq!(m.code, Some(0), "{m:?}");
+    assert!(m.stdout.contains("at tree size 50"), "{m:?}");
+    Before {
+        db,
+        ts,
+        tmp,
+        cps,
+        public,
+        policy,
+        nightly,
+        _witness: witness,
+        _stream: stream,
+    }
+}
+
+/// After the restart: every sequence once, the restore and the witness's cosignature seen by
+/// the auditor's state from before, the mirror from before consistent.
+async fn resumed(b: &Before, restored: &TestDb, log: &str, from: &str) {
+    assert_eq!(
+        seq_stats(&restored.pool, &b.ts.name).await,
+        (55, 55, Some(1), Some(55))
+    );
+    assert!(
+        log.contains("leaves 30..50 restored from") && log.contains(from),
+        "{log}"
+    );
+    let a = audit(
+        restored,
+        &b.public,
+        &b.cps,
+        &b.policy,
+        &b.tmp.path().join("auditor.json"),
+    )
+    .await;
+    assert_eq!(a.code, Some(0), "{a:?}");
+    assert!(
+        a.stderr.contains("restore 1 at") && a.stderr.contains("leaves 30..50 restored from"),
+        "{a:?}"
+    );
+    assert!(
+        a.stderr.contains("checkpoint(s) trusted, up to size 76"),
+        "the witness cosigned the checkpoint after the restore: {a:?}"
+    );
+    let m = mirror(
+        &b.tmp.path().join("tiles"),
+        &b.public,
+        &b.tmp.path().join("mirror"),
+    )
+    .await;
+    assert_eq!(m.code, Some(0), "{m:?}");
+    assert!(m.stdout.contains("mirrored at tree size 76"), "{m:?}");
+}
+
+#[tokio::test]
+async fn a_restored_database_resumes_the_witnessed_evidence_from_its_tiles() {
+    let b = before("dr_tiles", 31).await;
+    let restored = TestDb::restored(&b.nightly).await;
+    b.ts.publish_load(5, 3).await;
+    let s = signing(&restored, &b.ts, b.tmp.path(), &b.cps, &b.policy);
+    // Two daemons start together on the restored database: one restores, once.
+    let (x, y) = tokio::join!(run_until_idle(s.clone()), run_until_idle(s));
+    let log = format!("{}{}", x.log, y.log);
+    let tiles = b.tmp.path().join("tiles");
+    resumed(&b, &restored, &log, tiles.to_str().expect("utf-8")).await;
+    let restores: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM audit.events WHERE stream = 'event-audit.restores'",
+    )
+    .fetch_one(&restored.pool)
+    .await
+    .expect("count restores");
+    assert_eq!(restores, 1);
+}
+
+#[tokio::test]
+async fn with_the_tiles_lost_too_the_leaves_come_from_an_auditors_mirror() {
+    let b = before("dr_mirror", 41).await;
+    let restored = TestDb::restored(&b.nightly).await;
+    std::fs::remove_dir_all(b.tmp.path().join("tiles")).expect("the tiles are lost");
+    b.ts.publish_load(5, 4).await;
+    let mut s = signing(&restored, &b.ts, b.tmp.path(), &b.cps, &b.policy);
+    let copy = b.tmp.path().join("mirror");
+    s.witness.restore_from = vec![copy.display().to_string()];
+    let log = run_until_idle(s).await.log;
+    resumed(&b, &restored, &log, copy.to_str().expect("utf-8")).await;
+}
+
+#[tokio::test]
+async fn a_copy_of_another_log_is_refused_and_an_unrecorded_removal_is_a_break() {
+    let b = before("dr_refuse", 51).await;
+    let other = before("dr_other", 61).await;
+    let restored = TestDb::restored(&b.nightly).await;
+    let key = b.tmp.path().join("log.key");
+    let state = b.tmp.path().join("signer.state");
+    let args = |from: &Path| {
+        vec![
+            "restore-leaves".to_owned(),
+            "--database-url".to_owned(),
+            restored.url.clone(),
+            "--from".to_owned(),
+            from.display().to_string(),
+            "--signing-key-file".to_owned(),
+            key.display().to_string(),
+            "--signer-state".to_owned(),
+            state.display().to_string(),
+        ]
+    };
+    let wrong = args(&other.tmp.path().join("tiles"));
+    let wrong: Vec<&str> = wrong.iter().map(String::as_str).collect();
+    let r = event_audit(&wrong, &[]).await;
+    assert_eq!(r.code, Some(2), "{r:?}");
+    assert!(
+        r.stderr.contains("no copy holds the lost leaves")
+            && r.stderr.contains("does not open with the log's key"),
+        "{r:?}"
+    );
+    // The right copy, dry: says what it would do and writes nothing.
+    let mut dry = args(&b.tmp.path().join("tiles"));
+    dry.push("--dry-run".to_owned());
+    let dry: Vec<&str> = dry.iter().map(String::as_str).collect();
+    let d = event_audit(&dry, &[]).await;
+    assert_eq!(d.code, Some(0), "{d:?}");
+    assert!(
+        d.stdout.contains("leaves 30..50 would be restored"),
+        "{d:?}"
+    );
+    // A restore that is not recorded: rows removed, no record. Still a break.
+    let removed = format!(
+        "DELETE FROM audit.events WHERE stream = '{}' AND stream_seq = 20",
+        b.ts.name
+    );
+    assert_eq!(as_superuser(&b.db.pool, &removed).await, 1);
+    let v = crate::support::verify(&b.db.url).await;
+    assert_eq!(v.code, Some(1), "{v:?}");
+}
