@@ -1,7 +1,11 @@
 //! Files that hold evidence or secrets, written safely: a new file only (`O_EXCL`, never through
 //! an existing name or symlink), or replaced atomically (a temporary file in the same directory,
 //! fsynced, renamed over the old one, the directory fsynced), with mode 0600; and a key file
-//! refused when group or others may read it (as ssh refuses such keys).
+//! refused when group or others may read it (as ssh refuses such keys). Every file read is
+//! bounded ([`bounded`]): a regular file, at most a stated size, and inside its folder when it
+//! is read from one.
+
+pub(crate) mod bounded;
 
 use std::io::Write;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
@@ -63,19 +67,34 @@ pub(crate) fn replace(path: &Path, body: &[u8], mode: u32) -> std::io::Result<()
     written
 }
 
+/// The largest key file read (public or private, the log's or a witness's: one line of a few
+/// hundred bytes).
+pub(crate) const KEY_MAX: u64 = 64 << 10;
+
+/// The largest witness policy read (a line of about 150 bytes a witness; a note carries at
+/// most 64 signatures, so a longer policy could never be met).
+pub(crate) const POLICY_MAX: u64 = 64 << 10;
+
+/// The largest memory file read: the auditor's state (its breaks grow by at most one a run),
+/// the signer's memory and a witness's state (one checkpoint per origin each).
+pub(crate) const STATE_MAX: u64 = 16 << 20;
+
 /// Reads a file that may not exist yet (a keeper's memory before its first save): `Ok(None)`
-/// when it is missing, any other failure an error (never taken as "no memory").
-pub(crate) fn read_if_present(path: &Path) -> std::io::Result<Option<String>> {
-    match std::fs::read_to_string(path) {
-        Ok(t) => Ok(Some(t)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e),
-    }
+/// when it is missing, any other failure an error (never taken as "no memory"); a regular file
+/// of at most `limit` bytes (a `what`).
+pub(crate) fn read_if_present(
+    path: &Path,
+    limit: u64,
+    what: &str,
+) -> std::io::Result<Option<String>> {
+    bounded::read_text_if_present(path, limit, what)
 }
 
-/// Reads a private key file, refusing one that group or others may read or write.
+/// Reads a private key file, refusing one that group or others may read or write (and one
+/// that is not a regular file of at most [`KEY_MAX`] bytes).
 pub(crate) fn read_private(path: &Path) -> std::io::Result<String> {
-    let mode = std::fs::metadata(path)?.permissions().mode();
+    let (f, _) = bounded::open(path, KEY_MAX, "key file")?;
+    let mode = f.metadata()?.permissions().mode();
     if mode & 0o077 != 0 {
         return Err(std::io::Error::new(
             std::io::ErrorKind::PermissionDenied,
@@ -86,7 +105,7 @@ pub(crate) fn read_private(path: &Path) -> std::io::Result<String> {
             ),
         ));
     }
-    std::fs::read_to_string(path)
+    bounded::read_text(path, KEY_MAX, "key file")
 }
 
 #[cfg(test)]

@@ -29,7 +29,13 @@ pub(crate) struct Log {
     pub source: Source,
     pub key: PublicKey,
     pub policy: Option<WitnessPolicy>,
+    /// The most leaves one pull adds (a larger signed tree is refused before any fetch).
+    pub max_leaves: u64,
 }
+
+/// The default of `--max-leaves-per-pull`: 2^24 leaves, about 1.1 GiB held while a pull checks
+/// them (a first pull of a larger log raises it).
+pub(crate) const MAX_LEAVES_PER_PULL: u64 = 1 << 24;
 
 /// A checkpoint: its signed note as served, and what it says.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -39,9 +39,13 @@ pub struct MirrorArgs {
     /// With --follow: serve Prometheus metrics at http://ADDR/metrics.
     #[arg(long, value_name = "ADDR", requires = "follow")]
     pub(crate) metrics_listen: Option<SocketAddr>,
-    /// How long each request to the log may take (connecting included).
+    /// How long each request to the log may take (connecting and the whole body included).
     #[arg(long, value_name = "DURATION", default_value = "30s")]
     pub(crate) timeout: Dur,
+    /// The most leaves one pull adds: a log that signs more beyond the copy is refused before
+    /// anything is fetched (a pull holds about 70 bytes a new leaf until it is checked).
+    #[arg(long, value_name = "N", default_value_t = crate::mirror::MAX_LEAVES_PER_PULL)]
+    pub(crate) max_leaves_per_pull: u64,
 }
 
 pub fn run(args: MirrorArgs) -> anyhow::Result<ExitCode> {
@@ -56,6 +60,7 @@ pub fn run(args: MirrorArgs) -> anyhow::Result<ExitCode> {
         source,
         key,
         policy,
+        max_leaves: args.max_leaves_per_pull,
     };
     super::runtime()?.block_on(async {
         match args.follow {

@@ -61,6 +61,13 @@ pub struct VerifyGroup {
 pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
     let settings = args.config.load(&args)?;
     let args_archive = args.verify.archive.clone();
+    let mirror = match read_first(&settings, args_archive.as_deref()) {
+        Ok(m) => m,
+        Err(line) => {
+            eprintln!("event-audit: {line}");
+            return Ok(ExitCode::from(2));
+        }
+    };
     super::runtime()?.block_on(async {
         let workers = settings.database.connections.max(1);
         // One more connection than workers: a payload compared by PostgreSQL itself.
@@ -125,10 +132,9 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
             }
             _ => (ExitCode::SUCCESS, None),
         };
-        let code = match &settings.verify.mirror {
-            Some(dir) => {
-                let key = settings.witness.public_key.as_deref();
-                let m = match crate::verify::mirror::check(&store, &trees, dir, key).await {
+        let code = match &mirror {
+            Some(mirror) => {
+                let m = match crate::verify::mirror::check(&store, &trees, mirror).await {
                     Ok(m) => m,
                     Err(e) => {
                         eprintln!("event-audit: could not verify against the mirror: {e}");
@@ -144,18 +150,8 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         let code = match &args_archive {
             Some(dir) => {
                 // With a mirror, each archived row is checked at its leaf in the mirror's tiles.
-                let key = settings.witness.public_key.as_deref();
-                let entries = match &settings.verify.mirror {
-                    Some(m) => match crate::verify::mirror::read_entries(m, key) {
-                        Ok(e) => Some(e),
-                        Err(e) => {
-                            eprintln!("event-audit: could not read the mirror for the archive: {e}");
-                            return Ok(ExitCode::from(2));
-                        }
-                    },
-                    None => None,
-                };
-                let a = match crate::verify::archive::check(&store, dir, entries.as_deref()).await {
+                let entries = mirror.as_ref().map(|m| m.entries.as_slice());
+                let a = match crate::verify::archive::check(&store, dir, entries).await {
                     Ok(a) => a,
                     Err(e) => {
                         eprintln!("event-audit: could not verify the archive: {e}");
@@ -176,6 +172,30 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         }
         Ok(if report.ok { code } else { ExitCode::from(1) })
     })
+}
+
+/// What `verify` reads before the database, bounded: the mirror, once (for `--mirror` and
+/// `--archive` both), and the archive's manifest with every file it names opened (the files
+/// are read later). A copy that cannot be read, whose checkpoint the key does not open, or an
+/// archive naming a file outside its folder is exit 2 at once, in one line.
+fn read_first(
+    settings: &crate::config::Settings,
+    archive: Option<&std::path::Path>,
+) -> Result<Option<crate::verify::mirror::Mirror>, String> {
+    let mirror = match &settings.verify.mirror {
+        Some(dir) => {
+            let key = settings.witness.public_key.as_deref();
+            let m = crate::verify::mirror::read(dir, key)
+                .map_err(|e| format!("could not verify against the mirror: {e}"))?;
+            Some(m)
+        }
+        None => None,
+    };
+    if let Some(dir) = archive {
+        crate::archive::read::preflight(dir)
+            .map_err(|e| format!("could not verify the archive: {e}"))?;
+    }
+    Ok(mirror)
 }
 
 /// The chain's one-line summary: the log's real counts, and which rows were not rehashed.

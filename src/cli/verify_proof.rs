@@ -8,9 +8,13 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use std::io::Read;
+
 use anyhow::Context;
 
+use crate::config::Dur;
 use crate::evidence::bundle::{self, Expect};
+use crate::files::{KEY_MAX, POLICY_MAX};
 use crate::mirror::proof::{tiles_for_bundle, TreeTiles};
 use crate::tlog::cosign::WitnessPolicy;
 use crate::tlog::note::PublicKey;
@@ -36,20 +40,29 @@ pub struct VerifyProofArgs {
     /// key and hold at least the bundle's tree.
     #[arg(long, value_name = "URL|DIR")]
     pub(crate) tiles: Option<String>,
+    /// With --tiles: how long each request may take (connecting and the whole body included).
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "30s",
+        requires = "tiles"
+    )]
+    pub(crate) timeout: Dur,
 }
 
-/// How long each request for `--tiles` may take.
-const TILES_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+/// The largest bundle read (file or stdin): `prove --account` of a few thousand rows is a few
+/// megabytes; a larger account is proven in parts (`--since`, `--until`).
+pub(crate) const MAX_BUNDLE: u64 = 64 << 20;
 
 /// Reads a witness policy file (`prove` and `verify-proof`).
 pub(crate) fn read_policy(path: &Path) -> anyhow::Result<WitnessPolicy> {
-    let text = std::fs::read_to_string(path)
+    let text = crate::files::bounded::read_text(path, POLICY_MAX, "witness policy")
         .with_context(|| format!("reading the witness policy {}", path.display()))?;
     WitnessPolicy::parse(&text).with_context(|| format!("the witness policy {}", path.display()))
 }
 
 fn inputs(args: &VerifyProofArgs) -> anyhow::Result<(PublicKey, Option<WitnessPolicy>, String)> {
-    let key_text = std::fs::read_to_string(&args.public_key)
+    let key_text = crate::files::bounded::read_text(&args.public_key, KEY_MAX, "key file")
         .with_context(|| format!("reading the public key {}", args.public_key.display()))?;
     let key = PublicKey::parse(key_text.trim())
         .with_context(|| format!("the public key {}", args.public_key.display()))?;
@@ -59,9 +72,19 @@ fn inputs(args: &VerifyProofArgs) -> anyhow::Result<(PublicKey, Option<WitnessPo
         .map(read_policy)
         .transpose()?;
     let text = if args.bundle.as_os_str() == "-" {
-        std::io::read_to_string(std::io::stdin()).context("reading the bundle from stdin")?
+        let mut bytes = Vec::new();
+        std::io::stdin()
+            .take(MAX_BUNDLE + 1)
+            .read_to_end(&mut bytes)
+            .context("reading the bundle from stdin")?;
+        if bytes.len() as u64 > MAX_BUNDLE {
+            anyhow::bail!(
+                "the bundle on stdin is larger than {MAX_BUNDLE} bytes, larger than a bundle may be; prove an account in parts (--since, --until)"
+            );
+        }
+        String::from_utf8(bytes).context("the bundle on stdin is not UTF-8 text")?
     } else {
-        std::fs::read_to_string(&args.bundle)
+        crate::files::bounded::read_text(&args.bundle, MAX_BUNDLE, "bundle")
             .with_context(|| format!("reading the bundle {}", args.bundle.display()))?
     };
     Ok((key, policy, text))
@@ -80,7 +103,7 @@ pub fn run(args: VerifyProofArgs) -> anyhow::Result<ExitCode> {
         policy,
     };
     let tiles = match &args.tiles {
-        Some(at) => match tiles_for(at, &key, &text) {
+        Some(at) => match tiles_for(at, &key, &text, args.timeout.into()) {
             Ok(t) => t,
             Err(e) => {
                 eprintln!("UNUSABLE: {e:#}");
@@ -128,7 +151,12 @@ pub fn run(args: VerifyProofArgs) -> anyhow::Result<ExitCode> {
 
 /// The tiles at `at` a bundle's check reads; `None` when the bundle's shape or signature does
 /// not let it say which (its check then says why).
-fn tiles_for(at: &str, key: &PublicKey, text: &str) -> anyhow::Result<Option<TreeTiles>> {
+fn tiles_for(
+    at: &str,
+    key: &PublicKey,
+    text: &str,
+    timeout: std::time::Duration,
+) -> anyhow::Result<Option<TreeTiles>> {
     let Ok(b) = bundle::read(text) else {
         return Ok(None);
     };
@@ -137,12 +165,7 @@ fn tiles_for(at: &str, key: &PublicKey, text: &str) -> anyhow::Result<Option<Tre
     };
     let leaves: Vec<u64> = b.entries.iter().map(|e| e.leaf_index).collect();
     let tiles = super::runtime()?.block_on(tiles_for_bundle(
-        at,
-        key,
-        &cp.origin,
-        cp.size,
-        &leaves,
-        TILES_TIMEOUT,
+        at, key, &cp.origin, cp.size, &leaves, timeout,
     ))?;
     Ok(Some(tiles))
 }

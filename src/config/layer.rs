@@ -34,13 +34,40 @@ fn in_file(file: &Option<String>) -> String {
         .unwrap_or_default()
 }
 
+/// The largest settings file read (every setting, commented, is a few kilobytes).
+pub(crate) const MAX_SETTINGS_FILE: u64 = 1 << 20;
+
+/// A small text file of the operator's (settings, a secret): a regular file (a FIFO is opened
+/// without blocking, and refused with a device or a directory), at most `limit` bytes.
+pub(crate) fn read_small(path: &Path, limit: u64) -> std::io::Result<String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let refused = |why: String| std::io::Error::new(std::io::ErrorKind::InvalidData, why);
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)?;
+    let meta = f.metadata()?;
+    if !meta.is_file() {
+        return Err(refused(
+            "not a regular file (a device, FIFO, socket or directory)".into(),
+        ));
+    }
+    let mut bytes = Vec::new();
+    f.take(limit + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Err(refused(format!("larger than {limit} bytes")));
+    }
+    String::from_utf8(bytes).map_err(|_| refused("not UTF-8 text".into()))
+}
+
 /// Settings from the defaults, then the file (if any), then `overrides` (a tree with the shape
 /// of [`Settings`] holding only what flags and environment gave), validated.
 pub fn load(file: Option<&Path>, overrides: toml::Table) -> Result<Settings, LoadError> {
     let base = match file {
         None => Settings::default(),
         Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|source| LoadError::Read {
+            let text = read_small(path, MAX_SETTINGS_FILE).map_err(|source| LoadError::Read {
                 path: path.display().to_string(),
                 source,
             })?;

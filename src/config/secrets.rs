@@ -16,6 +16,9 @@ pub(crate) const NATS_TOKEN_ENV: &str = "NATS_TOKEN";
 /// The environment variable holding the organisation API key (GraphQL token mutation).
 pub(crate) const API_KEY_ENV: &str = "EVENT_AUDIT_API_KEY";
 
+/// The largest secret file read (a token, a password or an API key).
+pub(crate) const MAX_SECRET_FILE: u64 = 64 << 10;
+
 /// Why a secret could not be read. Never contains the secret.
 #[derive(Debug, thiserror::Error)]
 pub enum SecretError {
@@ -38,10 +41,12 @@ pub(crate) fn load_secret(
 ) -> Result<Option<SecretString>, SecretError> {
     let (text, from) = match file {
         Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|source| SecretError::Read {
-                what,
-                path: path.display().to_string(),
-                source,
+            let text = super::layer::read_small(path, MAX_SECRET_FILE).map_err(|source| {
+                SecretError::Read {
+                    what,
+                    path: path.display().to_string(),
+                    source,
+                }
             })?;
             warn_if_readable_by_others(path, what);
             (text, path.display().to_string())

@@ -9,8 +9,8 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use super::pull::{fetch_hashes, log_checkpoint};
-use super::source::{origin_dir, FetchError, Source};
+use super::pull::{fetch_hashes, opened};
+use super::source::Source;
 use super::{Log, PullError};
 use crate::tlog::merkle::{Hash, Node};
 use crate::tlog::note::PublicKey;
@@ -33,7 +33,7 @@ impl TreeTiles {
 }
 
 /// The tiles at `at` (a URL or a directory) for a bundle of log `origin` at tree size `size`
-/// proving the leaves `leaves`.
+/// proving the leaves `leaves`; each request may take `timeout`.
 pub(crate) async fn tiles_for_bundle(
     at: &str,
     key: &PublicKey,
@@ -43,17 +43,16 @@ pub(crate) async fn tiles_for_bundle(
     timeout: Duration,
 ) -> Result<TreeTiles, PullError> {
     let top = Source::parse(at, timeout).map_err(PullError::Refused)?;
-    let source = match top.checkpoint().await {
-        Err(FetchError::NotFound { .. }) => top.child(&origin_dir(origin)),
-        _ => top,
-    };
+    // One fetch of the checkpoint: at the prefix, or in a mirror's copy of the bundle's log.
+    let (source, note) = top.locate(origin).await.map_err(PullError::served)?;
     let log = Log {
         source,
         key: key.clone(),
         policy: None,
+        max_leaves: 0,
     };
     let shown = log.source.shown("checkpoint");
-    let theirs = log_checkpoint(&log).await?;
+    let theirs = opened(&log, note)?;
     if theirs.cp.origin != origin {
         return Err(PullError::Refused(format!(
             "{shown}: a checkpoint of log {}, not of the bundle's log {origin}",

@@ -3,7 +3,11 @@
 //! pushed onto the copy's own tiles, the rebuilt root compared with the signed one and every
 //! hash tile and bundle the log serves compared byte for byte with the rebuilt ones. Nothing is
 //! written before every check passed; then the new tiles, then the checkpoint as served (with
-//! its cosignatures), renamed into place last.
+//! its cosignatures), renamed into place last. The size a checkpoint claims is believed only
+//! once its signature holds, and even then bounds nothing by itself: a pull adds at most
+//! `Log::max_leaves` leaves (refused beyond, before anything is fetched), the tiles are named
+//! one at a time as they are fetched, a few at once, and the first one that cannot be fetched
+//! ends the pull, so memory and work follow what the log actually served.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -25,7 +29,8 @@ const CONCURRENCY: usize = 8;
 /// Pulls the log into its copy under `dir` (`dir/<hex SHA-256 of the origin>/`); with `write`
 /// false, checks only (a copy kept untouched after a fork).
 pub(crate) async fn pull(log: &Log, dir: &Path, write: bool) -> Result<Pulled, PullError> {
-    let theirs = log_checkpoint(log).await?;
+    let (log, theirs) = log_checkpoint(log).await?;
+    let log = &log;
     let copy = TileDir::new(dir.join(origin_dir(&theirs.cp.origin)));
     let ours = mirror_checkpoint(&copy, log)?;
     let Some(ours) = ours else {
@@ -52,9 +57,25 @@ pub(crate) async fn pull(log: &Log, dir: &Path, write: bool) -> Result<Pulled, P
     extend(log, &copy, Some(ours), theirs, write).await
 }
 
-/// The log's checkpoint, signed by its key and, with a policy, cosigned by a quorum.
-pub(crate) async fn log_checkpoint(log: &Log) -> Result<Signed, PullError> {
-    let note = log.source.checkpoint().await.map_err(PullError::served)?;
+/// The log's checkpoint, signed by its key and, with a policy, cosigned by a quorum: at the
+/// log's prefix, or in a mirror's copy of the key's log under it (a mirror of a mirror). Returns
+/// the log where it was found.
+pub(crate) async fn log_checkpoint(log: &Log) -> Result<(Log, Signed), PullError> {
+    let (source, note) = log
+        .source
+        .locate(&log.key.name)
+        .await
+        .map_err(PullError::served)?;
+    let found = Log {
+        source,
+        ..log.clone()
+    };
+    let signed = opened(&found, note)?;
+    Ok((found, signed))
+}
+
+/// `note`, as `log` served it, opened with its key and checked against its policy.
+pub(crate) fn opened(log: &Log, note: String) -> Result<Signed, PullError> {
     let shown = log.source.shown("checkpoint");
     let cp = note::open(&note, &log.key).map_err(|e| {
         PullError::Refused(format!("{shown}: {e} (is --public-key the log's key?)"))
@@ -100,15 +121,22 @@ async fn extend(
 ) -> Result<Pulled, PullError> {
     let m = ours.as_ref().map_or(0, |s| s.cp.size);
     let n = theirs.cp.size;
-    let ids = tile::tiles_between(m, n);
-    let mut r = rebuild(log, copy.builder_at(m)?, m, &ids).await?;
+    if n - m > log.max_leaves {
+        return Err(PullError::Refused(format!(
+            "{}: the log signs {n} leaves, {} more than the mirror's {m}; a pull adds at most {} (--max-leaves-per-pull, about 70 bytes of memory a leaf): nothing fetched; raise it to pull this log",
+            log.source.shown("checkpoint"),
+            n - m,
+            log.max_leaves
+        )));
+    }
+    let mut r = rebuild(log, copy.builder_at(m)?, m, n).await?;
     if r.builder.size() != n {
         return Err(PullError::Refused(format!(
             "the bundles make a tree of {} leaves, not the checkpoint's {n}",
             r.builder.size()
         )));
     }
-    compare_tiles(log, &ids, &mut r).await?;
+    compare_tiles(log, m, n, &mut r).await?;
     if r.builder.root() != theirs.cp.root {
         return Err(root_differs(log, ours, theirs, &r).await);
     }
@@ -125,9 +153,9 @@ async fn extend(
         )));
     }
     if write {
-        for id in &ids {
-            if let Some(bytes) = r.built.get(id) {
-                copy.write(id, bytes)?;
+        for id in tile::tiles_between(m, n) {
+            if let Some(bytes) = r.built.get(&id) {
+                copy.write(&id, bytes)?;
             }
         }
         copy.write_checkpoint(&theirs.note)?;
@@ -139,19 +167,16 @@ async fn extend(
     })
 }
 
-/// Fetches the bundles of the new leaves, in order, and pushes their entries onto `builder`.
+/// Fetches the bundles of the new leaves from `m` to `n`, in order, and pushes their entries
+/// onto `builder`.
 async fn rebuild(
     log: &Log,
     mut builder: TileBuilder,
     m: u64,
-    ids: &[TileId],
+    n: u64,
 ) -> Result<Rebuilt, PullError> {
-    let mut bundles: Vec<TileId> = ids
-        .iter()
-        .copied()
-        .filter(|id| id.kind == Kind::Entries)
-        .collect();
-    bundles.sort_by_key(|id| id.index);
+    // Level 0 comes first, in index order, the partial bundle last.
+    let bundles = tile::tiles_between(m, n).filter(|id| id.kind == Kind::Entries);
     let mut fetched = futures::stream::iter(bundles)
         .map(|id| async move { (id, log.source.tile(id).await) })
         .buffered(CONCURRENCY);
@@ -187,8 +212,8 @@ async fn rebuild(
 }
 
 /// Fetches the log's new hash tiles and notes the first one that is not the rebuilt one.
-async fn compare_tiles(log: &Log, ids: &[TileId], r: &mut Rebuilt) -> Result<(), PullError> {
-    let hashes = ids.iter().copied().filter(|id| id.kind != Kind::Entries);
+async fn compare_tiles(log: &Log, m: u64, n: u64, r: &mut Rebuilt) -> Result<(), PullError> {
+    let hashes = tile::tiles_between(m, n).filter(|id| id.kind != Kind::Entries);
     let mut fetched = futures::stream::iter(hashes)
         .map(|id| async move { (id, log.source.tile(id).await) })
         .buffered(CONCURRENCY);

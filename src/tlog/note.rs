@@ -228,6 +228,10 @@ pub(crate) const REVERDICTS_SUFFIX: &str = "/reverdicts";
 /// The most signature lines a note may carry (the spec asks verifiers to accept at least 16).
 pub(crate) const MAX_SIGNATURES: usize = 64;
 
+/// The longest note read, in bytes: a checkpoint's text and [`MAX_SIGNATURES`] signature lines
+/// take a few kilobytes; a file, response or message longer than this is refused unread.
+pub(crate) const MAX_NOTE: u64 = 64 << 10;
+
 /// A tree head: the log's name, its size and its root.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Checkpoint {
@@ -319,6 +323,11 @@ pub struct Note<'a> {
 
 impl<'a> Note<'a> {
     pub fn parse(note: &'a str) -> Result<Note<'a>, NoteError> {
+        if note.len() as u64 > MAX_NOTE {
+            return Err(NoteError::Note(
+                "longer than 64 KiB, longer than a note can be",
+            ));
+        }
         if note.bytes().any(|b| b < 0x20 && b != b'\n') {
             return Err(NoteError::Note("it holds a control character"));
         }
@@ -331,6 +340,9 @@ impl<'a> Note<'a> {
             .ok_or(NoteError::Note("the note does not end with a newline"))?;
         let mut out = Vec::new();
         for line in sigs.split('\n') {
+            if out.len() == MAX_SIGNATURES {
+                return Err(NoteError::Note("too many signatures"));
+            }
             let rest = line
                 .strip_prefix(DASH)
                 .ok_or(NoteError::Note("a signature line does not start with '— '"))?;
@@ -349,9 +361,6 @@ impl<'a> Note<'a> {
                 return Err(NoteError::Note("a signature is shorter than its key id"));
             }
             out.push(SigLine { name, blob, line });
-        }
-        if out.len() > MAX_SIGNATURES {
-            return Err(NoteError::Note("too many signatures"));
         }
         Ok(Note { text, sigs: out })
     }

@@ -117,6 +117,16 @@ impl TileId {
         }
     }
 
+    /// The most bytes the tile can hold at its width: 32 a hash, or for a bundle a uint16
+    /// length and up to [`MAX_ENTRY`] bytes an entry.
+    pub(crate) fn max_bytes(&self) -> u64 {
+        let per = match self.kind {
+            Kind::Hashes(_) => 32,
+            Kind::Entries => 2 + MAX_ENTRY as u64,
+        };
+        u64::from(self.width) * per
+    }
+
     /// The level whose hashes the tile holds (bundles: 0, the entries' leaves).
     pub fn level(&self) -> u8 {
         match self.kind {
@@ -274,26 +284,30 @@ pub fn partial_tiles(size: u64) -> Vec<TileId> {
 
 /// Every tile a tree of `size` leaves has that a tree of `from` leaves lacks: the full tiles
 /// completed in between and the partial tiles of `size` (bundles included), in level order.
-pub fn tiles_between(from: u64, size: u64) -> Vec<TileId> {
-    let mut out = Vec::new();
-    let (mut lo, mut hi) = (from.min(size), size);
-    let mut level = 0u8;
-    while hi > 0 {
-        for index in lo / TILE_WIDTH..hi / TILE_WIDTH {
-            out.push(TileId::hashes(level, index, TILE_WIDTH as u16));
-            if level == 0 {
-                out.push(TileId::entries(index, TILE_WIDTH as u16));
-            }
-        }
-        lo /= TILE_WIDTH;
-        hi /= TILE_WIDTH;
-        level += 1;
-    }
-    out.extend(partial_tiles(size).into_iter().filter(|t| {
-        // A partial tile `from` already had (the tree did not grow at that level) is not new.
-        !partial_tiles(from).contains(t)
-    }));
-    out
+/// Lazy: each tile is made when it is asked for, so a caller that stops early (at the first
+/// tile it cannot fetch) does work for what it fetched, never for the sizes it was told.
+pub fn tiles_between(from: u64, size: u64) -> impl Iterator<Item = TileId> {
+    let from = from.min(size);
+    let full = (0..=MAX_LEVEL)
+        .map_while(move |level| {
+            let shift = TILE_HEIGHT * u32::from(level);
+            let hi = size.checked_shr(shift).filter(|&hi| hi > 0)?;
+            let lo = from.checked_shr(shift).unwrap_or(0);
+            Some((level, lo / TILE_WIDTH, hi / TILE_WIDTH))
+        })
+        .flat_map(|(level, first, end)| {
+            (first..end).flat_map(move |index| {
+                let bundle = (level == 0).then(|| TileId::entries(index, TILE_WIDTH as u16));
+                std::iter::once(TileId::hashes(level, index, TILE_WIDTH as u16)).chain(bundle)
+            })
+        });
+    // A partial tile `from` already had (the tree did not grow at that level) is not new.
+    let had = partial_tiles(from);
+    full.chain(
+        partial_tiles(size)
+            .into_iter()
+            .filter(move |t| !had.contains(t)),
+    )
 }
 
 /// The hashes of a hash tile, checked against its width.

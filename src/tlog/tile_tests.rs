@@ -66,7 +66,7 @@ fn only_the_one_spelling_parses() {
 
 #[test]
 fn a_tree_of_70000_has_the_spec_s_tiles() {
-    let all = tiles_between(0, 70_000);
+    let all: Vec<TileId> = tiles_between(0, 70_000).collect();
     let count = |f: &dyn Fn(&TileId) -> bool| all.iter().filter(|t| f(t)).count();
     assert_eq!(count(&|t| t.kind == Kind::Hashes(0) && t.is_full()), 273);
     assert!(all.contains(&TileId::hashes(0, 273, 112)));
@@ -76,7 +76,7 @@ fn a_tree_of_70000_has_the_spec_s_tiles() {
     assert_eq!(count(&|t| t.kind == Kind::Entries), 274);
     // A tree of 256: one full level-0 tile and a level-1 tile of width 1.
     assert_eq!(
-        tiles_between(0, 256),
+        tiles_between(0, 256).collect::<Vec<_>>(),
         vec![
             TileId::hashes(0, 0, 256),
             TileId::entries(0, 256),
@@ -87,6 +87,23 @@ fn a_tree_of_70000_has_the_spec_s_tiles() {
     assert!(!TileId::hashes(1, 0, 2).within(256));
     assert!(!TileId::hashes(0, 1, 1).within(256));
     assert!(TileId::hashes(0, 0, 3).within(256));
+}
+
+#[test]
+fn the_tiles_of_a_claimed_size_are_made_as_they_are_asked_for() {
+    // A signed checkpoint may claim any size: naming its first tiles costs nothing more.
+    let first: Vec<TileId> = tiles_between(0, 1 << 62).take(3).collect();
+    assert_eq!(
+        first,
+        vec![
+            TileId::hashes(0, 0, 256),
+            TileId::entries(0, 256),
+            TileId::hashes(0, 1, 256)
+        ]
+    );
+    let last = tiles_between(u64::MAX - 5, u64::MAX).last();
+    assert_eq!(last, Some(TileId::entries(u64::MAX / 256, 255)));
+    assert_eq!(tiles_between(700, 300).count(), 0);
 }
 
 #[test]
@@ -154,7 +171,7 @@ fn the_builder_writes_what_the_geometry_names() {
         let (files, leaves) = tiles(n);
         let mut names: Vec<TileId> = files.keys().copied().collect();
         names.sort();
-        let mut want = tiles_between(0, n);
+        let mut want: Vec<TileId> = tiles_between(0, n).collect();
         want.sort();
         assert_eq!(names, want, "size {n}");
         // Every level-l hash is the root of its 256^l leaves.

@@ -99,7 +99,7 @@ async fn prunes(store: &VerifyStore) -> Result<HashMap<String, (String, String)>
 pub async fn check(
     store: &VerifyStore,
     dir: &Path,
-    mirror: Option<&[Vec<u8>]>,
+    mirror: Option<&[crate::tlog::merkle::Hash]>,
 ) -> Result<ArchiveReport, ArchiveError> {
     let manifest = read::manifest(dir)?;
     let prunes = prunes(store).await?;

@@ -73,7 +73,9 @@ impl AuditorState {
             path: path.display().to_string(),
             why,
         };
-        match crate::files::read_if_present(path).map_err(|e| err(e.to_string()))? {
+        match crate::files::read_if_present(path, crate::files::STATE_MAX, "state file")
+            .map_err(|e| err(e.to_string()))?
+        {
             Some(text) => Self::parse(&text, path, key).map(Some),
             None => Ok(None),
         }

@@ -46,6 +46,8 @@ use submit::Witnesses;
 pub enum CheckpointError {
     #[error("signing key file {path}: {why}; create one with `event-audit keygen --out PREFIX`")]
     Key { path: String, why: String },
+    #[error("public key file {path}: {why}; give the log's public key (the PREFIX.pub `event-audit keygen` wrote)")]
+    PublicKey { path: String, why: String },
     #[error("witness policy {path}: {why}")]
     Policy { path: String, why: String },
     #[error(transparent)]

@@ -11,6 +11,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::tlog::merkle::Hash;
+use crate::tlog::note::MAX_NOTE;
 use crate::tlog::tile::build::{ResumeError, TileBuilder};
 use crate::tlog::tile::{self, parse_hashes, Kind, TileError, TileId, TILE_WIDTH};
 
@@ -29,6 +30,13 @@ pub(crate) fn origin_dir(origin: &str) -> String {
 pub enum TilesError {
     #[error("tile directory {path}: {source}")]
     Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A file of the directory that cannot be read as what it should hold.
+    #[error("{path}: {source}")]
+    Read {
         path: String,
         #[source]
         source: std::io::Error,
@@ -87,13 +95,15 @@ impl TileDir {
         self.root.join(id.path())
     }
 
-    /// A tile's bytes, `None` when it is not there.
+    /// A tile's bytes, `None` when it is not there: a regular file inside the directory (a
+    /// symlink that leads out, a device or a FIFO is refused), at most the bytes its width holds.
     pub fn read(&self, id: &TileId) -> Result<Option<Vec<u8>>, TilesError> {
-        match std::fs::read(self.path_of(id)) {
-            Ok(b) => Ok(Some(b)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(self.io(e)),
-        }
+        let rel = id.path();
+        crate::files::bounded::read_beneath(&self.root, Path::new(&rel), id.max_bytes(), "tile")
+            .map_err(|source| TilesError::Read {
+                path: self.path_of(id).display().to_string(),
+                source,
+            })
     }
 
     /// A hash tile's hashes, checked against its width; `None` when it is not there.
@@ -109,15 +119,15 @@ impl TileDir {
     pub fn write(&self, id: &TileId, bytes: &[u8]) -> Result<Wrote, TilesError> {
         let path = self.path_of(id);
         if id.is_full() {
-            match std::fs::read(&path) {
-                Ok(old) if old == bytes => return Ok(Wrote::Same),
-                Ok(_) => {
+            match self.read(id) {
+                Ok(Some(old)) if old == bytes => return Ok(Wrote::Same),
+                Ok(None) => {}
+                Ok(Some(_)) => {
                     return Err(TilesError::Rewrite {
                         path: path.display().to_string(),
                     })
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(self.io(e)),
+                Err(e) => return Err(e),
             }
         }
         self.put(&path, bytes).map_err(|e| self.io(e))?;
@@ -146,9 +156,26 @@ impl TileDir {
         written
     }
 
-    /// The checkpoint served, `None` before the first.
+    /// The checkpoint served, `None` before the first: a regular file inside the directory, at
+    /// most a note's bytes.
     pub fn checkpoint(&self) -> Result<Option<String>, TilesError> {
-        crate::files::read_if_present(&self.root.join(CHECKPOINT_FILE)).map_err(|e| self.io(e))
+        let rel = Path::new(CHECKPOINT_FILE);
+        let io = |source| TilesError::Read {
+            path: self.root.join(CHECKPOINT_FILE).display().to_string(),
+            source,
+        };
+        let Some(bytes) =
+            crate::files::bounded::read_beneath(&self.root, rel, MAX_NOTE, "checkpoint")
+                .map_err(io)?
+        else {
+            return Ok(None);
+        };
+        String::from_utf8(bytes).map(Some).map_err(|_| {
+            io(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "not UTF-8 text, not a checkpoint",
+            ))
+        })
     }
 
     /// Makes every tile written so far durable (one sync of the file system: cheaper than an

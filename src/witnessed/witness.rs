@@ -101,10 +101,11 @@ impl WitnessServer {
         let mut logs: HashMap<String, Vec<PublicKey>> = HashMap::new();
         for p in &s.log_keys {
             let shown = p.display().to_string();
-            let text = std::fs::read_to_string(p).map_err(|e| WitnessServerError::LogKey {
-                path: shown.clone(),
-                why: e.to_string(),
-            })?;
+            let text = crate::files::bounded::read_text(p, crate::files::KEY_MAX, "key file")
+                .map_err(|e| WitnessServerError::LogKey {
+                    path: shown.clone(),
+                    why: e.to_string(),
+                })?;
             let k = PublicKey::parse(&text).map_err(|e| WitnessServerError::LogKey {
                 path: shown,
                 why: e.to_string(),

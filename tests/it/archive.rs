@@ -4,7 +4,9 @@
 //! checkpoints with the prune named as a recorded erasure, a pruned row is proven from the
 //! archive and its bundle passes `verify-proof`, and an edited archive line is named. A bound in
 //! the future is refused, and a prune reaches only the rows recorded before it: a row of its
-//! month recorded after it and then emptied is a break.
+//! month recorded after it and then emptied is a break. A manifest naming a file outside the
+//! folder (an absolute path, `../`, a symlink out) is refused by `prove --archive`, the file
+//! never opened.
 
 use std::path::Path;
 
@@ -242,4 +244,31 @@ async fn a_partition_is_archived_pruned_and_still_proven() {
             && all.contains("personal data removed after erasure 1 was recorded"),
         "{all}"
     );
+
+    // The operators choose the archive's paths: none leads `prove --archive` out of the folder
+    // (a watched copy of the archive file outside it is never opened).
+    let outside = tmp.path().join("outside.jsonl");
+    let sentinel = crate::support::bounded::Sentinel::new(&outside, text.as_bytes());
+    std::os::unix::fs::symlink(&outside, out.join("link.jsonl")).expect("symlink");
+    let current: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("manifest.json")).expect("manifest"))
+            .expect("json");
+    let abs = outside.to_str().expect("utf-8");
+    for (file, says) in [
+        (abs, "not a file name inside"),
+        ("../outside.jsonl", "not a file name inside"),
+        ("link.jsonl", "leads outside"),
+    ] {
+        let mut m = current.clone();
+        m["partitions"][0]["file"] = file.into();
+        std::fs::write(out.join("manifest.json"), m.to_string()).expect("write manifest");
+        let r = event_audit(&with, &[]).await;
+        assert_eq!(r.code, Some(2), "{file}: {r:?}");
+        let line = r.stderr.trim_end();
+        assert!(
+            line.starts_with("event-audit: ") && !line.contains('\n') && line.contains(says),
+            "{file}: one line saying {says:?}: {r:?}"
+        );
+        assert!(!sentinel.touched(), "{file}: the file outside was opened");
+    }
 }

@@ -22,6 +22,7 @@ mod drift;
 mod erase;
 mod erasure_scope;
 mod fuzz_corpus;
+mod hostile_doors;
 mod hostile_input;
 mod hostile_state;
 mod hostile_witness_request;

@@ -11,7 +11,7 @@
 #[path = "mirror/follow.rs"]
 mod follow;
 #[path = "mirror/log.rs"]
-mod log;
+pub(crate) mod log;
 #[path = "mirror/proof.rs"]
 mod proof;
 
@@ -19,7 +19,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use crate::support::cli::{event_audit, Run};
-use event_audit::tlog::tile::{push_entry, tiles_between, TileId};
+use event_audit::tlog::tile::{push_entry, tiles_between};
 use log::{copy_of, entries, hash_files, key, serve, write_log};
 
 const ORIGIN: &str = "example.com/mirror-test";
@@ -72,7 +72,7 @@ async fn a_first_pull_then_only_the_new_tiles_then_nothing_over_http() {
         "{out:?}"
     );
     let asked: BTreeSet<String> = served.take().into_iter().collect();
-    let mut want: BTreeSet<String> = tiles_between(300, 700).iter().map(TileId::path).collect();
+    let mut want: BTreeSet<String> = tiles_between(300, 700).map(|t| t.path()).collect();
     want.insert("checkpoint".into());
     assert_eq!(
         asked, want,
@@ -166,6 +166,67 @@ async fn a_checkpoint_without_the_policys_quorum_is_refused_and_one_with_it_kept
     );
 }
 
+#[tokio::test]
+async fn a_mirror_of_a_mirror_finds_the_copy_under_its_origin_s_folder() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let (logdir, first, second) = (
+        t.path().join("log"),
+        t.path().join("first"),
+        t.path().join("second"),
+    );
+    let (k, public) = key(t.path(), ORIGIN, 1);
+    let all = entries("a", 700);
+    write_log(&logdir, &k, &all[..300]);
+    let out = mirror(path(&logdir), &public, &first, &[]).await;
+    assert_eq!(out.code, Some(0), "{out:?}");
+
+    // The first mirror's --dir as the log: its copy of the key's log is found in it.
+    let out = mirror(path(&first), &public, &second, &[]).await;
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert!(
+        out.stdout.contains("at tree size 300 (300 leaves added)"),
+        "{out:?}"
+    );
+    assert_eq!(
+        hash_files(&copy_of(&second, ORIGIN)),
+        hash_files(&copy_of(&first, ORIGIN))
+    );
+
+    // Over HTTP: the first mirror's directory served as it is, `--log-url http://host/log`.
+    write_log(&logdir, &k, &all);
+    let out = mirror(path(&logdir), &public, &first, &[]).await;
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let (url, served) = serve(&first).await;
+    let out = mirror(&url, &public, &second, &[]).await;
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert!(
+        out.stdout.contains("at tree size 700 (400 leaves added)"),
+        "{out:?}"
+    );
+    assert_eq!(
+        hash_files(&copy_of(&second, ORIGIN)),
+        hash_files(&logdir),
+        "the copy of the copy is the log"
+    );
+    let asked = served.take();
+    assert_eq!(
+        asked.iter().filter(|p| p.ends_with("checkpoint")).count(),
+        2,
+        "{asked:?}"
+    );
+
+    // Neither a log nor a mirror of this one: both places named.
+    let empty = t.path().join("empty");
+    std::fs::create_dir_all(&empty).expect("mkdir");
+    let out = mirror(path(&empty), &public, &second, &[]).await;
+    assert_eq!(out.code, Some(2), "{out:?}");
+    assert!(
+        out.stderr
+            .contains("nor a mirror's copy of log example.com/mirror-test"),
+        "{out:?}"
+    );
+}
+
 /// A mirror of `ORIGIN` pulled at `size` leaves of salt "a" from a log directory `log`.
 async fn mirrored(t: &Path, size: u64) -> (std::path::PathBuf, std::path::PathBuf, String) {
     let (logdir, mdir) = (t.join("log"), t.join("mirror"));
@@ -247,12 +308,17 @@ fn tamperings() -> Vec<Tampering> {
                 std::fs::write(&p, &b[..b.len() - 1]).expect("write");
             },
         ),
-        ("an extra entry", "tile/entries/001", "257 entries", |d| {
-            let p = d.join("tile/entries/001");
-            let mut b = std::fs::read(&p).expect("read");
-            push_entry(&mut b, &[7; 32]).expect("push");
-            std::fs::write(&p, b).expect("write");
-        }),
+        (
+            "an extra entry",
+            "tile/entries/001",
+            "bytes a bundle",
+            |d| {
+                let p = d.join("tile/entries/001");
+                let mut b = std::fs::read(&p).expect("read");
+                push_entry(&mut b, &[7; 32]).expect("push");
+                std::fs::write(&p, b).expect("write");
+            },
+        ),
         (
             "a changed new entry",
             "tile/entries/001",

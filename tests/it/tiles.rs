@@ -42,7 +42,7 @@ fn served(dir: &Path, key: &PublicKey) -> Option<Checkpoint> {
 fn check_log(dir: &Path, key: &PublicKey) -> (Checkpoint, Vec<Vec<u8>>) {
     let cp = served(dir, key).expect("a checkpoint is served");
     let on_disk = files(dir);
-    let mut want: Vec<String> = tiles_between(0, cp.size).iter().map(TileId::path).collect();
+    let mut want: Vec<String> = tiles_between(0, cp.size).map(|t| t.path()).collect();
     want.push("checkpoint".into());
     want.sort();
     // Besides the tree's tiles, only the partial tiles of earlier checkpoints (kept: C2SP lets
@@ -66,13 +66,10 @@ fn check_log(dir: &Path, key: &PublicKey) -> (Checkpoint, Vec<Vec<u8>>) {
         .collect();
     assert_eq!(names, want, "the directory holds the tree's tiles");
     let mut entries = Vec::new();
-    for id in tiles_between(0, cp.size)
-        .iter()
-        .filter(|t| t.kind == Kind::Entries)
-    {
+    for id in tiles_between(0, cp.size).filter(|t| t.kind == Kind::Entries) {
         let bytes = &on_disk[&id.path()];
         entries.extend(
-            parse_bundle(id, bytes)
+            parse_bundle(&id, bytes)
                 .expect("bundle")
                 .iter()
                 .map(|e| e.to_vec()),
@@ -231,10 +228,7 @@ async fn the_daemon_writes_and_serves_its_log_as_tiles() {
     }
     // The old checkpoint's root, read back from the new tiles: the new tree extends it.
     let mut hashes = HashMap::new();
-    for id in tiles_between(0, new.size)
-        .into_iter()
-        .filter(|t| t.kind != Kind::Entries)
-    {
+    for id in tiles_between(0, new.size).filter(|t| t.kind != Kind::Entries) {
         let bytes = std::fs::read(dir.join(id.path())).expect("tile");
         hashes.insert(id, parse_hashes(&id, &bytes).expect("hashes"));
     }
@@ -289,6 +283,18 @@ async fn the_daemon_writes_and_serves_its_log_as_tiles() {
         assert_eq!(r.status(), 404, "{path}");
         assert_eq!(header(&r, "access-control-allow-origin"), "*");
     }
+    // A browser's CORS preflight: answered, with what may be asked.
+    let r = reqwest::Client::new()
+        .request(reqwest::Method::OPTIONS, format!("{base}/tile/0/000"))
+        .header("origin", "https://auditor.example")
+        .header("access-control-request-method", "GET")
+        .send()
+        .await
+        .expect("OPTIONS");
+    assert_eq!(r.status(), 204);
+    assert_eq!(header(&r, "access-control-allow-origin"), "*");
+    assert!(header(&r, "access-control-allow-methods").contains("GET"));
+    assert_eq!(header(&r, "access-control-allow-headers"), "*");
     // A dot segment sent as it is (an HTTP client would remove it before sending).
     let raw = raw_get(&d.addr, "/log/tile/../checkpoint").await;
     assert!(raw.starts_with("HTTP/1.1 404"), "{raw}");
@@ -376,10 +382,7 @@ async fn a_checkpoint_is_never_served_without_its_tiles() {
     let cp = served(&dir, &s.public).expect("checkpoint");
     assert_eq!(cp.size, 700);
     let mut hashes = HashMap::new();
-    for id in tiles_between(0, 700)
-        .into_iter()
-        .filter(|t| t.kind != Kind::Entries)
-    {
+    for id in tiles_between(0, 700).filter(|t| t.kind != Kind::Entries) {
         let bytes = std::fs::read(dir.join(id.path())).expect("every tile of the served tree");
         hashes.insert(id, parse_hashes(&id, &bytes).expect("hashes"));
     }

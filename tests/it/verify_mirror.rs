@@ -1,6 +1,8 @@
 //! `verify --mirror`: the database checked against an auditor's copy of the log's tiles, with
-//! no witness and no NATS reachable. Intact, then a row's hash changed, then a row deleted,
-//! then the log wiped: each named by leaf index, with the rows the database still holds.
+//! no witness and no NATS reachable. Intact, then a row's hash changed (one leaf changed, none
+//! lost), then a row deleted (one row deleted, named at its leaf between the rows beside it,
+//! the later leaves not counted again), then the log wiped: each named by leaf index, with the
+//! rows the database still holds.
 
 use std::path::Path;
 
@@ -93,10 +95,15 @@ async fn the_database_is_checked_against_the_auditor_s_copy() {
     assert_eq!(m["compared"], 900);
     assert_eq!(m["signature_checked"], false);
     assert!(v.stderr.contains("mirror holds"), "{v:?}");
+    assert!(
+        v.stderr
+            .contains("NOT checked with a key (no --public-key)"),
+        "what it trusts is said: {v:?}"
+    );
 
     // A row's hash changed (its content rewritten): named with the row the database has there.
-    let (stream, seq): (String, i64) = sqlx::query_as(
-        "SELECT stream, stream_seq FROM audit.events ORDER BY stream_seq LIMIT 1 OFFSET 100",
+    let (stream, seq, hash): (String, i64, Vec<u8>) = sqlx::query_as(
+        "SELECT stream, stream_seq, row_hash FROM audit.events ORDER BY stream_seq LIMIT 1 OFFSET 100",
     )
     .fetch_one(&db.pool)
     .await
@@ -110,24 +117,59 @@ async fn the_database_is_checked_against_the_auditor_s_copy() {
     assert_eq!(v.code, Some(1), "{v:?}");
     let m = &v.json()["mirror"];
     assert_eq!(m["changed"], 1, "{m}");
-    assert_eq!(m["lost"], 1, "the original row hash is held by no row: {m}");
+    assert_eq!(m["lost"], 0, "a changed row is not also lost: {m}");
+    assert_eq!(m["inserted"], 0, "{m}");
     let d = &m["differences"][0];
+    assert_eq!(d["kind"], "changed", "{d}");
     assert_eq!(d["database_row"]["stream"], stream.as_str());
     assert_eq!(d["database_row"]["stream_seq"], seq);
     assert!(d["mirror_row"].is_null(), "{d}");
-    assert!(v.stderr.contains("mirror DIFFERS"), "{v:?}");
+    let changed_at = d["leaf_index"].as_u64().expect("a leaf index");
+    assert!(
+        v.stderr.contains(&format!(
+            "mirror DIFFERS: 1 changed, 0 deleted, 0 inserted of the mirror's 900 leaves (database tree: 900); first: leaf {changed_at} changed (stream={stream} stream_seq={seq})"
+        )),
+        "{v:?}"
+    );
 
-    // A row deleted: lost, and every later leaf shifted.
+    // The hash put back, a row deleted: one row deleted, at its leaf, between the rows beside
+    // it; the 499 rows after it are not counted again.
+    let back: String = hash.iter().map(|b| format!("{b:02x}")).collect();
     as_owner(
         &db.pool,
-        &format!("DELETE FROM audit.events WHERE stream_seq = {}", seq + 300),
+        &format!("UPDATE audit.events SET row_hash = '\\x{back}'::bytea WHERE stream_seq = {seq}"),
+    )
+    .await;
+    let gone = seq + 300;
+    as_owner(
+        &db.pool,
+        &format!("DELETE FROM audit.events WHERE stream_seq = {gone}"),
     )
     .await;
     let v = verify_mirror(&db.url, &mirror, None).await;
     assert_eq!(v.code, Some(1), "{v:?}");
     let m = &v.json()["mirror"];
-    assert_eq!(m["lost"], 2, "{m}");
+    assert_eq!(
+        (&m["changed"], &m["lost"], &m["inserted"]),
+        (&0.into(), &1.into(), &0.into()),
+        "{m}"
+    );
     assert_eq!(m["database_size"], 899, "{m}");
+    let d = &m["differences"][0];
+    assert_eq!(d["kind"], "deleted", "{d}");
+    let at = changed_at + 300;
+    assert_eq!(d["leaf_index"], at, "{d}");
+    assert_eq!(d["after_row"]["stream_seq"], gone - 1, "{d}");
+    assert_eq!(d["before_row"]["stream_seq"], gone + 1, "{d}");
+    assert!(d["database_entry"].is_null(), "{d}");
+    assert!(
+        v.stderr.contains(&format!(
+            "mirror DIFFERS: 0 changed, 1 deleted, 0 inserted of the mirror's 900 leaves (database tree: 899); first: 1 row deleted at leaf {at} (between stream={stream} stream_seq={} and stream={stream} stream_seq={})",
+            gone - 1,
+            gone + 1
+        )),
+        "{v:?}"
+    );
 
     // The log wiped: the auditor still holds what it was, every leaf named lost, and the
     // mirror's checkpoint is checked with the log's key.

@@ -24,6 +24,9 @@ use super::{redact, AuthScheme, RestError};
 use crate::config::secrets;
 use crate::reconcile::rest::metrics::RestMetrics;
 
+/// The largest answer to the GraphQL token mutation read (a token and a few errors).
+const MAX_TOKEN_ANSWER: usize = 1 << 20;
+
 /// Where the token comes from.
 #[derive(Debug, Clone)]
 pub enum TokenSource {
@@ -218,12 +221,23 @@ impl Tokens {
                 ))
             })?;
         let status = resp.status();
-        let bytes = resp.bytes().await.map_err(|e| {
-            token_error(format!(
-                "GraphQL token mutation at {at}: {}",
-                super::describe(&e)
-            ))
-        })?;
+        let mut resp = resp;
+        let mut bytes = Vec::new();
+        loop {
+            let chunk = resp.chunk().await.map_err(|e| {
+                token_error(format!(
+                    "GraphQL token mutation at {at}: {}",
+                    super::describe(&e)
+                ))
+            })?;
+            let Some(chunk) = chunk else { break };
+            if bytes.len() + chunk.len() > MAX_TOKEN_ANSWER {
+                return Err(token_error(format!(
+                    "GraphQL token mutation at {at}: an answer larger than {MAX_TOKEN_ANSWER} bytes, larger than a token's can be"
+                )));
+            }
+            bytes.extend_from_slice(&chunk);
+        }
         let v: Value = serde_json::from_slice(&bytes).map_err(|_| {
             token_error(format!(
                 "GraphQL token mutation at {at}: HTTP {}, not JSON",

@@ -34,11 +34,11 @@ pub(crate) fn tile_of(node: Node, size: u64) -> Result<(TileId, usize, usize), R
         return Err(outside);
     }
     let index = first / TILE_WIDTH;
-    let width = if (index + 1) * TILE_WIDTH <= count {
-        TILE_WIDTH
-    } else {
-        count % TILE_WIDTH
-    };
+    let full = index
+        .checked_add(1)
+        .and_then(|i| i.checked_mul(TILE_WIDTH))
+        .is_some_and(|end| end <= count);
+    let width = if full { TILE_WIDTH } else { count % TILE_WIDTH };
     let tile = TileId::hashes(level as u8, index, width as u16);
     Ok((tile, (first % TILE_WIDTH) as usize, span as usize))
 }

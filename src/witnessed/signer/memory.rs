@@ -68,7 +68,9 @@ impl Memory {
             path: path.display().to_string(),
             why,
         };
-        match crate::files::read_if_present(path).map_err(|e| bad(e.to_string()))? {
+        match crate::files::read_if_present(path, crate::files::STATE_MAX, "state file")
+            .map_err(|e| bad(e.to_string()))?
+        {
             Some(text) => Self::parse(&text, path, key).map(Some),
             None => Ok(None),
         }

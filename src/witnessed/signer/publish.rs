@@ -12,6 +12,7 @@ use futures::StreamExt;
 
 use crate::bus::{js_err, Bus, BusError};
 use crate::config::defaults::CHECKPOINT_SUBJECT_PREFIX;
+use crate::tlog::note::MAX_NOTE;
 
 /// One checkpoint read from the witness, with where it was found.
 #[derive(Debug, Clone)]
@@ -201,18 +202,32 @@ pub(crate) fn write_dir(dir: &Path, log: &str, size: i64, note: &str) -> std::io
     }
 }
 
-/// Every checkpoint in `dir` (`*.note`, by name).
+/// Every checkpoint in `dir` (`*.note`, by name): each a regular file inside `dir` (a symlink
+/// leading out, a device or a FIFO is refused), at most a note's bytes.
 pub(crate) fn read_dir(dir: &Path) -> std::io::Result<Vec<Found>> {
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "note"))
+    let mut names: Vec<std::ffi::OsString> = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok().map(|e| e.file_name()))
+        .filter(|n| Path::new(n).extension().is_some_and(|x| x == "note"))
         .collect();
-    paths.sort();
-    paths
+    names.sort();
+    names
         .into_iter()
-        .map(|p| {
+        .map(|n| {
+            let p = dir.join(&n);
+            let at =
+                |e: std::io::Error| std::io::Error::new(e.kind(), format!("{}: {e}", p.display()));
+            let bytes =
+                crate::files::bounded::read_beneath(dir, Path::new(&n), MAX_NOTE, "checkpoint")
+                    .map_err(at)?
+                    .ok_or_else(|| at(std::io::ErrorKind::NotFound.into()))?;
+            let note = String::from_utf8(bytes).map_err(|_| {
+                at(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    "not UTF-8 text, not a checkpoint",
+                ))
+            })?;
             Ok(Found {
-                note: std::fs::read_to_string(&p)?,
+                note,
                 label: format!("file {}", p.display()),
             })
         })

@@ -32,11 +32,14 @@ pub fn load_key(path: &Path) -> Result<PrivateKey, CheckpointError> {
 /// Reads a public key file.
 pub fn load_public_key(path: &Path) -> Result<PublicKey, CheckpointError> {
     let shown = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| CheckpointError::Key {
-        path: shown.clone(),
-        why: e.to_string(),
-    })?;
-    PublicKey::parse(&text).map_err(|e| CheckpointError::Key {
+    let text =
+        crate::files::bounded::read_text(path, crate::files::KEY_MAX, "key file").map_err(|e| {
+            CheckpointError::PublicKey {
+                path: shown.clone(),
+                why: e.to_string(),
+            }
+        })?;
+    PublicKey::parse(&text).map_err(|e| CheckpointError::PublicKey {
         path: shown,
         why: e.to_string(),
     })
@@ -45,7 +48,8 @@ pub fn load_public_key(path: &Path) -> Result<PublicKey, CheckpointError> {
 /// Reads a witness policy file (`witness <vkey> <url>` lines, `quorum <n>`).
 pub fn load_policy(path: &Path) -> Result<WitnessPolicy, CheckpointError> {
     let shown = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| CheckpointError::Policy {
+    let text = crate::files::bounded::read_text(path, crate::files::POLICY_MAX, "witness policy")
+        .map_err(|e| CheckpointError::Policy {
         path: shown.clone(),
         why: e.to_string(),
     })?;

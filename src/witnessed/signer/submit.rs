@@ -72,6 +72,7 @@ impl Witnesses {
         let client = reqwest::Client::builder()
             .timeout(limit)
             .connect_timeout(limit)
+            .redirect(reqwest::redirect::Policy::none())
             .build()
             .unwrap_or_default();
         Witnesses {
@@ -229,8 +230,24 @@ where
         .await
         .map_err(|e| format!("request failed: {e}"))?;
     let status = resp.status().as_u16();
-    let text = resp.text().await.unwrap_or_default();
-    Ok((status, text))
+    Ok((status, answer_text(resp).await))
+}
+
+/// The most bytes of a witness's answer read: a cosignature line, a size or a short reason
+/// take a few hundred; the rest of a longer body is not read.
+const MAX_ANSWER: usize = 16 << 10;
+
+/// A witness's answer as text, its first [`MAX_ANSWER`] bytes.
+async fn answer_text(mut resp: reqwest::Response) -> String {
+    let mut out = Vec::new();
+    while let Ok(Some(chunk)) = resp.chunk().await {
+        let room = MAX_ANSWER - out.len();
+        out.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        if out.len() == MAX_ANSWER {
+            break;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// What a witness's answer says.

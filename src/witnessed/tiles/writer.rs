@@ -7,6 +7,7 @@
 //! (the backfill), resumable chunk by chunk; a takeover never rewrites a full tile with other
 //! bytes ([`super::TileDir::write`]).
 
+use std::path::Path;
 use std::sync::Arc;
 
 use super::{TileDir, TilesError};
@@ -134,10 +135,17 @@ impl TileWriter {
         {
             return Ok(b);
         }
-        let mark = std::fs::read_to_string(self.dir.root().join(PROGRESS_FILE))
-            .ok()
-            .and_then(|t| t.trim().parse::<u64>().ok())
-            .filter(|m| *m > served && *m <= to && m % TILE_WIDTH == 0);
+        let mark = crate::files::bounded::read_beneath(
+            self.dir.root(),
+            Path::new(PROGRESS_FILE),
+            64,
+            "mark",
+        )
+        .ok()
+        .flatten()
+        .and_then(|t| String::from_utf8(t).ok())
+        .and_then(|t| t.trim().parse::<u64>().ok())
+        .filter(|m| *m > served && *m <= to && m % TILE_WIDTH == 0);
         if let Some(m) = mark {
             if let Ok(b) = self.dir.builder_at(m) {
                 tracing::info!(dir = %self.dir.root().display(), size = m, "tiles: resuming the backfill");

@@ -70,7 +70,9 @@ impl StateDir {
     /// error (never taken as "no state": that would let a log start over).
     pub fn load(&self, origin: &str) -> std::io::Result<Option<Latest>> {
         let path = self.path(origin);
-        let Some(text) = crate::files::read_if_present(&path)? else {
+        let Some(text) =
+            crate::files::read_if_present(&path, crate::files::STATE_MAX, "state file")?
+        else {
             return Ok(None);
         };
         let bad = |why: &str| {

@@ -4,13 +4,15 @@
 //! simulator in-process ([`sim`]), the CLI commands whose exit codes are checked ([`cli`]),
 //! evidence bundles and both their verifiers ([`bundle`]),
 //! audit rows built without the bus ([`records`]), personal data and a dump to search for it
-//! ([`personal`]), and the operations tools ([`observe`]).
+//! ([`personal`]), the operations tools ([`observe`]), and the binary run under a memory
+//! ceiling with its peak measured, beside a file watched for any read ([`bounded`]).
 //!
 //! Every test gets its own database, stream, consumer and subject space, and its own HTTP port,
 //! so tests run in parallel; databases and streams are removed when their guards drop (also
 //! when a test panics).
 
 pub mod app;
+pub mod bounded;
 pub mod bundle;
 pub mod cli;
 pub mod db;

@@ -71,7 +71,7 @@ async fn wait_for_checkpoint(base: &str, key: &PublicKey, size: u64, d: &Daemon)
 /// Every full tile and bundle of a tree of `size` leaves, as served.
 async fn full_tiles(base: &str, size: u64) -> BTreeMap<String, Vec<u8>> {
     let mut out = BTreeMap::new();
-    for id in tiles_between(0, size).into_iter().filter(TileId::is_full) {
+    for id in tiles_between(0, size).filter(TileId::is_full) {
         let (status, _, body) = get(&format!("{base}/{}", id.path())).await;
         assert_eq!(status, 200, "{}", id.path());
         out.insert(id.path(), body);
