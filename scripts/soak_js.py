@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""JetStream chores for scripts/soak.sh, with nats-py (installed by soak.sh when missing).
+"""JetStream chores for scripts/soak.sh and scripts/dr-drill.sh, with nats-py (installed by
+either when missing).
 
   soak_js.py URLS create-streams STREAM SUBJECTS CHECKPOINT_STREAM CHECKPOINT_SUBJECT REPLICAS
       The audit stream (file storage, the subjects the daemon would give it) and the checkpoint
@@ -14,6 +15,11 @@
       Waits until the consumer has nothing pending nor awaiting an ack; exit 1 on timeout.
   soak_js.py URLS wait-healthy REPLICAS TIMEOUT_SECS STREAM...
       Waits until every STREAM has a leader and REPLICAS current replicas; exit 1 on timeout.
+
+  soak_js.py URLS purge-below STREAM SEQ
+      Purges every message below SEQ (a stream past its retention).
+  soak_js.py URLS recreate STREAM SUBJECT
+      Deletes the stream and creates it again under its name (its sequences start at 1 again).
 
 URLS is a comma-separated list of nats:// URLs.
 """
@@ -121,6 +127,15 @@ async def wait_healthy(js, replicas, timeout, *streams):
     return 1
 
 
+async def purge_below(js, stream, seq):
+    await js.purge_stream(stream, seq=int(seq))
+
+
+async def recreate(js, stream, subject):
+    await js.delete_stream(stream)
+    await js.add_stream(StreamConfig(name=stream, subjects=[subject], storage=StorageType.FILE))
+
+
 async def main(argv):
     urls, cmd, args = argv[1], argv[2], argv[3:]
     nc = await connect(urls)
@@ -132,6 +147,8 @@ async def main(argv):
             "consumer-info": consumer_info,
             "wait-drained": wait_drained,
             "wait-healthy": wait_healthy,
+            "purge-below": purge_below,
+            "recreate": recreate,
         }[cmd]
         return await fn(js, *args) or 0
     finally:
