@@ -20,5 +20,6 @@ mod outage;
 mod poison;
 mod props;
 mod refusal;
+mod restore;
 mod secrets;
 mod standby;

@@ -1,12 +1,12 @@
 //! The binary under a memory ceiling, watched: [`run`] starts `event-audit` with its address
-//! space capped (`setrlimit(RLIMIT_AS)` before `exec`, and `MALLOC_ARENA_MAX=2` so that glibc's
-//! per-thread arenas do not reserve the cap away), reaps it with `wait4` to read its own peak
-//! resident size (`ru_maxrss`), kills it past a deadline (or stops it with SIGTERM at a set
-//! time, for `--follow`), and says how long it ran. [`Sentinel`] is a file outside a folder
+//! space capped (`prlimit --as`, and `MALLOC_ARENA_MAX=2` so that glibc's per-thread arenas do
+//! not reserve the cap away) under GNU `time`, which reports its own peak resident size (a child
+//! of this test binary would count the test's pages too), kills it past a deadline (or stops it
+//! with SIGTERM at a set time, for `--follow`), and says how long it ran. [`Sentinel`] is a file outside a folder
 //! under test, watched with inotify: any open or read of it by anyone is seen.
 
 use std::io::Read;
-use std::os::unix::process::CommandExt;
+use std::os::unix::process::CommandExt as _;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -103,37 +103,34 @@ pub async fn run(args: &[&str], limits: Limits) -> Bounded {
 }
 
 fn run_blocking(args: &[String], limits: &Limits) -> Bounded {
-    let mut cmd = Command::new(BIN);
+    // GNU time forks the capped binary from its own small process and reports that child's peak
+    // resident size: a child forked from this (large) test binary would count the test's pages
+    // in its `ru_maxrss`. `prlimit` caps the address space, then execs the binary.
+    let report = tempfile::NamedTempFile::new().expect("a report file");
+    let mut cmd = Command::new("/usr/bin/time");
     for (k, _) in std::env::vars() {
         if k.starts_with("EVENT_AUDIT_") {
             cmd.env_remove(k);
         }
     }
-    cmd.args(args)
+    cmd.args(["-f", "%M", "-o"])
+        .arg(report.path())
+        .arg("prlimit")
+        .arg(format!("--as={}", limits.address_space))
+        .arg("--")
+        .arg(BIN)
+        .args(args)
         .env("RUST_LOG", "warn")
         .env("MALLOC_ARENA_MAX", "2")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let cap = limits.address_space;
-    // SAFETY: only async-signal-safe calls between fork and exec (setrlimit).
-    unsafe {
-        cmd.pre_exec(move || {
-            let lim = libc::rlimit {
-                rlim_cur: cap,
-                rlim_max: cap,
-            };
-            if libc::setrlimit(libc::RLIMIT_AS, &lim) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+        .stderr(Stdio::piped())
+        .process_group(0);
     let started = Instant::now();
-    // Reaped below with `wait4`, which also gives its resource usage.
-    #[allow(clippy::zombie_processes)]
-    let mut child = cmd.spawn().expect("spawn event-audit");
-    let pid = child.id() as libc::pid_t;
+    let mut child = cmd
+        .spawn()
+        .expect("spawn event-audit under time and prlimit");
+    let pid = child.id();
     let drain = |r: Option<Box<dyn Read + Send>>| {
         std::thread::spawn(move || {
             let mut out = Vec::new();
@@ -155,44 +152,62 @@ fn run_blocking(args: &[String], limits: &Limits) -> Bounded {
             .take()
             .map(|r| Box::new(r) as Box<dyn Read + Send>),
     );
-    let (mut status, mut killed, mut stopped) = (0, false, false);
-    // SAFETY: `rusage` is plain data; all zeroes is a valid value.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    loop {
-        // SAFETY: `pid` is our child, not yet reaped; the pointers are to live locals.
-        let got = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
-        if got == pid {
-            break;
+    let (mut killed, mut stopped) = (false, false);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for the run") {
+            break status;
         }
-        assert!(got == 0, "wait4: {}", std::io::Error::last_os_error());
         let t = started.elapsed();
         if limits.stop_after.is_some_and(|s| t >= s) && !stopped {
-            // SAFETY: signalling our own unreaped child.
-            unsafe { libc::kill(pid, libc::SIGTERM) };
+            // To the binary itself (time would die of it and leave the binary running).
+            for c in children(pid) {
+                // SAFETY: signalling a process of the run's own group.
+                unsafe { libc::kill(c, libc::SIGTERM) };
+            }
             stopped = true;
         }
         if t >= limits.deadline && !killed {
-            // SAFETY: signalling our own unreaped child.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
+            // SAFETY: the run's own process group (time and the binary).
+            unsafe { libc::kill(-(pid as libc::pid_t), libc::SIGKILL) };
             killed = true;
         }
         std::thread::sleep(Duration::from_millis(20));
-    }
+    };
     let elapsed = started.elapsed();
-    let (code, signal) = if libc::WIFEXITED(status) {
-        (Some(libc::WEXITSTATUS(status)), None)
+    let said = std::fs::read_to_string(report.path()).unwrap_or_default();
+    let signal = said
+        .lines()
+        .find_map(|l| l.strip_prefix("Command terminated by signal "))
+        .and_then(|n| n.trim().parse().ok());
+    let code = if killed && status.code().is_none() {
+        None
+    } else if signal.is_some() {
+        None
     } else {
-        (None, Some(libc::WTERMSIG(status)))
+        status.code()
     };
     Bounded {
         code,
-        signal,
+        signal: signal.or(if killed { Some(libc::SIGKILL) } else { None }),
         stdout: out.join().expect("stdout"),
         stderr: err.join().expect("stderr"),
-        max_rss_kib: u64::try_from(usage.ru_maxrss).unwrap_or(0),
+        max_rss_kib: said
+            .lines()
+            .last()
+            .and_then(|l| l.trim().parse().ok())
+            .unwrap_or(u64::MAX),
         elapsed,
         killed,
     }
+}
+
+/// The children of process `pid`.
+fn children(pid: u32) -> Vec<libc::pid_t> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
 }
 
 /// A file watched for any open or read (inotify), to show a reader never touched it.
