@@ -179,9 +179,7 @@ fn run_blocking(args: &[String], limits: &Limits) -> Bounded {
         .lines()
         .find_map(|l| l.strip_prefix("Command terminated by signal "))
         .and_then(|n| n.trim().parse().ok());
-    let code = if killed && status.code().is_none() {
-        None
-    } else if signal.is_some() {
+    let code = if signal.is_some() || (killed && status.code().is_none()) {
         None
     } else {
         status.code()
