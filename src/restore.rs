@@ -57,6 +57,8 @@ pub(crate) enum Outcome {
         record: Restore,
         /// The chain link of the record's row.
         link: i64,
+        /// How long reading the copy and appending took, seconds.
+        seconds: f64,
     },
     /// A dry run: what would be restored, and from where.
     Would { from: u64, to: u64, copy: String },
@@ -69,8 +71,8 @@ impl Outcome {
             Outcome::Current { size } => {
                 format!("the database's tree ({size} leaves) holds every leaf the log's key signed: nothing to restore")
             }
-            Outcome::Restored { record, link } => format!(
-                "the database's tree had {} leaves, fewer than the checkpoint of size {} the log's key signed: leaves {}..{} restored from {} (their row hashes; their contents are lost), recorded as restore {} in chain link {}; the events the bus still holds are recorded again after it",
+            Outcome::Restored { record, link, seconds } => format!(
+                "the database's tree had {} leaves, fewer than the checkpoint of size {} the log's key signed: leaves {}..{} restored from {} in {seconds:.1} s (their row hashes; their contents are lost), recorded as restore {} in chain link {}; the events the bus still holds are recorded again after it",
                 record.database_size, record.size, record.database_size, record.size, record.from, record.restore, link
             ),
             Outcome::Would { from, to, copy } => format!(
@@ -175,6 +177,7 @@ pub(crate) async fn restore(
     if n >= target.size {
         return Ok(Outcome::Current { size: n });
     }
+    let began = std::time::Instant::now();
     let mut tried = Vec::new();
     for copy in &copies.copies {
         let shown = shown(copy);
@@ -215,7 +218,11 @@ pub(crate) async fn restore(
             row_hashes_sha256: hex(&digest.finalize()),
         };
         let (record, link) = sink.append_restored(&hashes, record).await?;
-        return Ok(Outcome::Restored { record, link });
+        return Ok(Outcome::Restored {
+            record,
+            link,
+            seconds: began.elapsed().as_secs_f64(),
+        });
     }
     Err(RestoreError::NoCopy {
         db: n,

@@ -11,6 +11,7 @@
 //! time, and named.
 
 pub(crate) mod metrics;
+mod ordered;
 pub(crate) mod plan;
 
 use std::sync::Arc;
@@ -28,6 +29,8 @@ use plan::Plan;
 
 /// Messages fetched by sequence at once.
 const IN_FLIGHT: usize = 32;
+/// From how many sequences on a run is read through an ordered consumer.
+const ORDERED_FROM: u64 = 256;
 
 /// Why a recovery could not be made.
 #[derive(Debug, thiserror::Error)]
@@ -65,6 +68,8 @@ pub(crate) struct Recovered {
     /// Runs of sequences the log lacks that the stream no longer holds.
     pub(crate) lost: Vec<[u64; 2]>,
     pub(crate) reset: Option<Reset>,
+    /// How long reading and recording took, seconds.
+    pub(crate) seconds: f64,
 }
 
 impl Recovered {
@@ -91,10 +96,11 @@ impl Recovered {
                 )
             } else {
                 format!(
-                    "the log lacked {n} sequence(s) the stream still holds ({}): {} recorded, {} already there",
+                    "the log lacked {n} sequence(s) the stream still holds ({}): {} recorded, {} already there, in {:.1} s",
                     ranges(&self.missing),
                     self.recorded,
-                    self.present
+                    self.present,
+                    self.seconds
                 )
             });
         }
@@ -172,6 +178,7 @@ impl Recover<'_> {
                 rows,
                 last_seq,
             });
+        let began = std::time::Instant::now();
         let top = window.to.unwrap_or(bus_state.last_seq);
         let span = [window.from.max(1), top];
         let planned = plan::plan(&held, &bus_state, span);
@@ -184,12 +191,21 @@ impl Recover<'_> {
             present: 0,
             lost: planned.lost,
             reset,
+            seconds: 0.0,
         };
         if !dry_run {
-            for run in &planned.read {
-                self.read_run(stream, *run, &mut out).await?;
+            for &[a, b] in &planned.read {
+                let from = if b - a + 1 >= ORDERED_FROM {
+                    self.read_ordered(stream, [a, b], &mut out).await?
+                } else {
+                    a
+                };
+                if from <= b {
+                    self.read_run(stream, [from, b], &mut out).await?;
+                }
             }
         }
+        out.seconds = began.elapsed().as_secs_f64();
         if let Some(m) = self.metrics {
             m.observe(&out);
         }
