@@ -175,8 +175,8 @@ impl App {
         } = self;
         // Before the signer and ingest: the log's lost leaves back from a copy of its tiles
         // (a database restored from a backup), then ingest records what the bus still holds.
-        let sink = Sink::new(db.clone(), &settings.ingest.instance_name());
-        crate::restore::start::at_start(&settings, &sink, &metrics.restore).await;
+        let log = crate::log::Log::new(db.clone(), &settings.ingest.instance_name());
+        crate::restore::start::at_start(&settings, &log, &metrics.restore).await;
         let signer =
             crate::witnessed::signer::from_settings(&settings, &db, &bus, &metrics.witness)?;
         let tasks = TaskTracker::new();

@@ -3,7 +3,6 @@
 //! the one place where database errors are classified by SQLSTATE; whether it is a standby.
 
 mod error;
-mod standby;
 
 use std::time::Duration;
 
@@ -15,7 +14,6 @@ use sqlx::{ConnectOptions, Connection, Executor, PgConnection, PgPool, Postgres}
 
 use crate::config::{redact_url, DatabaseSettings};
 pub use error::{Class, Ctx, DbError};
-pub use standby::StandbyView;
 
 /// The role the daemon works as (it cannot UPDATE, DELETE or TRUNCATE the log).
 pub(crate) const WRITER_ROLE: &str = "event_audit_writer";
@@ -201,11 +199,12 @@ impl Db {
         let mut first = bounded(&place, limit, "connect", PgConnection::connect_with(&opts))
             .await
             .map_err(|e| e.at(&place))?;
-        let migrated: bool = sqlx::query_scalar("SELECT to_regclass('audit.events') IS NOT NULL")
-            .fetch_one(&mut first)
-            .await
-            .ctx("look up the audit schema")
-            .map_err(|e| e.at(&place))?;
+        let migrated: bool =
+            sqlx::query_scalar("SELECT to_regclass('public._sqlx_migrations') IS NOT NULL")
+                .fetch_one(&mut first)
+                .await
+                .ctx("look up the audit schema")
+                .map_err(|e| e.at(&place))?;
         let _ = first.close().await;
         if !migrated {
             return Err(DbError::NotMigrated { place });
@@ -370,13 +369,17 @@ pub(crate) async fn drop_database(url: &str) -> Result<(), DbError> {
 /// Creates `table` (dropped first if it exists), a plain table of the log's columns with its
 /// primary key only, that the writer role may fill: the floor of the ingest benchmarks.
 #[cfg(feature = "dev")]
-pub(crate) async fn create_primary_key_only_copy(url: &str, table: &str) -> Result<(), DbError> {
+pub(crate) async fn create_primary_key_only_copy(
+    url: &str,
+    table: &str,
+    like: &str,
+) -> Result<(), DbError> {
     let limit = Duration::from_secs(30);
     let place = redact_url(url);
     let mut conn = bounded(&place, limit, "connect", PgConnection::connect(url)).await?;
     for sql in [
         format!("DROP TABLE IF EXISTS {table}"),
-        format!("CREATE TABLE {table} (LIKE audit.events INCLUDING DEFAULTS)"),
+        format!("CREATE TABLE {table} (LIKE {like} INCLUDING DEFAULTS)"),
         format!("ALTER TABLE {table} ADD PRIMARY KEY (stream, stream_seq, published_at)"),
         format!("GRANT INSERT ON {table} TO {WRITER_ROLE}"),
     ] {

@@ -15,6 +15,8 @@ use serde::Serialize;
 use sqlx::{Connection, PgConnection};
 
 use crate::db::{Ctx, Db, DbError};
+use crate::log::erasure::{self as erasure_rows, Target, Which};
+pub(crate) use crate::log::erasure::{append_record, hold_the_head};
 use crate::row::erasure::{self, Erased, Erasure};
 use crate::row::hex;
 
@@ -34,6 +36,15 @@ pub(crate) enum Selector {
 }
 
 impl Selector {
+    /// The rows it names, as the log finds them.
+    fn which(&self) -> Which<'_> {
+        match self {
+            Selector::Account(a) => Which::Account(a),
+            Selector::Range { stream, seq } => Which::Range { stream, seq: *seq },
+            Selector::PublishedBefore(t) => Which::PublishedBefore(*t),
+        }
+    }
+
     /// How the record names it: never the account number.
     fn recorded(&self) -> String {
         match self {
@@ -76,58 +87,6 @@ pub(crate) enum EraseError {
     Db(#[from] DbError),
 }
 
-#[derive(sqlx::FromRow)]
-struct Target {
-    stream: String,
-    stream_seq: i64,
-    published_at: DateTime<Utc>,
-    row_hash: Vec<u8>,
-    v3: bool,
-}
-
-/// The rows the selector names that still hold personal data, in log order.
-async fn targets(tx: &mut PgConnection, sel: &Selector) -> Result<Vec<Target>, DbError> {
-    let held = "(octet_length(e.raw) > 0 OR e.salt IS NOT NULL OR e.payload IS NOT NULL \
-         OR e.headers IS NOT NULL OR e.event_id IS NOT NULL OR e.account_number IS NOT NULL \
-         OR e.errors IS NOT NULL)";
-    let cols = "e.stream, e.stream_seq, e.published_at, e.row_hash, e.commitment IS NOT NULL AS v3";
-    let found = match sel {
-        Selector::Account(a) => {
-            let sql = format!(
-                "SELECT {cols} FROM audit.events e WHERE e.account_number = $1 AND {held} \
-                 ORDER BY e.batch_id, e.stream, e.stream_seq"
-            );
-            sqlx::query_as(&sql).bind(a).fetch_all(&mut *tx).await
-        }
-        Selector::Range { stream, seq } => {
-            let sql = format!(
-                "SELECT {cols} FROM audit.events e WHERE e.stream = $1 \
-                 AND e.stream_seq BETWEEN $2 AND $3 AND e.stream <> $4 AND {held} \
-                 ORDER BY e.batch_id, e.stream, e.stream_seq"
-            );
-            sqlx::query_as(&sql)
-                .bind(stream)
-                .bind(seq.0)
-                .bind(seq.1)
-                .bind(erasure::STREAM)
-                .fetch_all(&mut *tx)
-                .await
-        }
-        Selector::PublishedBefore(t) => {
-            let sql = format!(
-                "SELECT {cols} FROM audit.events e WHERE e.published_at < $1 \
-                 AND e.stream <> $2 AND {held} ORDER BY e.batch_id, e.stream, e.stream_seq"
-            );
-            sqlx::query_as(&sql)
-                .bind(t)
-                .bind(erasure::STREAM)
-                .fetch_all(&mut *tx)
-                .await
-        }
-    };
-    found.ctx("find the rows to erase")
-}
-
 /// Erases what `sel` names (see the module), or on `dry_run` only says what it would.
 pub(crate) async fn erase(
     db: &Db,
@@ -159,7 +118,7 @@ pub(crate) async fn erase(
     if !dry_run {
         hold_the_head(&mut tx).await?;
     }
-    let found = targets(&mut tx, sel).await?;
+    let found = erasure_rows::targets(&mut tx, &sel.which()).await?;
     if found.is_empty() {
         return Err(EraseError::NothingMatched(sel.recorded()));
     }
@@ -191,18 +150,6 @@ pub(crate) async fn erase(
     remove(&mut tx, sel, &found, &mut out).await?;
     tx.commit().await.ctx("commit the erasure")?;
     Ok(out)
-}
-
-/// Locks the chain head before the rows are chosen and until the commit, so that no batch
-/// links between them and the record: every row the erasure finds precedes its record in the
-/// log, and every row of its selector that precedes the record is one it found (`verify`
-/// holds an erasure by time's count and digest against exactly those rows).
-pub(crate) async fn hold_the_head(tx: &mut PgConnection) -> Result<(), DbError> {
-    sqlx::query("SELECT link_seq FROM audit.chain_head WHERE id FOR UPDATE")
-        .execute(&mut *tx)
-        .await
-        .ctx("lock the chain head")?;
-    Ok(())
 }
 
 /// Appends the erasure record for `sel` through the chain and indexes it in `audit.erasures`.
@@ -255,101 +202,19 @@ pub(crate) fn hashes_digest(hashes: &[[u8; 32]]) -> [u8; 32] {
     h.finalize().into()
 }
 
-/// Numbers `e` (the next in the erasure stream), stamps it now, appends it as a row of the log
-/// through the chain and indexes it in `audit.erasures`. The caller holds the erasure lock.
-/// Returns its number and its link.
-pub(crate) async fn append_record(
-    tx: &mut PgConnection,
-    mut e: Erasure,
-    instance: &str,
-) -> Result<(i64, i64), DbError> {
-    let next: i64 = sqlx::query_scalar(
-        "SELECT coalesce(max(stream_seq), 0) + 1 FROM audit.events WHERE stream = $1",
-    )
-    .bind(erasure::STREAM)
-    .fetch_one(&mut *tx)
-    .await
-    .ctx("number the erasure")?;
-    let now = Utc::now();
-    e.erasure = next;
-    e.at = erasure::stamp(now);
-    let count = e
-        .published
-        .as_ref()
-        .map_or(e.rows.len() as i64, |p| p.count);
-    let row = e.row(now);
-    let (_, link_seq) =
-        crate::ingest::sink::append_own_rows(tx, std::slice::from_ref(&row), instance).await?;
-    sqlx::query(
-        "INSERT INTO audit.erasures (erasure_id, erased_at, reason, selector, rows, row_hash) \
-         VALUES ($1, $2, $3, $4, $5, $6)",
-    )
-    .bind(next)
-    .bind(row.published_at)
-    .bind(&e.reason)
-    .bind(&e.selector)
-    .bind(i32::try_from(count).unwrap_or(i32::MAX))
-    .bind(&row.row_hash[..])
-    .execute(&mut *tx)
-    .await
-    .ctx("index the erasure in audit.erasures")?;
-    Ok((next, link_seq))
-}
-
-/// Removes the personal data: claims and findings first (they are found through the rows'
-/// envelope ids), the account's reconciliation and batch data, then the rows' columns.
+/// Removes the personal data: the rows' envelope-id claims and findings and their personal
+/// columns (`log::erasure`), and for an account its reconciliation and batch data.
 async fn remove(
     tx: &mut PgConnection,
     sel: &Selector,
     found: &[Target],
     out: &mut Outcome,
 ) -> Result<(), DbError> {
-    let streams: Vec<&str> = found.iter().map(|t| t.stream.as_str()).collect();
-    let seqs: Vec<i64> = found.iter().map(|t| t.stream_seq).collect();
-    let times: Vec<DateTime<Utc>> = found.iter().map(|t| t.published_at).collect();
-    let keys = "SELECT * FROM unnest($1::text[], $2::int8[], $3::timestamptz[]) AS k(stream, stream_seq, published_at)";
-    let claims = format!(
-        "DELETE FROM audit.event_claims WHERE id_key IN ( \
-           SELECT substring(sha256(convert_to(e.event_id, 'UTF8')) FROM 1 FOR 16) \
-           FROM audit.events e JOIN ({keys}) k USING (stream, stream_seq, published_at) \
-           WHERE e.event_id IS NOT NULL)"
-    );
-    out.claims_removed = sqlx::query(&claims)
-        .bind(&streams)
-        .bind(&seqs)
-        .bind(&times)
-        .execute(&mut *tx)
-        .await
-        .ctx("remove the erased rows' envelope-id claims")?
-        .rows_affected();
-    let findings = format!(
-        "DELETE FROM audit.id_findings f WHERE (f.stream, f.stream_seq, f.published_at) IN ({keys}) \
-         OR (f.first_stream, f.first_stream_seq, f.first_published_at) IN ({keys})"
-    );
-    out.findings_removed = sqlx::query(&findings)
-        .bind(&streams)
-        .bind(&seqs)
-        .bind(&times)
-        .execute(&mut *tx)
-        .await
-        .ctx("remove the erased rows' envelope-id findings")?
-        .rows_affected();
+    (out.claims_removed, out.findings_removed) = erasure_rows::forget_ids(tx, found).await?;
     if let Selector::Account(a) = sel {
         account_data(tx, a, out).await?;
     }
-    let update = format!(
-        "UPDATE audit.events e SET raw = '\\x'::bytea, salt = NULL, payload = NULL, headers = NULL, \
-           event_id = NULL, account_number = NULL, errors = NULL \
-         FROM ({keys}) k WHERE (e.stream, e.stream_seq, e.published_at) = (k.stream, k.stream_seq, k.published_at)"
-    );
-    sqlx::query(&update)
-        .bind(&streams)
-        .bind(&seqs)
-        .bind(&times)
-        .execute(&mut *tx)
-        .await
-        .ctx("erase the rows' personal columns")?;
-    Ok(())
+    erasure_rows::empty(tx, found).await
 }
 
 /// The account number, its envelope ids and details in reconciliation results, and its

@@ -36,6 +36,7 @@ pub mod evidence;
 pub(crate) mod evolution;
 pub(crate) mod files;
 pub(crate) mod ingest;
+pub(crate) mod log;
 pub(crate) mod mirror;
 pub(crate) mod reconcile;
 pub(crate) mod restore;

@@ -16,8 +16,8 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
-use crate::ingest::sink::restored::AppendError;
-use crate::ingest::sink::Sink;
+use crate::log::restored::AppendError;
+use crate::log::Log;
 use crate::mirror::source::{origin_dir, FetchError, Source};
 use crate::row::hex;
 use crate::row::restore::Restore;
@@ -166,13 +166,13 @@ impl Copies {
 /// Restores the leaves the database lacks below `target` from the first copy that holds them
 /// (see the module); `dry_run` only says what it would do.
 pub(crate) async fn restore(
-    sink: &Sink,
+    log: &Log,
     copies: &Copies,
     target: &Target,
     reason: &str,
     dry_run: bool,
 ) -> Result<Outcome, RestoreError> {
-    let tree = sink.tree().await?;
+    let tree = log.tree().await?;
     let n = tree.size();
     if n >= target.size {
         return Ok(Outcome::Current { size: n });
@@ -217,7 +217,7 @@ pub(crate) async fn restore(
             root: hex(&target.root),
             row_hashes_sha256: hex(&digest.finalize()),
         };
-        let (record, link) = sink.append_restored(&hashes, record).await?;
+        let (record, link) = log.append_restored(&hashes, record).await?;
         return Ok(Outcome::Restored {
             record,
             link,

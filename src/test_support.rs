@@ -55,6 +55,11 @@ pub mod ingest {
         pub use crate::ingest::sink::Sink;
     }
 }
+pub mod log {
+    pub mod tree {
+        pub use crate::log::tree::TreeStore;
+    }
+}
 pub mod reconcile {
     pub use crate::reconcile::Manifest;
     pub mod rest {
@@ -106,7 +111,7 @@ pub mod verify {
         pub use crate::row::copy::Tuples;
     }
     pub mod store {
-        pub use crate::verify::store::{stored_row, StoredRow};
+        pub use crate::log::read::{stored_row, StoredRow};
     }
 }
 pub mod witnessed {
@@ -121,9 +126,6 @@ pub mod witnessed {
     }
     pub mod tiles {
         pub use crate::witnessed::tiles::TileDir;
-    }
-    pub mod tree {
-        pub use crate::witnessed::tree::TreeStore;
     }
     pub mod witness {
         pub mod add {

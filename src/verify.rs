@@ -14,7 +14,6 @@ pub(crate) mod metrics;
 pub(crate) mod mirror;
 pub(crate) mod reverdicts;
 pub(crate) mod rows;
-pub mod store;
 mod tree_sink;
 pub(crate) mod walk;
 pub(crate) mod witness;
@@ -24,9 +23,9 @@ use std::time::Instant;
 
 use crate::config::defaults::VERIFY_MAX_BREAKS;
 use crate::db::DbError;
+use crate::log::read::LinkRow;
+pub use crate::log::read::{RunRecord, VerifyStore};
 use crate::verify::metrics::{ChainMetrics, GAP_KINDS};
-use store::LinkRow;
-pub use store::{RunRecord, VerifyStore};
 pub use walk::LeafSink;
 
 /// Why a walk could not be completed (not a break: the log could not be read).
@@ -80,7 +79,7 @@ pub struct VerifyReport {
     pub(crate) completeness: Option<gaps::Completeness>,
     /// On a hot standby: how far its view reaches (the run is not recorded there).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) standby: Option<crate::db::StandbyView>,
+    pub(crate) standby: Option<crate::log::standby::StandbyView>,
     /// The recorded erasures and the erased rows found (absent when the log records none).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) erasures: Option<erasures::Summary>,
@@ -115,7 +114,7 @@ fn link_break(l: &LinkRow, why: String) -> Break {
     }
 }
 
-impl store::LastRun {
+impl crate::log::read::LastRun {
     /// Sets the verify metrics from this run (the chain poller's job).
     pub(crate) fn export(&self, m: &ChainMetrics) {
         m.verify_ok.set(i64::from(self.ok));

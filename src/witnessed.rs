@@ -7,5 +7,4 @@
 pub mod metrics;
 pub mod signer;
 pub mod tiles;
-pub mod tree;
 pub(crate) mod witness;

@@ -18,6 +18,7 @@ use super::manifest::PartitionFile;
 use super::ArchiveError;
 use crate::db::{Ctx, Db};
 use crate::erase::{append_record, ERASER_ROLE};
+use crate::log::partitions;
 use crate::row::erasure::{Archived, Erasure, Published};
 use crate::row::hex;
 
@@ -87,37 +88,9 @@ pub(crate) async fn prune(
         .execute(&mut *tx)
         .await
         .ctx("bound the prune's statements")?;
-    // No row enters the partition from here on, and none that is being written stays
-    // uncommitted: every row it holds precedes the prune's record in the log.
-    sqlx::query("SELECT audit.hold_partition($1)")
-        .bind(&entry.partition)
-        .execute(&mut *tx)
-        .await
-        .ctx("hold the partition against new rows (audit.hold_partition)")?;
     let (from, to) = (&entry.published_from, &entry.published_to);
-    let claims_removed = sqlx::query(
-        "DELETE FROM audit.event_claims WHERE id_key IN ( \
-           SELECT substring(sha256(convert_to(e.event_id, 'UTF8')) FROM 1 FOR 16) \
-           FROM audit.events e WHERE e.published_at >= $1::timestamptz \
-             AND e.published_at < $2::timestamptz AND e.event_id IS NOT NULL)",
-    )
-    .bind(from)
-    .bind(to)
-    .execute(&mut *tx)
-    .await
-    .ctx("remove the pruned rows' envelope-id claims")?
-    .rows_affected();
-    let findings_removed = sqlx::query(
-        "DELETE FROM audit.id_findings f \
-         WHERE (f.published_at >= $1::timestamptz AND f.published_at < $2::timestamptz) \
-            OR (f.first_published_at >= $1::timestamptz AND f.first_published_at < $2::timestamptz)",
-    )
-    .bind(from)
-    .bind(to)
-    .execute(&mut *tx)
-    .await
-    .ctx("remove the pruned rows' envelope-id findings")?
-    .rows_affected();
+    let (claims_removed, findings_removed) =
+        partitions::hold_and_forget(&mut tx, &entry.partition, from, to).await?;
     let record = Erasure {
         erasure: 0,
         at: String::new(),
@@ -137,13 +110,7 @@ pub(crate) async fn prune(
         }),
     };
     let (n, link_seq) = append_record(&mut tx, record, instance).await?;
-    let pruned: i64 = sqlx::query_scalar("SELECT audit.prune_partition($1, $2, $3)")
-        .bind(&entry.partition)
-        .bind(rows)
-        .bind(&digest[..])
-        .fetch_one(&mut *tx)
-        .await
-        .ctx("prune the partition (audit.prune_partition)")?;
+    let pruned = partitions::swap(&mut tx, &entry.partition, rows, &digest).await?;
     tx.commit().await.ctx("commit the prune")?;
     Ok(Pruned {
         partition: entry.partition.clone(),

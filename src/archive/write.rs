@@ -18,83 +18,15 @@ use super::line::write_line;
 use super::manifest::{Manifest, PartitionFile, FORMAT};
 use super::ArchiveError;
 use crate::db::{Ctx, Db};
+use crate::log::partitions;
 use crate::row::copy::Tuples;
-use crate::row::erasure::{self, stamp};
-use crate::row::{columns, hex};
+use crate::row::erasure::stamp;
+use crate::row::hex;
 
-/// How a prune's erasure record names what it erased, before the partition's name (how a later
-/// archive knows the partition was pruned).
-pub(crate) const PRUNED_SELECTOR: &str = "partition ";
+pub(crate) use crate::log::partitions::{Partition, PRUNED_SELECTOR};
 
 /// The manifest's name in an archive directory.
 pub(crate) const MANIFEST: &str = "manifest.json";
-
-/// A dated partition of `audit.events`: `[from, to)`.
-#[derive(Debug, Clone, sqlx::FromRow)]
-pub(crate) struct Partition {
-    pub(crate) name: String,
-    pub(crate) from_ts: DateTime<Utc>,
-    pub(crate) to_ts: DateTime<Utc>,
-    /// Whether a recorded prune already emptied it.
-    pub(crate) pruned: bool,
-    /// Whether it holds any row to archive.
-    pub(crate) has_rows: bool,
-}
-
-/// The dated partitions that end by `before`, oldest first.
-pub(crate) async fn partitions_before(
-    db: &Db,
-    before: DateTime<Utc>,
-) -> Result<Vec<Partition>, ArchiveError> {
-    let parts: Vec<Partition> = sqlx::query_as(
-        "SELECT p.name, p.from_ts, p.to_ts, \
-           EXISTS (SELECT 1 FROM audit.erasures x WHERE x.selector = $3 || p.name) AS pruned, \
-           EXISTS (SELECT 1 FROM audit.events e WHERE e.published_at >= p.from_ts \
-             AND e.published_at < p.to_ts AND e.stream <> $2) AS has_rows \
-         FROM (SELECT c.relname::text AS name, \
-                 substring(b FROM $$FROM \\('([^']+)'\\)$$)::timestamptz AS from_ts, \
-                 substring(b FROM $$TO \\('([^']+)'\\)$$)::timestamptz AS to_ts \
-               FROM pg_class c JOIN pg_inherits i ON i.inhrelid = c.oid, \
-                 LATERAL pg_get_expr(c.relpartbound, c.oid) AS b \
-               WHERE i.inhparent = 'audit.events'::regclass AND b <> 'DEFAULT') p \
-         WHERE p.to_ts <= $1 ORDER BY p.from_ts",
-    )
-    .bind(before)
-    .bind(erasure::STREAM)
-    .bind(PRUNED_SELECTOR)
-    .fetch_all(db.pool())
-    .await
-    .ctx("list the partitions of audit.events")?;
-    Ok(parts)
-}
-
-/// The COPY of a partition's rows (but the log's own erasure records, which the prune keeps
-/// whole), each with its leaf index first, in order of batch, stream
-/// and sequence (the order of the archive's and the prune's row-hash digest). A row's leaf
-/// index is where its link's leaves start plus its place among its batch's rows, which may
-/// lie in other partitions too. The partition is read through `audit.events` and its range
-/// (pruned to it by the planner): a partition has no grants of its own, so the writer and the
-/// eraser (the daemon's retention) may read only the parent.
-fn copy_sql(p: &Partition) -> String {
-    let cols: Vec<String> = columns::EVENTS
-        .iter()
-        .map(|c| format!("x.{}", c.name))
-        .collect();
-    format!(
-        "COPY (SELECT (l.tree_size - l.row_count + x.pos)::int8, {cols} FROM ( \
-           SELECT e.*, row_number() OVER (PARTITION BY e.batch_id \
-             ORDER BY e.stream COLLATE \"C\", e.stream_seq, e.published_at) - 1 AS pos \
-           FROM audit.events e WHERE e.batch_id IN (SELECT DISTINCT batch_id FROM audit.events \
-             WHERE published_at >= '{from}' AND published_at < '{to}')) x \
-         JOIN audit.chain_links l ON l.batch_id = x.batch_id \
-         WHERE x.published_at >= '{from}' AND x.published_at < '{to}' AND x.stream <> '{stream}' \
-         ORDER BY x.batch_id, x.stream, x.stream_seq) TO STDOUT (FORMAT binary)",
-        cols = cols.join(", "),
-        from = stamp(p.from_ts),
-        to = stamp(p.to_ts),
-        stream = erasure::STREAM
-    )
-}
 
 /// What streaming a partition into its file counted.
 struct Streamed {
@@ -168,10 +100,7 @@ async fn stream_rows(
         .execute(&mut *tx)
         .await
         .ctx("bound the archive's statements")?;
-    let mut stream = tx
-        .copy_out_raw(&copy_sql(p))
-        .await
-        .ctx("stream a partition's rows with COPY")?;
+    let mut stream = partitions::copy_rows(&mut tx, p).await?;
     let mut s = Streamed {
         rows: 0,
         file_sha: Sha256::new(),
@@ -221,17 +150,6 @@ pub(crate) fn read_manifest(dir: &Path) -> Result<Option<Manifest>, ArchiveError
     }
 }
 
-/// The newest published checkpoint's note, and its origin line.
-async fn checkpoint(db: &Db) -> Result<Option<String>, ArchiveError> {
-    let note: Option<String> = sqlx::query_scalar(
-        "SELECT note FROM audit.checkpoints WHERE published ORDER BY tree_size DESC LIMIT 1",
-    )
-    .fetch_optional(db.pool())
-    .await
-    .ctx("read the newest published checkpoint")?;
-    Ok(note)
-}
-
 /// What one archive run wrote.
 #[derive(Debug, Clone, serde::Serialize)]
 pub(crate) struct Written {
@@ -255,7 +173,7 @@ pub(crate) async fn archive(
     if before > now {
         return Err(ArchiveError::FutureBound(stamp(before), stamp(now)));
     }
-    let found = partitions_before(db, before).await?;
+    let found = partitions::before(db, before).await?;
     if found.iter().any(|p| p.has_rows && !p.pruned) {
         std::fs::create_dir_all(dir).map_err(|e| ArchiveError::Io(dir.to_owned(), e))?;
     }
@@ -292,7 +210,7 @@ pub(crate) async fn archive(
     manifest
         .partitions
         .sort_by(|a, b| a.published_from.cmp(&b.published_from));
-    manifest.checkpoint = checkpoint(db).await?;
+    manifest.checkpoint = partitions::newest_published(db).await?;
     manifest.origin = manifest
         .checkpoint
         .as_deref()

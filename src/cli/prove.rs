@@ -14,8 +14,8 @@ use super::witness_args::PlaceArgs;
 use crate::db::Db;
 use crate::evidence::bundle::{check as check_bundle, Expect};
 use crate::evidence::prove::{prove, Query};
+use crate::log::tree::TreeStore;
 use crate::witnessed::signer::CheckpointError;
-use crate::witnessed::tree::TreeStore;
 
 /// Options of `event-audit prove`.
 #[derive(clap::Args, Debug, Clone, Default, Serialize)]

@@ -15,7 +15,7 @@ use serde::Serialize;
 
 use super::args::{ConfigArg, StatementDatabaseArgs};
 use crate::db::Db;
-use crate::ingest::sink::Sink;
+use crate::log::Log;
 use crate::restore::start::COPY_TIMEOUT;
 use crate::restore::{restore, Copies, Target};
 use crate::witnessed::signer::memory::Memory;
@@ -93,8 +93,8 @@ pub fn run(args: RestoreArgs) -> anyhow::Result<ExitCode> {
             })?,
         };
         let db = Db::open_existing(&settings.database, 2).await?;
-        let sink = Sink::new(db, &settings.ingest.instance_name());
-        anyhow::Ok(restore(&sink, &copies, &target, &args.reason, args.dry_run).await?)
+        let log = Log::new(db, &settings.ingest.instance_name());
+        anyhow::Ok(restore(&log, &copies, &target, &args.reason, args.dry_run).await?)
     })?;
     println!("{}", out.line());
     Ok(ExitCode::SUCCESS)

@@ -13,9 +13,9 @@ use super::args::{is_false, ConfigArg, NatsArgs, PooledDatabaseArgs};
 use super::witness_args::ReaderArgs;
 use crate::bus::Bus;
 use crate::db::Db;
+use crate::log::tree::TreeStore;
 use crate::verify::walk::LeafSink;
 use crate::verify::{gaps, witness, VerifyStore, WalkOptions};
-use crate::witnessed::tree::TreeStore;
 
 /// Options of `event-audit verify`.
 #[derive(clap::Args, Debug, Clone, Default, Serialize)]

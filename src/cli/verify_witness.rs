@@ -7,9 +7,9 @@
 
 use std::process::ExitCode;
 
+use crate::log::tree::TreeStore;
 use crate::verify::witness::{finish, Prepared, TreeSink, WitnessReport};
 use crate::verify::VerifyReport;
-use crate::witnessed::tree::TreeStore;
 
 /// What the witness check needs from the rest of the run.
 pub(crate) struct Parts<'a> {

@@ -12,8 +12,9 @@ use crate::bus::Bus;
 use crate::config::{DatabaseSettings, Dur, NatsSettings};
 use crate::db::Db;
 use crate::dev::sample::Mix;
-use crate::ingest::sink::{copy_body, Sink};
+use crate::ingest::sink::Sink;
 use crate::ingest::source::Binding;
+use crate::log::append::copy_body;
 use crate::row::record::{record, Meta, Naming};
 
 fn nats(url: &str) -> NatsSettings {
@@ -170,10 +171,15 @@ pub(crate) async fn copy_ceiling(
     }
     let table = match into {
         CopyInto::PrimaryKeyOnly => {
-            crate::db::create_primary_key_only_copy(database_url, PK_ONLY_TABLE).await?;
+            crate::db::create_primary_key_only_copy(
+                database_url,
+                PK_ONLY_TABLE,
+                crate::log::append::EVENTS,
+            )
+            .await?;
             PK_ONLY_TABLE
         }
-        _ => "audit.events",
+        _ => crate::log::append::EVENTS,
     };
     let started = Instant::now();
     for body in bodies {

@@ -13,11 +13,11 @@ use sha2::{Digest, Sha256};
 
 use crate::db::DbError;
 use crate::evidence::bundle::{fields, json::Json, leaf};
+use crate::log::read::StoredRow;
+use crate::log::tree::{RowPlace, TreeStore};
 use crate::row::hex;
 use crate::tlog::merkle;
 use crate::tlog::note::Checkpoint;
-use crate::verify::store::StoredRow;
-use crate::witnessed::tree::{RowPlace, TreeStore};
 
 /// The bundle format's name.
 pub use crate::evidence::bundle::FORMAT;
@@ -105,7 +105,7 @@ pub(crate) async fn prove(
                 since,
                 until,
             } => {
-                let erased = crate::verify::store::erasure_counts(store.db()).await.ok();
+                let erased = crate::log::read::erasure_counts(store.db()).await.ok();
                 no_account(number, since, until, erased)
             }
         }));
@@ -121,7 +121,7 @@ pub(crate) async fn prove(
                 size: cp.size,
             });
         }
-        let row = crate::verify::store::stored_row(store.db(), &p.stream, p.stream_seq)
+        let row = crate::log::read::stored_row(store.db(), &p.stream, p.stream_seq)
             .await?
             .ok_or_else(|| ProveError::NotFound(what.clone()))?;
         // A pruned (or erased) row whose archive is given: its archived copy, if it makes the

@@ -153,7 +153,7 @@ impl Ingest {
             ConsumerCheck::Deleted => {
                 let from = floor.load(Ordering::SeqCst) + 1;
                 let from = i64::try_from(from).unwrap_or(i64::MAX);
-                let start = match self.sink.resume_point(&binding.stream, from).await {
+                let start = match self.sink.log().resume_point(&binding.stream, from).await {
                     Ok(s) => u64::try_from(s).unwrap_or(1),
                     Err(e) => {
                         tracing::warn!(error = %e, "the consumer was deleted; cannot read where the log ends yet");

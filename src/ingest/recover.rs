@@ -168,9 +168,10 @@ impl Recover<'_> {
             .await?
             .ok_or_else(|| RecoverError::NoStream(stream.to_owned()))?;
         let since = bus_state.created.unwrap_or(DateTime::UNIX_EPOCH);
-        let held = self.sink.held_runs(stream, since).await?;
+        let held = self.sink.log().held_runs(stream, since).await?;
         let reset = self
             .sink
+            .log()
             .rows_before(stream, since)
             .await?
             .map(|(rows, last_seq)| Reset {

@@ -1,20 +1,14 @@
 //! The sink: writes one batch in one transaction (binary COPY of the rows, envelope-id claims
 //! and findings, one hash-chain link). On success every message of the batch may be acked.
 
-mod chain;
 mod drift;
-mod held;
 mod ids;
-mod redelivery;
 mod refused;
-pub(crate) mod restored;
 
 use crate::row::chain::batch_digest;
-use crate::row::columns;
 use sqlx::{Connection, PgConnection};
 
 use crate::db::{backend_pid, forget, Class, Ctx, Db, DbError};
-use crate::row::pgcopy::CopyBuf;
 use crate::row::record::Record;
 use ids::{id_findings, insert_findings};
 
@@ -50,6 +44,11 @@ pub struct Sink {
 }
 
 impl Sink {
+    /// The log this sink appends to.
+    pub(crate) fn log(&self) -> crate::log::Log {
+        crate::log::Log::new(self.db.clone(), &self.instance)
+    }
+
     pub fn new(db: Db, instance: &str) -> Sink {
         Sink {
             db,
@@ -221,7 +220,7 @@ impl Sink {
             }
         }
         if precheck {
-            redelivery::skip_present(&mut tx, recs, &mut keep).await?;
+            crate::log::present::skip_present(&mut tx, recs, &mut keep).await?;
         }
         out.redelivered = keep.iter().filter(|k| !**k).count();
         let live: Vec<&Record> = recs
@@ -233,21 +232,15 @@ impl Sink {
             tx.commit().await.ctx("commit")?;
             return Ok(out);
         }
-        let batch_id: i64 = sqlx::query_scalar("SELECT nextval('audit.batch_id_seq')")
-            .fetch_one(&mut *tx)
-            .await
-            .ctx("allocate batch id")?;
+        let batch_id = crate::log::append::batch_id(&mut tx).await?;
         let t0 = std::time::Instant::now();
         let findings = id_findings(&mut tx, &live, batch_id, &self.replaying).await?;
         let t_ids = t0.elapsed();
         out.duplicates = findings.iter().filter(|f| f.duplicate).count();
         out.conflicts = findings.len() - out.duplicates;
 
-        let body = copy_body(live.iter().copied(), batch_id);
         let digest = batch_digest(live.iter().map(|r| &r.row_hash));
-        let mut copy = tx.copy_in_raw(&copy_statement()).await.ctx("start COPY")?;
-        copy.send(body).await.ctx("COPY")?;
-        copy.finish().await.ctx("finish COPY")?;
+        crate::log::append::copy_rows(&mut tx, live.iter().copied(), batch_id).await?;
         let t_copy = t0.elapsed() - t_ids;
         if !findings.is_empty() {
             insert_findings(&mut tx, &live, &findings, batch_id).await?;
@@ -260,7 +253,9 @@ impl Sink {
         }
         let t_obs = t_obs.elapsed();
         let row_hashes: Vec<[u8; 32]> = live.iter().map(|r| r.row_hash).collect();
-        let link_seq = chain::link(&mut tx, batch_id, &row_hashes, &digest, &self.instance).await?;
+        let link_seq =
+            crate::log::append::link(&mut tx, batch_id, &row_hashes, &digest, &self.instance)
+                .await?;
         if !commit {
             tx.rollback().await.ctx("roll back a probe")?;
             return Ok(out);
@@ -280,36 +275,6 @@ impl Sink {
         out.link_seq = link_seq;
         Ok(out)
     }
-
-    /// Where a recreated consumer resumes on `stream`, every sequence before `from` being in
-    /// the log: the first sequence from `from` on that the log lacks (a message delivered but
-    /// never committed) below the highest one it holds, else the one after that highest.
-    pub(crate) async fn resume_point(&self, stream: &str, from: i64) -> Result<i64, DbError> {
-        let from = from.max(1);
-        let mut conn = self.db.acquire().await?;
-        let top: Option<i64> = sqlx::query_scalar(
-            "SELECT max(stream_seq) AS top FROM audit.events WHERE stream = $1 AND stream_seq >= $2",
-        )
-        .bind(stream)
-        .bind(from)
-        .fetch_one(&mut *conn)
-        .await
-        .ctx("find the last sequence in the log")?;
-        let Some(top) = top else {
-            return Ok(from);
-        };
-        let gap: Option<i64> = sqlx::query_scalar(
-            "SELECT min(s) FROM generate_series($2::int8, $3::int8) AS s \
-             WHERE NOT EXISTS (SELECT 1 FROM audit.events e WHERE e.stream = $1 AND e.stream_seq = s)",
-        )
-        .bind(stream)
-        .bind(from)
-        .bind(top)
-        .fetch_one(&mut *conn)
-        .await
-        .ctx("find the first sequence missing from the log")?;
-        Ok(gap.unwrap_or(top + 1))
-    }
 }
 
 impl Sink {
@@ -319,65 +284,11 @@ impl Sink {
     pub(crate) async fn copy_raw(&self, body: Vec<u8>, table: &str) -> Result<(), DbError> {
         let mut tx = self.pool().begin().await.ctx("begin")?;
         let mut copy = tx
-            .copy_in_raw(&copy_statement_into(table))
+            .copy_in_raw(&crate::log::append::copy_statement_into(table))
             .await
             .ctx("start COPY")?;
         copy.send(body).await.ctx("COPY")?;
         copy.finish().await.ctx("finish COPY")?;
         tx.commit().await.ctx("commit")
     }
-}
-
-/// Appends `recs` (in log order) as one batch of their own inside `tx`: a batch id, the rows by
-/// binary COPY, the chain link and the tree, as a batch of events is written (no envelope-id
-/// claims, no drift observations: for rows the daemon makes itself, such as an erasure
-/// record). Returns `(batch_id, link_seq)`.
-pub(crate) async fn append_own_rows(
-    tx: &mut PgConnection,
-    recs: &[Record],
-    instance: &str,
-) -> Result<(i64, i64), DbError> {
-    let batch_id: i64 = sqlx::query_scalar("SELECT nextval('audit.batch_id_seq')")
-        .fetch_one(&mut *tx)
-        .await
-        .ctx("allocate batch id")?;
-    let mut copy = tx.copy_in_raw(&copy_statement()).await.ctx("start COPY")?;
-    copy.send(copy_body(recs, batch_id)).await.ctx("COPY")?;
-    copy.finish().await.ctx("finish COPY")?;
-    let row_hashes: Vec<[u8; 32]> = recs.iter().map(|r| r.row_hash).collect();
-    let digest = batch_digest(&row_hashes);
-    let link_seq = chain::link(tx, batch_id, &row_hashes, &digest, instance).await?;
-    Ok((batch_id, link_seq))
-}
-
-/// The COPY statement the writer uses.
-pub(crate) fn copy_statement() -> String {
-    copy_statement_into("audit.events")
-}
-
-/// The writer's COPY statement into `table`, a table with the log's columns.
-fn copy_statement_into(table: &str) -> String {
-    format!(
-        "COPY {table} ({}) FROM STDIN WITH (FORMAT binary)",
-        columns::copy_list()
-    )
-}
-
-/// The binary COPY body for `recs`, written by the batch writer and, with the same bytes, by the
-/// database-ceiling benchmark.
-pub(crate) fn copy_body<'a, I>(recs: I, batch_id: i64) -> Vec<u8>
-where
-    I: IntoIterator<Item = &'a Record>,
-    I::IntoIter: Clone,
-{
-    let recs = recs.into_iter();
-    let mut buf = CopyBuf::with_capacity(recs.clone().map(|r| r.raw.len() * 2 + 256).sum());
-    for r in recs {
-        encode(&mut buf, r, batch_id);
-    }
-    buf.finish()
-}
-
-fn encode(buf: &mut CopyBuf, r: &Record, batch_id: i64) {
-    r.view(batch_id).encode(buf);
 }

@@ -124,7 +124,7 @@ impl ReconcileStore {
             "SELECT DISTINCT ON (ext) ext, event_type, event_id, identifier, occurred_at FROM ( \
                SELECT e.payload ->> '{EXTERNAL_IDENTIFIER}' AS ext, e.event_type, e.event_id, \
                       e.payload ->> '{IDENTIFIER}' AS identifier, e.occurred_at, e.stream_seq \
-               FROM audit.events e \
+               FROM audit.log_rows e \
                WHERE e.event_type LIKE 'data_import.%' AND e.event_type IN {OUTCOME_TYPES} \
                  AND audit.latest_status(e.stream, e.stream_seq, e.published_at, e.status) = 'decoded' AND e.payload ->> '{EXTERNAL_IDENTIFIER}' IS NOT NULL \
                  AND {WINDOW} {only} AND {NOT_DUPLICATE} \
@@ -156,7 +156,7 @@ impl ReconcileStore {
     ) -> Result<BTreeMap<String, u64>, DbError> {
         let sql = format!(
             "SELECT substr(e.event_type, length('data_import.order_process.') + 1), count(*) \
-             FROM audit.events e \
+             FROM audit.log_rows e \
              WHERE e.event_type LIKE 'data_import.%' \
                AND e.event_type LIKE 'data_import.order\\_process.%' \
                AND audit.latest_status(e.stream, e.stream_seq, e.published_at, e.status) = 'decoded' AND {WINDOW} AND {NOT_DUPLICATE} \
@@ -180,7 +180,7 @@ impl ReconcileStore {
             return Ok(HashSet::new());
         }
         let rows: Vec<(String,)> = sqlx::query_as(&format!(
-            "SELECT DISTINCT e.account_number FROM audit.events e \
+            "SELECT DISTINCT e.account_number FROM audit.log_rows e \
              JOIN unnest($1::text[]) AS n(num) ON e.account_number = n.num \
              WHERE e.account_number IS NOT NULL AND e.event_type = 'account.created' \
                AND audit.latest_status(e.stream, e.stream_seq, e.published_at, e.status) = 'decoded' AND e.payload ->> '{IS_IMPORTED}' = 'true'"
@@ -203,7 +203,7 @@ impl ReconcileStore {
         let sql = format!(
             "SELECT substr(e.event_type, length('data_import.order_process.') + 1) AS outcome, \
                count(*) AS events \
-             FROM audit.events e \
+             FROM audit.log_rows e \
              WHERE e.event_type LIKE 'data_import.%' \
                AND e.event_type LIKE 'data_import.order\\_process.%' \
                AND audit.latest_status(e.stream, e.stream_seq, e.published_at, e.status) = 'decoded' AND {WINDOW} \
@@ -222,7 +222,7 @@ impl ReconcileStore {
             out.insert(r.get::<String, _>("outcome"), to_u64(r.get("events")));
         }
         let seen: i64 = sqlx::query_scalar(&format!(
-            "SELECT count(DISTINCT e.payload ->> '{EXTERNAL_ORDER_ID}') FROM audit.events e \
+            "SELECT count(DISTINCT e.payload ->> '{EXTERNAL_ORDER_ID}') FROM audit.log_rows e \
              WHERE e.event_type LIKE 'data_import.%' \
                AND e.event_type LIKE 'data_import.order\\_process.%' \
                AND audit.latest_status(e.stream, e.stream_seq, e.published_at, e.status) = 'decoded' AND {WINDOW} \
@@ -253,7 +253,7 @@ impl ReconcileStore {
             "SELECT e.account_number, sp ->> '{SUPPLY_POINT_ID}' AS mpxn, e.event_type, \
                e.occurred_at, e.payload ->> '{REQUESTED_AT}' AS requested_at, \
                e.payload ->> '{JOIN_SUPPLIER_PROCESS_NUMBER}' AS process, e.stream_seq \
-             FROM audit.events e \
+             FROM audit.log_rows e \
              JOIN unnest($1::text[]) AS n(num) ON e.account_number = n.num \
              CROSS JOIN LATERAL jsonb_array_elements(CASE \
                  WHEN jsonb_typeof(e.payload -> '{SUPPLY_POINTS}') = 'array' THEN e.payload -> '{SUPPLY_POINTS}' \
@@ -296,7 +296,7 @@ impl ReconcileStore {
     ) -> Result<Vec<TimelineEntry>, DbError> {
         let rows = sqlx::query(&format!(
             "WITH nums AS ( \
-               SELECT e.payload ->> '{IDENTIFIER}' AS num FROM audit.events e \
+               SELECT e.payload ->> '{IDENTIFIER}' AS num FROM audit.log_rows e \
                 WHERE e.event_type LIKE 'data_import.%' \
                   AND e.payload ->> '{EXTERNAL_IDENTIFIER}' = $1 \
                   AND e.payload ->> '{IDENTIFIER}' IS NOT NULL \
@@ -309,7 +309,7 @@ impl ReconcileStore {
                e.event_id, e.status, \
                CASE WHEN e.event_id IS NULL THEN NULL ELSE COALESCE(f.finding, 'first') END AS id_status, \
                e.account_number, e.stream, e.stream_seq, e.payload \
-             FROM audit.events e \
+             FROM audit.log_rows e \
              LEFT JOIN audit.id_findings f ON f.stream = e.stream \
                AND f.stream_seq = e.stream_seq AND f.published_at = e.published_at \
              WHERE (e.event_type LIKE 'data_import.%' AND e.payload ->> '{EXTERNAL_IDENTIFIER}' = $1) \

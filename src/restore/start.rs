@@ -10,8 +10,8 @@ use std::time::Duration;
 use super::metrics::RestoreMetrics;
 use super::{restore, Copies, Outcome, RestoreError, Target};
 use crate::config::Settings;
-use crate::ingest::sink::restored::AppendError;
-use crate::ingest::sink::Sink;
+use crate::log::restored::AppendError;
+use crate::log::Log;
 use crate::witnessed::signer::load_key;
 use crate::witnessed::signer::memory::Memory;
 
@@ -34,7 +34,7 @@ pub(crate) fn copies_of(s: &Settings) -> Vec<String> {
 }
 
 /// See the module.
-pub(crate) async fn at_start(s: &Settings, sink: &Sink, m: &RestoreMetrics) {
+pub(crate) async fn at_start(s: &Settings, log: &Log, m: &RestoreMetrics) {
     let Some(path) = &s.witness.signing_key_file else {
         return;
     };
@@ -78,9 +78,9 @@ pub(crate) async fn at_start(s: &Settings, sink: &Sink, m: &RestoreMetrics) {
     };
     // Another daemon of the log may restore first: then the tree moved, and a second look
     // finds nothing to restore.
-    let mut done = restore(sink, &copies, &target, REASON, false).await;
+    let mut done = restore(log, &copies, &target, REASON, false).await;
     if let Err(RestoreError::Append(AppendError::Moved { .. })) = &done {
-        done = restore(sink, &copies, &target, REASON, false).await;
+        done = restore(log, &copies, &target, REASON, false).await;
     }
     match done {
         Ok(Outcome::Current { .. }) => m.behind.set(0),

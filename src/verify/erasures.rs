@@ -13,9 +13,9 @@ mod tally;
 
 use std::collections::HashMap;
 
-use super::store::ErasureRow;
 use super::{Break, VerifyStore};
 use crate::db::DbError;
+use crate::log::read::ErasureRow;
 use crate::row::erasure::{self, Erasure};
 use crate::row::hex;
 use crate::row::restore;

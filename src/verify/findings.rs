@@ -139,19 +139,7 @@ pub(crate) fn compare(occurrences: &[Occurrence], mut stored: HashMap<Key, Store
 /// chain link, then stream, sequence and time), and every stored finding; compares them.
 pub async fn check(db: &Db) -> Result<Vec<Break>, DbError> {
     let pool = db.pool();
-    let sql = format!(
-        "WITH repeated AS (SELECT event_id FROM audit.events WHERE event_id IS NOT NULL \
-             GROUP BY event_id HAVING count(*) > 1 \
-           UNION SELECT event_id FROM audit.id_findings) \
-         SELECT e.event_id, e.stream, e.stream_seq, e.published_at, e.event_type, e.event_version, \
-                {} AS claims, sha256(e.raw) AS raw_hash, e.raw \
-         FROM audit.events e JOIN repeated r ON r.event_id = e.event_id \
-         LEFT JOIN audit.chain_links l ON l.batch_id = e.batch_id \
-         ORDER BY l.link_seq, e.stream, e.stream_seq, e.published_at",
-        columns::CLAIMS_ITS_ID
-    );
-    let occurrences: Vec<Occurrence> = sqlx::query(&sql)
-        .fetch(pool)
+    let occurrences: Vec<Occurrence> = crate::log::read::repeated_ids(pool)
         .map_ok(|row| Occurrence {
             event_id: row.get("event_id"),
             key: (

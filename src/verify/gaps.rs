@@ -8,11 +8,11 @@
 
 use serde::Serialize;
 
-use super::store::VerifyStore;
 use super::Break;
 pub(crate) use crate::bus::state::BusState;
 use crate::bus::{Bus, BusError};
 use crate::db::DbError;
+use crate::log::read::VerifyStore;
 
 #[derive(Debug, thiserror::Error)]
 pub enum GapsError {

@@ -15,14 +15,14 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::log::read::VerifyStore;
+use crate::log::tree::TreeStore;
 use crate::row::hex;
 use crate::tlog::merkle::Hash;
 use crate::tlog::note::{self, Checkpoint, PublicKey};
 use crate::tlog::tile::build::TileBuilder;
 use crate::tlog::tile::{parse_bundle, tiles_between, Kind};
-use crate::verify::store::VerifyStore;
 use crate::witnessed::tiles::{TileDir, TilesError};
-use crate::witnessed::tree::TreeStore;
 
 /// How many differing leaves the report names (all are counted).
 pub const NAMED_LEAVES: usize = 20;

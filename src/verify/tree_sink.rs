@@ -12,8 +12,8 @@
 
 use std::collections::HashMap;
 
-use super::store::LinkRow;
 use super::walk::LeafSink;
+use crate::log::read::LinkRow;
 use crate::tlog::merkle::{self, Frontier, Node};
 
 /// The walk's leaves, made into the tree and held against links, stored subtrees and

@@ -13,9 +13,9 @@ use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 
 use super::erasures::{Erasures, Judged, Place, Tally};
 use super::rows::{self, Check};
-use super::store::LinkRow;
 use super::{Break, VerifyError, VerifyStore};
 use crate::db::{Ctx, DbError};
+use crate::log::read::LinkRow;
 use crate::row::chain::{batch_digest, stored_link_hash};
 use crate::row::copy::{CopyError, Tuples};
 

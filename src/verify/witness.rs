@@ -22,10 +22,10 @@ use super::auditor::{AuditorState, Checked, Memory, StateError};
 use super::breaks::{AckError, RecordedBreak};
 pub use super::tree_sink::TreeSink;
 use crate::db::DbError;
+use crate::log::tree::TreeStore;
 use crate::tlog::merkle::{self, Frontier, MemTree};
 use crate::tlog::note::{self, Checkpoint, PublicKey, REVERDICTS_SUFFIX};
 use crate::witnessed::signer::CheckpointError;
-use crate::witnessed::tree::TreeStore;
 use trusted::{against_state, before_policy, none_trusted, sort_out, split_views};
 
 mod trusted;

@@ -15,7 +15,6 @@ pub mod publish;
 mod queue;
 mod read;
 mod sign;
-mod store;
 mod submit;
 
 use std::path::PathBuf;
@@ -28,17 +27,17 @@ use tokio_util::sync::CancellationToken;
 use crate::bus::{Bus, BusError};
 use crate::config::WitnessSettings;
 use crate::db::{Db, DbError};
+use crate::log::checkpoints::{CheckpointStore, LOG_EVENTS, LOG_REVERDICTS};
+use crate::log::tree::TreeStore;
 use crate::row::reverdict::chain_order;
 use crate::tlog::merkle::Frontier;
 use crate::tlog::note::{self, Checkpoint, PrivateKey, PublicKey, REVERDICTS_SUFFIX};
 use crate::witnessed::metrics::WitnessMetrics;
 use crate::witnessed::tiles::writer::{Outcome, TileWriter};
 use crate::witnessed::tiles::TileDir;
-use crate::witnessed::tree::TreeStore;
 use memory::{Memory, Remembered};
 pub use read::{latest_checkpoint, load_key, load_policy, load_public_key, read_witness};
 use sign::{Found, Refusal};
-use store::{CheckpointStore, LOG_EVENTS, LOG_REVERDICTS};
 use submit::Witnesses;
 
 /// Why the signer could not start, a round failed, or a reader could not read.

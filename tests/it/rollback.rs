@@ -15,7 +15,7 @@ use crate::support::witness::{verify_witness, witness_with_policy, write_keys, W
 use crate::support::{TestDb, TestStream};
 use event_audit::config::{Dur, Settings};
 use event_audit::test_support::db::Db;
-use event_audit::test_support::witnessed::tree::TreeStore;
+use event_audit::test_support::log::tree::TreeStore;
 use event_audit::tlog::cosign::WitnessPolicy;
 use event_audit::tlog::note::{self, Checkpoint};
 

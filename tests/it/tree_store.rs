@@ -6,7 +6,7 @@ use crate::support::records::{now_us, records};
 use crate::support::TestDb;
 use event_audit::test_support::db::Db;
 use event_audit::test_support::ingest::sink::Sink;
-use event_audit::test_support::witnessed::tree::TreeStore;
+use event_audit::test_support::log::tree::TreeStore;
 use event_audit::tlog::merkle::{self, MemTree};
 
 #[tokio::test]

@@ -66,7 +66,7 @@ impl ReprocessStore {
                  CASE WHEN rv.status IS NULL THEN e.errors ELSE rv.errors END::text AS latest_errors, \
                  CASE WHEN rv.status IS NULL THEN e.unknown_fields ELSE rv.unknown_fields END::text \
                      AS latest_unknown \
-             FROM audit.events e LEFT JOIN LATERAL ( \
+             FROM audit.log_rows e LEFT JOIN LATERAL ( \
                  SELECT r.status, r.errors, r.unknown_fields FROM audit.reverdicts r \
                  WHERE r.stream = e.stream AND r.stream_seq = e.stream_seq \
                      AND r.published_at = e.published_at \

@@ -9,7 +9,6 @@ use sha2::{Digest, Sha256};
 use sqlx::{Executor, PgConnection, Row};
 
 use crate::db::{Ctx, DbError};
-use crate::row::columns;
 use crate::row::pgcopy::CopyBuf;
 use crate::row::record::Record;
 
@@ -204,54 +203,6 @@ async fn claims_of(
     Ok(out)
 }
 
-/// The first occurrences of ids whose claims keep their place: one primary-key probe each.
-async fn firsts_at(
-    tx: &mut PgConnection,
-    places: &[(String, i64, DateTime<Utc>)],
-) -> Result<Vec<sqlx::postgres::PgRow>, DbError> {
-    let streams: Vec<&str> = places.iter().map(|p| p.0.as_str()).collect();
-    let seqs: Vec<i64> = places.iter().map(|p| p.1).collect();
-    let times: Vec<DateTime<Utc>> = places.iter().map(|p| p.2).collect();
-    sqlx::query(
-        "SELECT e.event_id, e.stream, e.stream_seq, e.published_at, e.event_type, \
-                e.event_version, e.payload::text AS payload, e.raw \
-         FROM unnest($1::text[], $2::int8[], $3::timestamptz[]) AS k(s, q, t) \
-         JOIN audit.events e ON e.stream = k.s AND e.stream_seq = k.q AND e.published_at = k.t",
-    )
-    .bind(&streams)
-    .bind(&seqs)
-    .bind(&times)
-    .fetch_all(&mut *tx)
-    .await
-    .ctx("read first occurrences")
-}
-
-/// The first occurrences of ids claimed before claims kept their place: each claiming batch's
-/// rows read once, its first row with the id that claims it kept.
-async fn firsts_in_batches(
-    tx: &mut PgConnection,
-    wanted: &[(&str, i64)],
-) -> Result<Vec<sqlx::postgres::PgRow>, DbError> {
-    let ids: Vec<&str> = wanted.iter().map(|w| w.0).collect();
-    let batches: Vec<i64> = wanted.iter().map(|w| w.1).collect();
-    let sql = format!(
-        "WITH want AS MATERIALIZED (SELECT * FROM unnest($1::text[], $2::int8[]) AS w(id, batch_id)) \
-         SELECT DISTINCT ON (e.event_id) e.event_id, e.stream, e.stream_seq, e.published_at, \
-                e.event_type, e.event_version, e.payload::text AS payload, e.raw \
-         FROM audit.events e JOIN want w ON w.id = e.event_id AND w.batch_id = e.batch_id \
-         WHERE e.batch_id = ANY(ARRAY(SELECT DISTINCT batch_id FROM want)) AND {} \
-         ORDER BY e.event_id, e.stream, e.stream_seq, e.published_at",
-        columns::CLAIMS_ITS_ID
-    );
-    sqlx::query(&sql)
-        .bind(&ids)
-        .bind(&batches)
-        .persistent(false)
-        .fetch_all(&mut *tx)
-        .await
-        .ctx("look up event ids")
-}
-
 /// The first occurrences of the ids `seen` (with their claims `stored`), read from the log only
 /// where a repeat's digest differs from the claim's, or the claim predates the kept place.
 async fn firsts_of(
@@ -298,10 +249,10 @@ async fn firsts_of(
     }
     let mut rows = Vec::new();
     if !at_places.is_empty() {
-        rows.extend(firsts_at(tx, &at_places).await?);
+        rows.extend(crate::log::present::firsts_at(tx, &at_places).await?);
     }
     if !in_batches.is_empty() {
-        rows.extend(firsts_in_batches(tx, &in_batches).await?);
+        rows.extend(crate::log::present::firsts_in_batches(tx, &in_batches).await?);
     }
     for row in rows {
         let id: Option<String> = row.get("event_id");

@@ -6,8 +6,8 @@
 //! (`super::tally` holds the count and the digest).
 
 use super::{Break, Judged, Place};
+use crate::log::read::ErasureRow;
 use crate::row::restore::{self, Restore};
-use crate::verify::store::ErasureRow;
 
 /// One restore record, as `verify` holds rows against it.
 #[derive(Debug, Clone)]

@@ -10,8 +10,8 @@ use sha2::{Digest, Sha256};
 
 use super::restores::restore_break;
 use super::{record_break, Erasures};
+use crate::log::read::LinkRow;
 use crate::row::hex;
-use crate::verify::store::LinkRow;
 use crate::verify::Break;
 
 /// The running count and digest of every erasure by time.

@@ -185,7 +185,7 @@ pub(crate) async fn publish(
 /// The file of the checkpoint of `size` of `log` in `dir` (the events log's files keep their
 /// plain name).
 pub(crate) fn file_of(dir: &Path, log: &str, size: i64) -> PathBuf {
-    if log == super::store::LOG_EVENTS {
+    if log == crate::log::checkpoints::LOG_EVENTS {
         dir.join(format!("{size:020}.note"))
     } else {
         dir.join(format!("{log}-{size:020}.note"))

@@ -11,9 +11,9 @@ use crate::tlog::note::{self, PublicKey};
 use super::memory::Memory;
 use super::publish;
 use super::sign::Refusal;
-use super::store::{CheckpointStore, LOG_EVENTS, LOG_REVERDICTS};
 use super::submit::Witnesses;
 use super::{CheckpointError, Round, Signer};
+use crate::log::checkpoints::{CheckpointStore, LOG_EVENTS, LOG_REVERDICTS};
 
 impl Signer {
     /// Publishes every queued note of each log in order (cosigned first when there is a

@@ -12,8 +12,8 @@ use crate::tlog::cosign::WitnessPolicy;
 use crate::tlog::note::{self, Checkpoint, PrivateKey, PublicKey};
 
 use super::publish::{self, Found};
-use super::store::CheckpointStore;
 use super::CheckpointError;
+use crate::log::checkpoints::CheckpointStore;
 
 /// Reads a private key file (its content is never logged or shown); a file that group or others
 /// may read is refused.

@@ -6,9 +6,9 @@
 //! before (C2SP tlog-checkpoint), whatever the database, the bus or another daemon says.
 
 use crate::db::DbError;
+use crate::log::tree::TreeStore;
 use crate::tlog::merkle::{leaf_hash, Frontier, Hash};
 use crate::tlog::note::Checkpoint;
-use crate::witnessed::tree::TreeStore;
 
 use super::memory::Remembered;
 

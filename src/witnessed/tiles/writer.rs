@@ -12,12 +12,12 @@ use std::sync::Arc;
 
 use super::{TileDir, TilesError};
 use crate::db::DbError;
+use crate::log::tree::TreeStore;
 use crate::tlog::merkle::Hash;
 use crate::tlog::note::{self, Checkpoint, PublicKey};
 use crate::tlog::tile::build::TileBuilder;
 use crate::tlog::tile::{TileId, TILE_WIDTH};
 use crate::witnessed::metrics::WitnessMetrics;
-use crate::witnessed::tree::TreeStore;
 
 /// The backfill's mark: every full tile and bundle below this size is written.
 pub const PROGRESS_FILE: &str = ".event-audit-tiles-progress";

@@ -78,7 +78,7 @@ macro_rules! stored_row {
     ($($v:ident $c:ident $t:ident $n:ident),* $(,)?) => {
         /// One row of `audit.events`, every column read by name (`columns::select_list`, jsonb
         /// as text): `prove` reads one row at a time this way; the walk streams rows with COPY
-        /// instead ([`super::rows::RowView`]). Owned, so its own type (generated from the same
+        /// instead ([`crate::row::view::RowView`]). Owned, so its own type (generated from the same
         /// column list as the view).
         #[derive(Debug, Clone, sqlx::FromRow)]
         pub struct StoredRow {
@@ -87,8 +87,8 @@ macro_rules! stored_row {
 
         impl StoredRow {
             /// The row as the walk checks it.
-            pub fn view(&self) -> super::rows::RowView<'_> {
-                super::rows::RowView {
+            pub fn view(&self) -> crate::row::view::RowView<'_> {
+                crate::row::view::RowView {
                     $($v: as_view!(self.$c, $t $n),)*
                 }
             }
@@ -421,4 +421,27 @@ impl VerifyStore {
         .await
         .ctx("read verify runs")
     }
+}
+
+/// The occurrences of every envelope id the log holds more than once (or a finding names), in
+/// log order (by chain link, then stream, sequence and time), as rows: `event_id`, `stream`,
+/// `stream_seq`, `published_at`, `event_type`, `event_version`, `claims`, `raw_hash`, `raw`.
+pub(crate) fn repeated_ids(
+    pool: &sqlx::PgPool,
+) -> BoxStream<'_, Result<sqlx::postgres::PgRow, sqlx::Error>> {
+    static SQL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let sql = SQL.get_or_init(|| {
+        format!(
+            "WITH repeated AS (SELECT event_id FROM audit.events WHERE event_id IS NOT NULL \
+                 GROUP BY event_id HAVING count(*) > 1 \
+               UNION SELECT event_id FROM audit.id_findings) \
+             SELECT e.event_id, e.stream, e.stream_seq, e.published_at, e.event_type, \
+                    e.event_version, {} AS claims, sha256(e.raw) AS raw_hash, e.raw \
+             FROM audit.events e JOIN repeated r ON r.event_id = e.event_id \
+             LEFT JOIN audit.chain_links l ON l.batch_id = e.batch_id \
+             ORDER BY l.link_seq, e.stream, e.stream_seq, e.published_at",
+            columns::CLAIMS_ITS_ID
+        )
+    });
+    sqlx::query(sql).fetch(pool)
 }

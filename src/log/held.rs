@@ -1,13 +1,13 @@
-//! What the log holds of a stream, for recovery: the runs of consecutive sequences published
-//! since a time (a stream's creation), and the rows published on a stream of that name before
-//! it (an earlier incarnation, when the stream was recreated).
+//! What the log holds of a stream: the runs of consecutive sequences published since a time (a
+//! stream's creation: recovery), the rows published on a stream of that name before it (an
+//! earlier incarnation, when the stream was recreated), and where a recreated consumer resumes.
 
 use chrono::{DateTime, Utc};
 
-use super::Sink;
+use super::Log;
 use crate::db::{Ctx, DbError};
 
-impl Sink {
+impl Log {
     /// The runs of sequences of `stream` the log holds among rows published at or after
     /// `since`, ascending, both ends included.
     pub(crate) async fn held_runs(
@@ -50,5 +50,35 @@ impl Sink {
         .await
         .ctx("look for rows of a stream's earlier incarnation")?;
         Ok(last.filter(|_| rows > 0).map(|l| (rows, l)))
+    }
+
+    /// Where a recreated consumer resumes on `stream`, every sequence before `from` being in
+    /// the log: the first sequence from `from` on that the log lacks (a message delivered but
+    /// never committed) below the highest one it holds, else the one after that highest.
+    pub(crate) async fn resume_point(&self, stream: &str, from: i64) -> Result<i64, DbError> {
+        let from = from.max(1);
+        let mut conn = self.db.acquire().await?;
+        let top: Option<i64> = sqlx::query_scalar(
+            "SELECT max(stream_seq) AS top FROM audit.events WHERE stream = $1 AND stream_seq >= $2",
+        )
+        .bind(stream)
+        .bind(from)
+        .fetch_one(&mut *conn)
+        .await
+        .ctx("find the last sequence in the log")?;
+        let Some(top) = top else {
+            return Ok(from);
+        };
+        let gap: Option<i64> = sqlx::query_scalar(
+            "SELECT min(s) FROM generate_series($2::int8, $3::int8) AS s \
+             WHERE NOT EXISTS (SELECT 1 FROM audit.events e WHERE e.stream = $1 AND e.stream_seq = s)",
+        )
+        .bind(stream)
+        .bind(from)
+        .bind(top)
+        .fetch_one(&mut *conn)
+        .await
+        .ctx("find the first sequence missing from the log")?;
+        Ok(gap.unwrap_or(top + 1))
     }
 }

@@ -7,12 +7,40 @@
 use sqlx::PgConnection;
 
 use crate::db::{Ctx, DbError};
-use crate::row::chain::link_hash_v2;
+use crate::row::chain::{batch_digest, link_hash_v2};
+use crate::row::columns;
+use crate::row::pgcopy::CopyBuf;
+use crate::row::record::Record;
 use crate::tlog::merkle::{leaf_hash, Frontier, Hash};
+
+/// A new batch's id (the order of its rows' digest, not of the chain: links are serialized by
+/// the head's lock, in commit order).
+pub(crate) async fn batch_id(tx: &mut PgConnection) -> Result<i64, DbError> {
+    sqlx::query_scalar("SELECT nextval('audit.batch_id_seq')")
+        .fetch_one(&mut *tx)
+        .await
+        .ctx("allocate batch id")
+}
+
+/// The rows of batch `batch_id`, by binary COPY, in the order given (the log's order).
+pub(crate) async fn copy_rows<'a, I>(
+    tx: &mut PgConnection,
+    recs: I,
+    batch_id: i64,
+) -> Result<(), DbError>
+where
+    I: IntoIterator<Item = &'a Record>,
+    I::IntoIter: Clone,
+{
+    let mut copy = tx.copy_in_raw(&copy_statement()).await.ctx("start COPY")?;
+    copy.send(copy_body(recs, batch_id)).await.ctx("COPY")?;
+    copy.finish().await.ctx("finish COPY")?;
+    Ok(())
+}
 
 /// Appends the link covering `batch_id` (whose rows have `row_hashes`, in log order) and moves
 /// the head; returns the link's sequence.
-pub(super) async fn link(
+pub(crate) async fn link(
     tx: &mut PgConnection,
     batch_id: i64,
     row_hashes: &[Hash],
@@ -73,4 +101,56 @@ pub(super) async fn link(
     .await
     .ctx("link chain")?;
     Ok(link_seq)
+}
+
+/// Appends `recs` (in log order) as one batch of their own inside `tx`: a batch id, the rows by
+/// binary COPY, the chain link and the tree, as a batch of events is written (no envelope-id
+/// claims, no drift observations: for rows the daemon makes itself, such as an erasure
+/// record). Returns `(batch_id, link_seq)`.
+pub(crate) async fn append_own_rows(
+    tx: &mut PgConnection,
+    recs: &[Record],
+    instance: &str,
+) -> Result<(i64, i64), DbError> {
+    let batch_id = batch_id(tx).await?;
+    copy_rows(tx, recs, batch_id).await?;
+    let row_hashes: Vec<[u8; 32]> = recs.iter().map(|r| r.row_hash).collect();
+    let digest = batch_digest(&row_hashes);
+    let link_seq = link(tx, batch_id, &row_hashes, &digest, instance).await?;
+    Ok((batch_id, link_seq))
+}
+
+/// The log's rows (a partitioned table).
+pub(crate) const EVENTS: &str = "audit.events";
+
+/// The COPY statement the writer uses.
+pub(crate) fn copy_statement() -> String {
+    copy_statement_into(EVENTS)
+}
+
+/// The writer's COPY statement into `table`, a table with the log's columns.
+pub(crate) fn copy_statement_into(table: &str) -> String {
+    format!(
+        "COPY {table} ({}) FROM STDIN WITH (FORMAT binary)",
+        columns::copy_list()
+    )
+}
+
+/// The binary COPY body for `recs`, written by the batch writer and, with the same bytes, by the
+/// database-ceiling benchmark.
+pub(crate) fn copy_body<'a, I>(recs: I, batch_id: i64) -> Vec<u8>
+where
+    I: IntoIterator<Item = &'a Record>,
+    I::IntoIter: Clone,
+{
+    let recs = recs.into_iter();
+    let mut buf = CopyBuf::with_capacity(recs.clone().map(|r| r.raw.len() * 2 + 256).sum());
+    for r in recs {
+        encode(&mut buf, r, batch_id);
+    }
+    buf.finish()
+}
+
+fn encode(buf: &mut CopyBuf, r: &Record, batch_id: i64) {
+    r.view(batch_id).encode(buf);
 }

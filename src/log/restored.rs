@@ -6,7 +6,8 @@
 use chrono::Utc;
 use sqlx::{Connection, PgConnection};
 
-use super::{append_own_rows, Sink};
+use super::append::append_own_rows;
+use super::Log;
 use crate::db::{Ctx, DbError};
 use crate::row::restore::{self, Restore};
 use crate::tlog::merkle::{Frontier, Hash};
@@ -45,7 +46,7 @@ pub(crate) async fn head_tree(conn: &mut PgConnection, lock: bool) -> Result<Fro
         })
 }
 
-impl Sink {
+impl Log {
     /// The log's tree now: its size and right edge.
     pub(crate) async fn tree(&self) -> Result<Frontier, DbError> {
         let mut conn = self.db.acquire().await?;

@@ -5,8 +5,7 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use super::error::{Ctx, DbError};
-use super::Db;
+use crate::db::{Ctx, Db, DbError};
 
 /// A standby's view of the log, as `verify` reports it.
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
