@@ -15,7 +15,9 @@ pub(crate) mod partitions;
 pub(crate) mod present;
 pub mod read;
 pub(crate) mod restored;
+pub(crate) mod signed;
 pub(crate) mod standby;
+pub mod tiles;
 pub mod tree;
 
 use std::sync::Arc;

@@ -17,9 +17,9 @@ pub(crate) mod proof;
 pub(crate) mod pull;
 pub(crate) mod source;
 
+use crate::log::tiles::TilesError;
 use crate::tlog::cosign::WitnessPolicy;
 use crate::tlog::note::{Checkpoint, PublicKey};
-use crate::witnessed::tiles::TilesError;
 use source::{FetchError, Source};
 
 /// A log as the mirror reads it: where, the key its checkpoints are signed with, and the

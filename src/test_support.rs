@@ -56,6 +56,12 @@ pub mod ingest {
     }
 }
 pub mod log {
+    pub mod signed {
+        pub use crate::log::signed::Memory;
+    }
+    pub mod tiles {
+        pub use crate::log::tiles::TileDir;
+    }
     pub mod tree {
         pub use crate::log::tree::TreeStore;
     }
@@ -120,12 +126,6 @@ pub mod witnessed {
     }
     pub mod signer {
         pub use crate::witnessed::signer::{publish, read_witness, Signer};
-        pub mod memory {
-            pub use crate::witnessed::signer::memory::Memory;
-        }
-    }
-    pub mod tiles {
-        pub use crate::witnessed::tiles::TileDir;
     }
     pub mod witness {
         pub mod add {

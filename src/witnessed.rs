@@ -6,5 +6,5 @@
 
 pub mod metrics;
 pub mod signer;
-pub mod tiles;
+pub mod tile_writer;
 pub(crate) mod witness;

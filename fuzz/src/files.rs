@@ -7,8 +7,8 @@
 use std::path::{Path, PathBuf};
 
 use event_audit::test_support::config::layer::load;
+use event_audit::test_support::log::signed::Memory;
 use event_audit::test_support::verify::auditor::AuditorState;
-use event_audit::test_support::witnessed::signer::memory::Memory;
 
 use super::log_key;
 

@@ -15,10 +15,10 @@ use serde::Serialize;
 
 use super::args::{ConfigArg, StatementDatabaseArgs};
 use crate::db::Db;
+use crate::log::signed::Memory;
 use crate::log::Log;
 use crate::restore::start::COPY_TIMEOUT;
 use crate::restore::{restore, Copies, Target};
-use crate::witnessed::signer::memory::Memory;
 use crate::witnessed::signer::{load_key, load_public_key};
 
 /// Options of `event-audit restore-leaves`.

@@ -16,12 +16,12 @@ use futures::StreamExt;
 
 use super::source::origin_dir;
 use super::{Log, PullError, Pulled, Signed, Split};
+use crate::log::tiles::{TileDir, CHECKPOINT_FILE};
 use crate::tlog::merkle::Hash;
 use crate::tlog::note;
 use crate::tlog::tile::build::TileBuilder;
 use crate::tlog::tile::read::{nodes_of_root, tiles_for, TileReader};
 use crate::tlog::tile::{self, Kind, TileId};
-use crate::witnessed::tiles::{TileDir, CHECKPOINT_FILE};
 
 /// Tiles fetched at once.
 const CONCURRENCY: usize = 8;

@@ -103,7 +103,7 @@ pub(crate) enum Source {
     Dir(PathBuf),
 }
 
-pub(crate) use crate::witnessed::tiles::origin_dir;
+pub(crate) use crate::log::tiles::origin_dir;
 
 impl Source {
     /// `http(s)://...` (the log's prefix), `file://...` or a directory path; each request may

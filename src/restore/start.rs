@@ -11,9 +11,9 @@ use super::metrics::RestoreMetrics;
 use super::{restore, Copies, Outcome, RestoreError, Target};
 use crate::config::Settings;
 use crate::log::restored::AppendError;
+use crate::log::signed::Memory;
 use crate::log::Log;
 use crate::witnessed::signer::load_key;
-use crate::witnessed::signer::memory::Memory;
 
 /// How long one read of a copy may take.
 pub(crate) const COPY_TIMEOUT: Duration = Duration::from_secs(30);

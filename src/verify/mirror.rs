@@ -16,13 +16,13 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::log::read::VerifyStore;
+use crate::log::tiles::{TileDir, TilesError};
 use crate::log::tree::TreeStore;
 use crate::row::hex;
 use crate::tlog::merkle::Hash;
 use crate::tlog::note::{self, Checkpoint, PublicKey};
 use crate::tlog::tile::build::TileBuilder;
 use crate::tlog::tile::{parse_bundle, tiles_between, Kind};
-use crate::witnessed::tiles::{TileDir, TilesError};
 
 /// How many differing leaves the report names (all are counted).
 pub const NAMED_LEAVES: usize = 20;
@@ -190,7 +190,7 @@ fn log_dir(dir: &Path, key: Option<&PublicKey>) -> Result<PathBuf, MirrorError> 
         return Ok(dir.to_owned());
     }
     if let Some(k) = key {
-        let sub = dir.join(crate::witnessed::tiles::origin_dir(&k.name));
+        let sub = dir.join(crate::log::tiles::origin_dir(&k.name));
         if sub.join("checkpoint").exists() {
             return Ok(sub);
         }

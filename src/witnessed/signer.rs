@@ -10,7 +10,6 @@
 //! 0; ingest goes on. The witness being down never stops ingest: what is not published stays
 //! queued, is counted (`backlog`) and retried at the next round.
 
-pub(crate) mod memory;
 pub mod publish;
 mod queue;
 mod read;
@@ -28,14 +27,14 @@ use crate::bus::{Bus, BusError};
 use crate::config::WitnessSettings;
 use crate::db::{Db, DbError};
 use crate::log::checkpoints::{CheckpointStore, LOG_EVENTS, LOG_REVERDICTS};
+use crate::log::signed::{Memory, Remembered};
+use crate::log::tiles::TileDir;
 use crate::log::tree::TreeStore;
 use crate::row::reverdict::chain_order;
 use crate::tlog::merkle::Frontier;
 use crate::tlog::note::{self, Checkpoint, PrivateKey, PublicKey, REVERDICTS_SUFFIX};
 use crate::witnessed::metrics::WitnessMetrics;
-use crate::witnessed::tiles::writer::{Outcome, TileWriter};
-use crate::witnessed::tiles::TileDir;
-use memory::{Memory, Remembered};
+use crate::witnessed::tile_writer::{Outcome, TileWriter};
 pub use read::{latest_checkpoint, load_key, load_policy, load_public_key, read_witness};
 use sign::{Found, Refusal};
 use submit::Witnesses;

@@ -13,8 +13,8 @@ use proptest::prelude::*;
 
 use crate::support::mutate::{config, mutation_with, Mutation};
 use event_audit::test_support::config::layer::load;
+use event_audit::test_support::log::signed::Memory;
 use event_audit::test_support::verify::auditor::AuditorState;
-use event_audit::test_support::witnessed::signer::memory::Memory;
 use event_audit::tlog::note::{PrivateKey, PublicKey};
 
 /// The passwords the valid settings file holds (each once, in a database and a NATS URL).

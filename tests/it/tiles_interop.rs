@@ -21,7 +21,7 @@ mod serve;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use event_audit::test_support::witnessed::tiles::TileDir;
+use event_audit::test_support::log::tiles::TileDir;
 use event_audit::tlog::cosign::WitnessSigner;
 use event_audit::tlog::note::{self, PrivateKey};
 

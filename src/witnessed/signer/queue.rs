@@ -8,12 +8,12 @@ use crate::row::reverdict::chain_order;
 use crate::tlog::merkle::MemTree;
 use crate::tlog::note::{self, PublicKey};
 
-use super::memory::Memory;
 use super::publish;
 use super::sign::Refusal;
 use super::submit::Witnesses;
 use super::{CheckpointError, Round, Signer};
 use crate::log::checkpoints::{CheckpointStore, LOG_EVENTS, LOG_REVERDICTS};
+use crate::log::signed::Memory;
 
 impl Signer {
     /// Publishes every queued note of each log in order (cosigned first when there is a

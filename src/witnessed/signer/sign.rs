@@ -10,7 +10,7 @@ use crate::log::tree::TreeStore;
 use crate::tlog::merkle::{leaf_hash, Frontier, Hash};
 use crate::tlog::note::Checkpoint;
 
-use super::memory::Remembered;
+use crate::log::signed::Remembered;
 
 /// A checkpoint signed by this signer's key (its note opened with it), found anywhere.
 #[derive(Debug, Clone)]

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use event_audit::test_support::witnessed::tiles::TileDir;
+use event_audit::test_support::log::tiles::TileDir;
 use event_audit::tlog::note::{Checkpoint, PrivateKey};
 use event_audit::tlog::tile::build::TileBuilder;
 

@@ -5,13 +5,13 @@
 //! tiles and bundles of each chunk, and, once the tree it built has the checkpoint's root, the
 //! partial tiles and then the checkpoint. A log that had no tiles gets them on its first round
 //! (the backfill), resumable chunk by chunk; a takeover never rewrites a full tile with other
-//! bytes ([`super::TileDir::write`]).
+//! bytes ([`crate::log::tiles::TileDir::write`]).
 
 use std::path::Path;
 use std::sync::Arc;
 
-use super::{TileDir, TilesError};
 use crate::db::DbError;
+use crate::log::tiles::{TileDir, TilesError};
 use crate::log::tree::TreeStore;
 use crate::tlog::merkle::Hash;
 use crate::tlog::note::{self, Checkpoint, PublicKey};

@@ -2,10 +2,9 @@
 //! auditor's mirror alike: tiles and bundles first, each replaced atomically (a full tile that
 //! is already there is never rewritten with other bytes), then the file system synced, then the
 //! checkpoint, renamed into place last, so that a checkpoint is never there without its tiles.
-//! The same directory served by any static web server is a valid log. [`writer`] extends it from
-//! the database at each published checkpoint, backfilling an existing log on its first start.
-
-pub mod writer;
+//! The same directory served by any static web server is a valid log. The signer's
+//! `witnessed::tile_writer` extends it from the database at each published checkpoint; an
+//! auditor's mirror writes its copy through it too.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
