@@ -66,7 +66,7 @@ const LAYERS: &[&[&str]] = &[
     &["witnessed"],
     &["server"],
     &["ingest", "reconcile", "evolution"],
-    &["db", "bus", "telemetry", "files"],
+    &["db", "bus", "telemetry", "files", "blobs"],
     &["row", "tlog"],
     &["decode", "config"],
 ];

@@ -4,7 +4,8 @@
 //! simulator in-process ([`sim`]), the CLI commands whose exit codes are checked ([`cli`]),
 //! evidence bundles and both their verifiers ([`bundle`]),
 //! audit rows built without the bus ([`records`]), personal data and a dump to search for it
-//! ([`personal`]), and the operations tools ([`observe`]).
+//! ([`personal`]), the operations tools ([`observe`]), and buckets on the S3-compatible test
+//! servers ([`s3`]).
 //!
 //! Every test gets its own database, stream, consumer and subject space, and its own HTTP port,
 //! so tests run in parallel; databases and streams are removed when their guards drop (also
@@ -22,6 +23,7 @@ pub mod observe;
 pub mod personal;
 pub mod process;
 pub mod records;
+pub mod s3;
 pub mod sim;
 pub mod stream;
 pub mod witness;
