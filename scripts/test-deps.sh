@@ -2,7 +2,9 @@
 # Installs what the tests need, only when missing (idempotent): promtool and prometheus (alert
 # rules, live scrape), chromium (reports rendered headless), curl, Go with golang.org/x/mod
 # (Go's sumdb/tlog checks the log's tiles in tests/it/tiles_interop.rs), and Python's `cryptography`
-# (the independent evidence-bundle verifier). Needs root for apt-get.
+# (the independent evidence-bundle verifier), and two S3-compatible servers for tests/it/blobs.rs:
+# s3s-fs (cargo) and moto (PyPI, in a virtual environment under ~/.local/share/event-audit/moto:
+# the one that emulates S3 Object Lock). Needs root for apt-get.
 set -euo pipefail
 need=()
 command -v promtool >/dev/null || need+=(prometheus)
@@ -13,6 +15,10 @@ command -v prlimit >/dev/null || need+=(util-linux)
 command -v python3 >/dev/null || need+=(python3)
 command -v go >/dev/null || need+=(golang-go)
 [ -d /usr/share/gocode/src/golang.org/x/mod/sumdb/tlog ] || need+=(golang-golang-x-mod-dev)
+MOTO="$HOME/.local/share/event-audit/moto"
+if [ ! -x "$MOTO/bin/moto_server" ] && ! python3 -c 'import ensurepip, venv' 2>/dev/null; then
+    need+=(python3-venv)
+fi
 if [ ${#need[@]} -gt 0 ]; then
     echo "installing test dependencies: ${need[*]}" >&2
     apt-get update -qq
@@ -23,4 +29,14 @@ if ! python3 -c 'import cryptography' 2>/dev/null; then
     # The Debian package first (pip refuses the system Python on Debian 12), pip as a fallback.
     { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-cryptography; } \
         || python3 -m pip install --quiet cryptography
+fi
+if ! command -v s3s-fs >/dev/null && [ ! -x "$HOME/.cargo/bin/s3s-fs" ]; then
+    echo "installing s3s-fs (an S3-compatible server on a directory)" >&2
+    cargo install --quiet --locked s3s-fs@0.14.1 --features binary
+fi
+if [ ! -x "$MOTO/bin/moto_server" ]; then
+    echo "installing moto's S3 server (Object Lock emulated) in $MOTO" >&2
+    rm -rf "$MOTO"
+    python3 -m venv "$MOTO"
+    "$MOTO/bin/pip" install --quiet --disable-pip-version-check 'moto[server]==5.2.5'
 fi

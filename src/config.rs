@@ -7,6 +7,7 @@
 pub(crate) mod defaults;
 mod duration;
 pub(crate) mod layer;
+mod object_store;
 mod retention;
 pub(crate) mod secrets;
 mod tools;
@@ -20,7 +21,9 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 pub use duration::{parse_duration, Dur};
-// Not re-exported: reached as `Settings::retention` (the public items stay within their bound).
+// Not re-exported: reached as `Settings::retention` and `Settings::object_store` (the public
+// items stay within their bound).
+pub(crate) use object_store::{endpoint_problem, ObjectStoreSettings};
 pub(crate) use retention::RetentionSettings;
 pub use tools::{DemoSettings, PublishSettings, SimNaming, SimRates, SimulatorSettings};
 pub use urls::{redact_nats_url, redact_url};
@@ -40,6 +43,8 @@ pub struct Settings {
     pub rest: RestSettings,
     pub reconcile: ReconcileSettings,
     pub retention: RetentionSettings,
+    /// An S3-compatible object store (endpoint, region, credentials' files, timeout).
+    pub object_store: ObjectStoreSettings,
     pub publish: PublishSettings,
     pub simulator: SimulatorSettings,
     pub demo: DemoSettings,

@@ -24,6 +24,7 @@
 
 pub mod app;
 pub(crate) mod archive;
+pub(crate) mod blobs;
 pub(crate) mod bus;
 pub(crate) mod cli;
 pub mod config;

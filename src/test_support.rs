@@ -8,6 +8,10 @@ pub mod archive {
         pub use crate::archive::line::{parse_line, write_line, ArchivedRow};
     }
 }
+pub mod blobs {
+    pub use crate::blobs::url::Location;
+    pub use crate::blobs::{BlobError, Head, Mode, Put, Store, Wrote};
+}
 pub mod bus {
     pub use crate::bus::Bus;
 }

@@ -53,6 +53,12 @@ pub(crate) const REGISTRATION_GRACE: Dur = Dur::secs(7 * 86_400);
 /// How often the daemon derives the reconciliation metrics from the stored runs.
 pub(crate) const RECONCILE_POLL: Dur = Dur::secs(5);
 
+// The object store (S3-compatible).
+/// The region requests are signed for when none is set.
+pub(crate) const OBJECT_STORE_REGION: &str = "us-east-1";
+/// How long one request to the object store may take (`object_store.request_timeout`).
+pub(crate) const OBJECT_STORE_REQUEST_TIMEOUT: Dur = Dur::secs(30);
+
 // Retention.
 /// Time between the daemon's retention runs (`retention.interval`).
 pub(crate) const RETENTION_INTERVAL: Dur = Dur::secs(3600);

@@ -76,6 +76,7 @@ impl Settings {
         self.check_rest(&mut c);
         self.check_reconcile(&mut c);
         self.retention.check(&mut c);
+        self.object_store.check(&mut c);
         self.check_dev_tools(&mut c);
         if c.0.is_empty() {
             Ok(())

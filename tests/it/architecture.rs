@@ -77,7 +77,7 @@ const LAYERS: &[&[&str]] = &[
     &["server"],
     &["ingest", "reconcile", "evolution"],
     &["log"],
-    &["db", "bus", "telemetry", "files"],
+    &["db", "bus", "telemetry", "files", "blobs"],
     &["row", "tlog"],
     &["decode", "config"],
 ];

@@ -9,6 +9,7 @@ mod architecture;
 mod archive;
 mod batch_schedule;
 mod batches;
+mod blobs;
 mod bundles;
 mod bus_urls;
 mod catalogue_commands;

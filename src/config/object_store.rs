@@ -1,0 +1,133 @@
+//! The object store's settings (`[object_store]`): where an S3-compatible store is reached
+//! (endpoint, region, path-style or virtual-hosted addressing), the files holding its
+//! credentials (else `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` and `AWS_SESSION_TOKEN`), and
+//! how long one request may take; and their validation. The credentials themselves are never
+//! settings: only the files that hold them, so that no value, log line or `Debug` shows them.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use super::validate::Check;
+use super::{defaults, Dur};
+
+/// An S3-compatible store (AWS S3, MinIO, Ceph RGW, ...).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ObjectStoreSettings {
+    /// The store's address (`https://minio.internal:9000`): scheme, host and port; default
+    /// AWS's regional endpoint, `https://s3.<region>.amazonaws.com`.
+    pub endpoint: Option<String>,
+    /// The region requests are signed for (`us-east-1` for most stores that are not AWS).
+    pub region: String,
+    /// Address buckets as `endpoint/bucket/key` (most self-hosted stores) rather than
+    /// `bucket.endpoint/key` (AWS's default).
+    pub path_style: bool,
+    /// File holding the access key id (else the environment variable AWS_ACCESS_KEY_ID).
+    pub access_key_id_file: Option<PathBuf>,
+    /// File holding the secret access key (else AWS_SECRET_ACCESS_KEY).
+    pub secret_access_key_file: Option<PathBuf>,
+    /// File holding a session token of temporary credentials (else AWS_SESSION_TOKEN).
+    pub session_token_file: Option<PathBuf>,
+    /// How long one request may take, connecting and the whole body included.
+    pub request_timeout: Dur,
+}
+
+impl Default for ObjectStoreSettings {
+    fn default() -> Self {
+        ObjectStoreSettings {
+            endpoint: None,
+            region: defaults::OBJECT_STORE_REGION.into(),
+            path_style: false,
+            access_key_id_file: None,
+            secret_access_key_file: None,
+            session_token_file: None,
+            request_timeout: defaults::OBJECT_STORE_REQUEST_TIMEOUT,
+        }
+    }
+}
+
+impl ObjectStoreSettings {
+    /// An endpoint that is an http(s) URL of a host without credentials, path or query; a
+    /// region of AWS's spelling; a timeout between 100 ms and 10 minutes.
+    pub(super) fn check(&self, c: &mut Check) {
+        if let Some(e) = &self.endpoint {
+            if let Some(why) = endpoint_problem(e) {
+                c.fail("object_store.endpoint", super::redact_url(e), why);
+            }
+        }
+        let region_ok = !self.region.is_empty()
+            && self.region.len() <= 32
+            && self
+                .region
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+        if !region_ok {
+            c.fail(
+                "object_store.region",
+                &self.region,
+                "lowercase letters, digits and `-` (e.g. us-east-1)",
+            );
+        }
+        c.dur(
+            "object_store.request_timeout",
+            self.request_timeout,
+            Dur::millis(100),
+            Dur::secs(600),
+        );
+    }
+}
+
+/// Why `e` cannot be an endpoint.
+pub(crate) fn endpoint_problem(e: &str) -> Option<&'static str> {
+    let Ok(u) = url::Url::parse(e) else {
+        return Some("an http:// or https:// URL (scheme, host and port)");
+    };
+    if !matches!(u.scheme(), "http" | "https") || u.host_str().is_none() {
+        return Some("an http:// or https:// URL (scheme, host and port)");
+    }
+    if !u.username().is_empty() || u.password().is_some() {
+        return Some("no credentials in the URL: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or the object_store.*_file settings");
+    }
+    if u.path() != "/" || u.query().is_some() || u.fragment().is_some() {
+        return Some("scheme, host and port only (the bucket and prefix go in s3://bucket/prefix)");
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::{Dur, Settings};
+
+    fn refused(f: impl FnOnce(&mut Settings)) -> String {
+        let mut s = Settings::default();
+        f(&mut s);
+        s.validate().expect_err("refused").to_string()
+    }
+
+    #[test]
+    fn the_section_loads_and_its_values_are_checked() {
+        let over: toml::Table = toml::from_str(
+            "[object_store]\nendpoint = \"http://127.0.0.1:9000\"\nregion = \"eu-west-1\"\npath_style = true\nsecret_access_key_file = \"/run/secrets/s3\"\nrequest_timeout = \"5s\"\n",
+        )
+        .expect("toml");
+        let s = crate::config::layer::apply(Settings::default(), over).expect("apply");
+        assert_eq!(s.validate(), Ok(()));
+        assert!(s.object_store.path_style);
+        assert_eq!(s.object_store.request_timeout, Dur::secs(5));
+        let err = refused(|s| {
+            s.object_store.endpoint = Some("https://AKIAX:S3cret-key@s3.example.com".into())
+        });
+        assert!(
+            err.contains("object_store.endpoint") && err.contains("no credentials"),
+            "{err}"
+        );
+        assert!(!err.contains("S3cret-key"), "{err}");
+        let err = refused(|s| s.object_store.endpoint = Some("https://h/bucket".into()));
+        assert!(err.contains("scheme, host and port only"), "{err}");
+        let err = refused(|s| s.object_store.region = "EU West".into());
+        assert!(err.contains("object_store.region"), "{err}");
+        let err = refused(|s| s.object_store.request_timeout = Dur::secs(0));
+        assert!(err.contains("object_store.request_timeout"), "{err}");
+    }
+}

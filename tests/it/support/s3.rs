@@ -1,0 +1,164 @@
+//! The S3-compatible servers the store's tests run against, started by `scripts/services.sh`:
+//! s3s-fs on 127.0.0.1:9000 (a directory behind the S3 API, checking SigV4 with the test
+//! credentials below; `EVENT_AUDIT_TEST_S3` overrides its address) and moto on 127.0.0.1:9001
+//! (in memory, emulating Object Lock; `EVENT_AUDIT_TEST_S3_LOCK`). Each test makes a bucket of
+//! its own, and its guard removes the keys the test named and the bucket, also on a panic.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Mutex;
+
+use event_audit::config::Settings;
+use event_audit::test_support::blobs::{Location, Store};
+
+/// The test servers' credentials (scripts/services.sh starts s3s-fs with the same).
+pub const ACCESS_KEY: &str = "event-audit-test";
+pub const SECRET_KEY: &str = "event-audit-test-secret";
+
+/// Which server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Server {
+    /// s3s-fs: conditional put, SigV4 checked, no Object Lock.
+    S3sFs,
+    /// moto: conditional put and Object Lock emulated, signatures not checked.
+    Moto,
+}
+
+impl Server {
+    pub fn endpoint(self) -> String {
+        let (var, default) = match self {
+            Server::S3sFs => ("EVENT_AUDIT_TEST_S3", "http://127.0.0.1:9000"),
+            Server::Moto => ("EVENT_AUDIT_TEST_S3_LOCK", "http://127.0.0.1:9001"),
+        };
+        std::env::var(var).unwrap_or_else(|_| default.into())
+    }
+}
+
+/// The object store settings of a test: `endpoint`, path-style, the credentials in files of
+/// `dir` (the secret given), a timeout of `timeout_ms`.
+pub fn settings(
+    dir: &std::path::Path,
+    endpoint: &str,
+    secret: &str,
+    timeout_ms: u64,
+) -> event_audit::config::Settings {
+    let id = dir.join("access-key-id");
+    let key = dir.join("secret-access-key");
+    std::fs::write(&id, ACCESS_KEY).expect("write the key id file");
+    std::fs::write(&key, secret).expect("write the secret file");
+    let mut s = Settings::default();
+    s.object_store.endpoint = Some(endpoint.to_owned());
+    s.object_store.path_style = true;
+    s.object_store.access_key_id_file = Some(id);
+    s.object_store.secret_access_key_file = Some(key);
+    s.object_store.request_timeout = event_audit::config::Dur::millis(timeout_ms);
+    s.validate().expect("valid settings");
+    s
+}
+
+/// A bucket name no other test (or run) uses.
+pub fn unique_bucket() -> String {
+    static N: AtomicU32 = AtomicU32::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!(
+        "ea-test-{}-{}-{nanos}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// A bucket of this test's, removed with the keys it named when dropped.
+pub struct TestBucket {
+    pub store: Store,
+    /// Where it is, for a second store on the same bucket.
+    pub location: Location,
+    pub settings: Settings,
+    keys: Mutex<Vec<String>>,
+    _creds: tempfile::TempDir,
+}
+
+impl TestBucket {
+    /// A new bucket on `server` (with Object Lock when `lock`), under `prefix/`.
+    pub async fn new(server: Server, lock: bool) -> TestBucket {
+        let creds = tempfile::tempdir().expect("tempdir");
+        let settings = settings(creds.path(), &server.endpoint(), SECRET_KEY, 10_000);
+        let location =
+            Location::parse(&format!("s3://{}/log/tiles", unique_bucket())).expect("location");
+        let store = Store::open(&location, &settings.object_store).expect("open the store");
+        let Store::S3(s3) = &store else {
+            unreachable!("an s3:// location opens an S3 store")
+        };
+        s3.create_bucket(lock).await.unwrap_or_else(|e| {
+            panic!("{e}\n(is the test server up? scripts/services.sh starts it)")
+        });
+        TestBucket {
+            store,
+            location,
+            settings,
+            keys: Mutex::new(Vec::new()),
+            _creds: creds,
+        }
+    }
+
+    /// `key`, remembered to be removed at the end.
+    pub fn key(&self, key: &str) -> String {
+        self.keys.lock().expect("keys").push(key.to_owned());
+        key.to_owned()
+    }
+
+    /// Removes the keys (every version of each, in a bucket that keeps them) and the bucket;
+    /// also done on drop, which cannot report a failure.
+    pub async fn remove(&self) -> Result<(), String> {
+        let keys = std::mem::take(&mut *self.keys.lock().expect("keys"));
+        for k in keys {
+            for _ in 0..16 {
+                if self
+                    .store
+                    .head(&k)
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .is_none()
+                {
+                    break;
+                }
+                self.store.delete(&k).await.map_err(|e| e.to_string())?;
+            }
+        }
+        let Store::S3(s3) = &self.store else {
+            return Ok(());
+        };
+        s3.delete_bucket().await.map_err(|e| e.to_string())
+    }
+}
+
+impl Drop for TestBucket {
+    fn drop(&mut self) {
+        let store = Store::open(&self.location, &self.settings.object_store);
+        let keys = std::mem::take(&mut *self.keys.lock().unwrap_or_else(|p| p.into_inner()));
+        let Ok(Store::S3(s3)) = store else { return };
+        // Its own thread and runtime: the test's runtime may be shutting down.
+        let _ = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            rt.block_on(async {
+                let store = Store::S3(s3);
+                for k in keys {
+                    for _ in 0..16 {
+                        if !matches!(store.head(&k).await, Ok(Some(_))) {
+                            break;
+                        }
+                        let _ = store.delete(&k).await;
+                    }
+                }
+                if let Store::S3(s3) = &store {
+                    let _ = s3.delete_bucket().await;
+                }
+            });
+        })
+        .join();
+    }
+}
