@@ -212,22 +212,14 @@ impl Sink {
     ) -> Result<BatchOutcome, DbError> {
         let mut out = BatchOutcome::default();
         let mut tx = conn.begin().await.ctx("begin")?;
-        let mut keep: Vec<bool> = vec![true; recs.len()];
-        // Two deliveries of one message within a batch: keep the first.
-        for i in 1..recs.len() {
-            if recs[i - 1].log_key() == recs[i].log_key() {
-                keep[i] = false;
-            }
-        }
+        // The records to write, in log order: two deliveries of one message within a batch
+        // keep the first; with the redelivery check, those the log holds already go.
+        let mut live: Vec<&Record> = recs.iter().collect();
+        live.dedup_by_key(|r| r.log_key());
         if precheck {
-            crate::log::present::skip_present(&mut tx, recs, &mut keep).await?;
+            crate::log::present::retain_absent(&mut tx, &mut live).await?;
         }
-        out.redelivered = keep.iter().filter(|k| !**k).count();
-        let live: Vec<&Record> = recs
-            .iter()
-            .zip(&keep)
-            .filter_map(|(r, k)| k.then_some(r))
-            .collect();
+        out.redelivered = recs.len() - live.len();
         if live.is_empty() {
             tx.commit().await.ctx("commit")?;
             return Ok(out);

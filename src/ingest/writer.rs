@@ -20,7 +20,10 @@ use crate::row::record::Record;
 use crate::telemetry::health::Health;
 
 pub(super) struct Batch {
+    /// The records, in the order they came (the sink writes them in log order).
     pub(super) records: Vec<Record>,
+    /// The batch's acks, sent all together once it committed (or as progress while it is
+    /// written): they need not line up with the records.
     pub(super) ackers: Vec<Acker>,
     pub(super) fetched: Instant,
 }
@@ -130,7 +133,6 @@ pub(super) async fn write_and_ack(
 ) {
     totals.first.get_or_insert(batch.fetched);
     let _in_hand = ctl.busy.hold(batch.fetched);
-    in_log_order(&mut batch);
     let started = Instant::now();
     let Some(outcome) = write(sink, metrics, health, ctl, &mut batch).await else {
         return;
@@ -160,23 +162,6 @@ pub(super) async fn write_and_ack(
         link = outcome.link_seq,
         "batch committed and acked"
     );
-}
-
-/// The sink writes in (stream, sequence) order; keep each acker beside its record. (A pull
-/// consumer delivers in order, so this is usually a check, moving nothing.)
-fn in_log_order(batch: &mut Batch) {
-    if !batch
-        .records
-        .is_sorted_by(|a, b| a.log_key() <= b.log_key())
-    {
-        let mut pairs: Vec<(Record, Acker)> = batch
-            .records
-            .drain(..)
-            .zip(batch.ackers.drain(..))
-            .collect();
-        pairs.sort_by(|(a, _), (b, _)| a.log_key().cmp(&b.log_key()));
-        (batch.records, batch.ackers) = pairs.into_iter().unzip();
-    }
 }
 
 /// Writes the batch until it commits, retrying transient errors with backoff. `None`: given up

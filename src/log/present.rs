@@ -11,20 +11,20 @@ use crate::db::{Ctx, DbError};
 use crate::row::columns;
 use crate::row::record::Record;
 
-/// Clears `keep[i]` for every record already in the log.
-pub(crate) async fn skip_present(
+/// Keeps in `recs` only the records the log does not hold yet.
+pub(crate) async fn retain_absent(
     tx: &mut PgConnection,
-    recs: &[Record],
-    keep: &mut [bool],
+    recs: &mut Vec<&Record>,
 ) -> Result<(), DbError> {
-    let mut by_stream: HashMap<&str, Vec<usize>> = HashMap::new();
-    for (i, r) in recs.iter().enumerate() {
-        by_stream.entry(&r.stream).or_default().push(i);
+    let mut by_stream: HashMap<&str, Vec<&Record>> = HashMap::new();
+    for r in recs.iter() {
+        by_stream.entry(&r.stream).or_default().push(r);
     }
-    for (stream, idx) in by_stream {
-        let seqs: Vec<i64> = idx.iter().map(|&i| recs[i].stream_seq).collect();
-        let lo = idx.iter().map(|&i| recs[i].published_at).min();
-        let hi = idx.iter().map(|&i| recs[i].published_at).max();
+    let mut present: HashSet<(&str, i64, DateTime<Utc>)> = HashSet::new();
+    for (stream, of) in by_stream {
+        let seqs: Vec<i64> = of.iter().map(|r| r.stream_seq).collect();
+        let lo = of.iter().map(|r| r.published_at).min();
+        let hi = of.iter().map(|r| r.published_at).max();
         let rows: Vec<(i64, DateTime<Utc>)> = sqlx::query_as(
             "SELECT stream_seq, published_at FROM audit.events \
              WHERE stream = $1 AND stream_seq = ANY($2) AND published_at BETWEEN $3 AND $4",
@@ -36,13 +36,9 @@ pub(crate) async fn skip_present(
         .fetch_all(&mut *tx)
         .await
         .ctx("look up redeliveries")?;
-        let present: HashSet<(i64, DateTime<Utc>)> = rows.into_iter().collect();
-        for &i in &idx {
-            if present.contains(&(recs[i].stream_seq, recs[i].published_at)) {
-                keep[i] = false;
-            }
-        }
+        present.extend(rows.into_iter().map(|(seq, at)| (stream, seq, at)));
     }
+    recs.retain(|r| !present.contains(&(&*r.stream, r.stream_seq, r.published_at)));
     Ok(())
 }
 

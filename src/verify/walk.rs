@@ -60,6 +60,8 @@ struct Chunk {
 /// What the rows of one link gave.
 #[derive(Default)]
 struct LinkOut {
+    /// The link's place in its chunk.
+    link: usize,
     /// Its row hashes as recomputed, in log order.
     leaves: Vec<[u8; 32]>,
     /// Its row hashes as stored, in log order.
@@ -156,7 +158,8 @@ pub(crate) async fn rows(
             rows += c.rows;
             breaks.extend(c.breaks);
             emptied.add(c.emptied);
-            for (l, w) in links[range].iter().zip(c.links) {
+            for w in c.links {
+                let l = &links[range.start + w.link];
                 if let Some(s) = sink.as_deref_mut() {
                     s.link(l, &w.leaves, &w.stored);
                 }
@@ -371,6 +374,7 @@ fn close(open: &mut Open, links: &[LinkRow], out: &mut Chunk) {
         });
     }
     let mut done = std::mem::take(&mut open.out);
+    done.link = open.idx;
     done.stored = std::mem::take(&mut open.stored);
     out.links.push(done);
     open.idx += 1;
