@@ -3,8 +3,8 @@
 //! against new rows (so every row it holds precedes the prune's record), its rows' envelope-id
 //! claims and findings removed,
 //! the prune recorded as an erasure by publication time naming the archive file (a row of the
-//! log: chain, tree, checkpoints, witnesses and mirrors hold it), and the partition swapped for
-//! its compact copy by `audit.prune_partition`, which refuses unless the partition still holds
+//! log: chain, tree, checkpoints, witnesses and mirrors hold it), and the partition compacted to
+//! its kept columns in place by `audit.prune_partition`, which refuses unless it still holds
 //! exactly the archived rows.
 
 use std::io::Read;

@@ -2,7 +2,7 @@
 //! time (pruned already, holding rows), a partition's rows streamed with their leaf index in the
 //! order of the archive's digest, the newest published checkpoint an archive names, and a
 //! prune's own statements (the partition held against new rows, its rows' envelope-id claims and
-//! findings removed, the partition swapped for its compact copy). What a file holds is
+//! findings removed, the partition compacted in place). What a file holds is
 //! `archive`'s.
 
 use chrono::{DateTime, Utc};
@@ -140,7 +140,7 @@ pub(crate) async fn hold_and_forget(
     Ok((claims, findings))
 }
 
-/// Swaps the partition for its compact copy (`audit.prune_partition`, refused unless it holds
+/// Compacts the partition in place (`audit.prune_partition`, refused unless it holds
 /// exactly `rows` rows whose hashes make `digest`); the rows it pruned.
 pub(crate) async fn swap(
     tx: &mut sqlx::PgConnection,

@@ -6,7 +6,7 @@
 //! the future is refused, and a prune reaches only the rows recorded before it: a row of its
 //! month recorded after it and then emptied is a break. A manifest naming a file outside the
 //! folder (an absolute path, `../`, a symlink out) is refused by `prove --archive`, the file
-//! never opened.
+//! never opened. A prune and a reader of `audit.events` never deadlock.
 
 use std::path::Path;
 
@@ -271,4 +271,75 @@ async fn a_partition_is_archived_pruned_and_still_proven() {
         );
         assert!(!sentinel.touched(), "{file}: the file outside was opened");
     }
+}
+
+/// A prune never locks `audit.events` itself: a reader that holds it (as every query through
+/// the parent does, before it reaches the partitions) and then waits for the held partition
+/// waits for the prune to commit, and neither is cancelled as a deadlock.
+#[tokio::test]
+async fn a_prune_and_a_reader_of_the_log_never_deadlock() {
+    let db = TestDb::create().await;
+    let tmp = tempfile::tempdir().expect("tmp");
+    let out = tmp.path().join("archive");
+    write_old_rows(&db, OLD, 1, 21, EMAIL, month_before_last()).await;
+    let before = month_start(0);
+    let a = archive(&db.url, &before, &out, &[]).await;
+    assert_eq!(a.code, Some(0), "{a:?}");
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("manifest.json")).expect("manifest"))
+            .expect("json");
+    let part = manifest["partitions"][0]["partition"]
+        .as_str()
+        .expect("partition")
+        .to_string();
+
+    let mut reader = db.pool.begin().await.expect("begin");
+    sqlx::query("LOCK TABLE ONLY audit.events IN ACCESS SHARE MODE")
+        .execute(&mut *reader)
+        .await
+        .expect("hold audit.events as a reader does");
+    let prune = {
+        let (url, out, before) = (db.url.clone(), out.clone(), before.clone());
+        tokio::spawn(async move {
+            archive(&url, &before, &out, &["--prune", "--reason", "locks"]).await
+        })
+    };
+    let started = std::time::Instant::now();
+    loop {
+        let held: bool = sqlx::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM pg_locks l JOIN pg_class c ON c.oid = l.relation \
+             WHERE c.relname = $1 AND l.mode = 'AccessExclusiveLock' AND l.granted)",
+        )
+        .bind(&part)
+        .fetch_one(&db.pool)
+        .await
+        .expect("read the locks");
+        if held {
+            break;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "the prune never held {part}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let read: Result<i64, sqlx::Error> =
+        sqlx::query_scalar("SELECT count(*) FROM audit.events WHERE stream = $1")
+            .bind(OLD)
+            .fetch_one(&mut *reader)
+            .await;
+    assert!(
+        read.is_ok(),
+        "the reader waits for the prune, never cancelled: {read:?}"
+    );
+    reader.commit().await.expect("commit the reader");
+    let p = prune.await.expect("join the prune");
+    assert_eq!(p.code, Some(0), "{p:?}");
+    assert!(p.stdout.contains("pruned partition events_"), "{p:?}");
+    let kept: i64 = sqlx::query_scalar("SELECT count(*) FROM audit.events WHERE stream = $1")
+        .bind(OLD)
+        .fetch_one(&db.pool)
+        .await
+        .expect("count the kept rows");
+    assert_eq!(kept, 21, "every row kept, emptied");
 }
