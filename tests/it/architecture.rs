@@ -3,8 +3,8 @@
 //! paths included), imports point down the layers, `decode` and `audit` do no I/O, SQL lives only
 //! in the database rooms, production code never imports `dev`, every file says what it is for,
 //! hand-written files and functions stay small; the library's public modules are the listed
-//! boundary, each note, tile and leaf format constant is defined once, and ARCHITECTURE.md's code
-//! map names every file; a fixture crate shows the checks find breaks.
+//! boundary, each note, tile and leaf format constant is defined once, and docs/files.md indexes
+//! every file; a fixture crate shows the checks find breaks.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -368,17 +368,23 @@ fn each_format_constant_is_defined_once() {
 }
 
 #[test]
-fn the_code_map_names_every_file() {
-    let text = std::fs::read_to_string(repo().join("ARCHITECTURE.md")).expect("ARCHITECTURE.md");
-    let map = text
-        .split("## Code map")
-        .nth(1)
-        .and_then(|rest| rest.split("\n## ").next())
-        .expect("ARCHITECTURE.md has a code map");
-    let missing = boundary::unnamed_in_code_map(&repo().join("src"), map);
+fn the_file_index_is_current() {
+    let want = boundary::file_index(&repo().join("src"));
+    let path = repo().join("docs/files.md");
+    if std::env::var_os("EVENT_AUDIT_WRITE_INDEX").is_some() {
+        std::fs::write(&path, &want).expect("write docs/files.md");
+        return;
+    }
+    let have = std::fs::read_to_string(&path).unwrap_or_default();
+    let stale: Vec<&str> = want
+        .lines()
+        .filter(|l| !have.lines().any(|h| h == *l))
+        .collect();
     assert!(
-        missing.is_empty(),
-        "ARCHITECTURE.md's code map does not name: {missing:#?}"
+        have == want,
+        "docs/files.md is not the index of src/ (first lines it lacks: {:#?}); write it again with \
+         EVENT_AUDIT_WRITE_INDEX=1 cargo test --features dev --test it architecture::the_file_index",
+        &stale[..stale.len().min(5)]
     );
 }
 

@@ -1,7 +1,7 @@
 //! The library's boundary and the formats' single definitions, read from the source text: the
 //! modules reachable from outside the crate (`pub mod` chains from `src/lib.rs`) and the public
-//! items they declare; where each note, tile and leaf format constant is defined; and the rooms
-//! and files ARCHITECTURE.md's code map names.
+//! items they declare; where each note, tile and leaf format constant is defined; and the index
+//! of every file, docs/files.md.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -100,17 +100,67 @@ pub fn defined_in(root: &Path, name: Option<&str>, lit: Option<&str>) -> BTreeSe
     out
 }
 
-/// The files under `root` (`src`) and the top-level rooms that ARCHITECTURE.md's code map
-/// (`text`) does not name (a file by its path below `src/`, a room as `` `name/` `` or its file).
-pub fn unnamed_in_code_map(root: &Path, text: &str) -> Vec<String> {
+/// docs/files.md as the sources under `root` (`src`) make it: each room (a top-level file or
+/// folder) with its files, each file with the first sentence of its `//!` documentation.
+pub fn file_index(root: &Path) -> String {
     let mut files = Vec::new();
     super::scan::rust_files(root, &mut files);
-    let mut missing = Vec::new();
-    for f in files {
-        let rel = f.strip_prefix(root).unwrap_or(&f).display().to_string();
-        if !text.contains(&format!("`{rel}`")) && !text.contains(&format!("`src/{rel}`")) {
-            missing.push(rel);
+    let mut rows: Vec<(String, String)> = files
+        .iter()
+        .map(|f| {
+            let rel = f.strip_prefix(root).unwrap_or(f).display().to_string();
+            let text = std::fs::read_to_string(f).unwrap_or_default();
+            (rel, first_sentence(&text))
+        })
+        .collect();
+    rows.sort();
+    let mut out = String::from(
+        "# Files\n\nEvery file of `src/`, by room, with the first sentence of its own documentation. \
+         Made from the sources by a test (`architecture::the_file_index_is_current`); write it \
+         again with `EVENT_AUDIT_WRITE_INDEX=1 cargo test --features dev --test it \
+         architecture::the_file_index`. What each room owns: [ARCHITECTURE.md](../ARCHITECTURE.md).\n",
+    );
+    let mut room = String::new();
+    for (rel, sentence) in rows {
+        let this = rel
+            .split('/')
+            .next()
+            .unwrap_or(&rel)
+            .trim_end_matches(".rs")
+            .to_string();
+        if this != room {
+            out.push_str(&format!("\n## `{this}`\n\n"));
+            room = this;
+        }
+        out.push_str(&format!("- `{rel}`: {sentence}\n"));
+    }
+    out
+}
+
+/// The first sentence of a file's `//!` lines, at most about 200 characters (cut at a word).
+fn first_sentence(text: &str) -> String {
+    let doc: Vec<&str> = text
+        .lines()
+        .take_while(|l| l.starts_with("//!"))
+        .map(|l| l.trim_start_matches("//!").trim())
+        .collect();
+    let joined = doc.join(" ");
+    let mut end = joined.len();
+    let bytes = joined.as_bytes();
+    for (i, _) in joined.match_indices(". ") {
+        if bytes
+            .get(i + 2)
+            .is_some_and(|c| c.is_ascii_uppercase() || *c == b'`')
+        {
+            end = i + 1;
+            break;
         }
     }
-    missing
+    let sentence = joined[..end].trim();
+    if sentence.chars().count() <= 200 {
+        return sentence.to_string();
+    }
+    let cut: String = sentence.chars().take(200).collect();
+    let at = cut.rfind(' ').unwrap_or(cut.len());
+    format!("{}…", cut[..at].trim_end_matches([',', ';', ':', '(']))
 }
