@@ -53,5 +53,6 @@ mod tree_store;
 mod verify;
 mod verify_auditor;
 mod verify_mirror;
+mod verify_output;
 mod witness;
 mod witness_server;
