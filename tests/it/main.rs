@@ -23,6 +23,7 @@ mod drift;
 mod erase;
 mod erasure_scope;
 mod fuzz_corpus;
+mod help_golden;
 mod hostile_doors;
 mod hostile_input;
 mod hostile_state;
