@@ -3,6 +3,8 @@
 //! and lists every break (a row, a link, the head, an unlinked row), naming the first in log
 //! order; [`gaps`] reports which stream sequences the log holds and why the others are missing.
 //! Its SQL is in [`store`]; it opens the database as a reader (never creates, never migrates).
+//! [`run`] is the whole use case (chain, completeness, witness, auditor's state, mirror,
+//! archive) returning one typed [`VerifyReport`], which the command line only renders.
 
 pub(crate) mod archive;
 pub(crate) mod auditor;
@@ -14,6 +16,7 @@ pub(crate) mod metrics;
 pub(crate) mod mirror;
 pub(crate) mod reverdicts;
 pub(crate) mod rows;
+mod run;
 mod tree_sink;
 pub(crate) mod walk;
 pub(crate) mod witness;
@@ -26,6 +29,8 @@ use crate::db::DbError;
 use crate::log::read::LinkRow;
 pub use crate::log::read::{RunRecord, VerifyStore};
 use crate::verify::metrics::{ChainMetrics, GAP_KINDS};
+pub(crate) use run::Recorded;
+pub use run::{run, CouldNotVerify, VerifyOptions, VerifyReport};
 pub use walk::LeafSink;
 
 /// Why a walk could not be completed (not a break: the log could not be read).
@@ -56,9 +61,9 @@ pub struct Break {
     pub(crate) why: String,
 }
 
-/// The outcome of one walk.
+/// The outcome of one walk: the chain's part of a run's [`VerifyReport`] (its top-level keys).
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct VerifyReport {
+pub struct ChainReport {
     pub ok: bool,
     pub links: i64,
     /// The rows of the log (every linked row, whether rehashed or not).
@@ -136,7 +141,7 @@ impl crate::log::read::LastRun {
     }
 }
 
-impl VerifyReport {
+impl ChainReport {
     /// Adds a break found outside the walk (e.g. in the re-verdicts of `reprocess`).
     pub(crate) fn add_break(&mut self, why: String) {
         self.breaks_total += 1;
@@ -167,7 +172,7 @@ impl VerifyReport {
 
 impl VerifyStore {
     /// Walks the whole chain with the default options and records the result.
-    pub async fn verify(&self) -> Result<VerifyReport, VerifyError> {
+    pub async fn verify(&self) -> Result<ChainReport, VerifyError> {
         let report = self.walk(WalkOptions::default(), None).await?;
         self.record(&report, None).await?;
         Ok(report)
@@ -176,7 +181,7 @@ impl VerifyStore {
     /// Records a run (through the function the auditor may call).
     pub async fn record(
         &self,
-        report: &VerifyReport,
+        report: &ChainReport,
         witness_ok: Option<bool>,
     ) -> Result<(), VerifyError> {
         let c = report.completeness.as_ref();
@@ -205,7 +210,7 @@ impl VerifyStore {
         &self,
         opts: WalkOptions,
         sink: Option<&mut dyn LeafSink>,
-    ) -> Result<VerifyReport, VerifyError> {
+    ) -> Result<ChainReport, VerifyError> {
         let started = Instant::now();
         let links = self.links().await?;
         let mut breaks = Vec::new();
@@ -291,7 +296,7 @@ impl VerifyStore {
         total += found.len() as i64;
         breaks.extend(found);
         breaks.truncate(VERIFY_MAX_BREAKS);
-        Ok(VerifyReport {
+        Ok(ChainReport {
             ok: total == 0,
             links: n_links,
             rows,

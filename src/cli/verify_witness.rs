@@ -1,66 +1,44 @@
-//! The output of `verify --public-key`: the witness report and the auditor's state added to the
-//! one JSON document `verify` prints, a summary on stderr (each checkpoint not trusted, on a
-//! rollback or fork both signed notes, and a break remembered from an earlier run); exit 0
-//! everything holds, 1 a break (naming the first divergent checkpoint) or a remembered break not
-//! yet acknowledged, 2 could not verify (witness unreachable, no checkpoints, key, policy or
-//! state file unusable).
+//! The witness's part of `verify`'s summary on stderr: each checkpoint not trusted, on a
+//! rollback or fork both signed notes, what held and what was hashed, and what the auditor's
+//! state remembers (a break found now or earlier, an acknowledgement). The checks themselves
+//! are [`crate::verify::run`]'s.
 
-use std::process::ExitCode;
+use crate::verify::witness::WitnessReport;
+use crate::verify::{CouldNotVerify, VerifyReport};
 
-use crate::log::tree::TreeStore;
-use crate::verify::witness::{finish, Prepared, TreeSink, WitnessReport};
-use crate::verify::VerifyReport;
-
-/// What the witness check needs from the rest of the run.
-pub(crate) struct Parts<'a> {
-    pub(crate) trees: &'a TreeStore,
-    /// The closed re-verdict runs' end hashes, in chain order.
-    pub(crate) reverdict_leaves: &'a [[u8; 32]],
-    /// The chain's own outcome (its first break is remembered too).
-    pub(crate) chain: &'a VerifyReport,
-}
-
-/// The exit code, and whether the witness held (`None`: could not verify against it). Adds
-/// `witness` and `auditor_state` to `doc`.
-pub(crate) async fn report(
-    prepared: Prepared,
-    sink: TreeSink,
-    parts: Parts<'_>,
-    doc: &mut serde_json::Value,
-) -> anyhow::Result<(ExitCode, Option<bool>)> {
-    let (report, memory) = match finish(prepared, sink, parts.trees, parts.reverdict_leaves).await {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("event-audit: could not verify against the witnessed checkpoints: {e}");
-            return Ok((ExitCode::from(2), None));
-        }
+/// The witness's lines of `report`, in the order they are said.
+pub(crate) fn print(report: &VerifyReport) {
+    if let Some(why @ CouldNotVerify::Witness(_)) = &report.incomplete {
+        eprintln!("event-audit: {why}");
+        return;
+    }
+    let Some(w) = &report.witness else {
+        return;
     };
-    doc["witness"] = serde_json::to_value(&report)?;
-    for r in &report.rejected {
+    for r in &w.rejected {
         eprintln!("not trusted: {}: {}", r.checkpoint, r.why);
     }
-    for b in &report.before_policy {
+    for b in &w.before_policy {
         eprintln!(
             "not used: {} checkpoint(s) of {}, sizes {} to {}, signed before its first one the witness policy's quorum cosigned (size {}): checkpoints published before the policy was in force carry no cosignatures",
             b.count, b.origin, b.smallest, b.largest, b.first_cosigned
         );
     }
-    print_witness(&report, memory.path.is_some(), parts.chain.ok);
-    let settled = match memory.settle(finding(parts.chain, &report)) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("event-audit: {e}");
-            return Ok((ExitCode::from(2), Some(report.ok)));
-        }
+    print_witness(w, report.with_state, report.chain.ok);
+    if let Some(why @ CouldNotVerify::State(_)) = &report.incomplete {
+        eprintln!("event-audit: {why}");
+        return;
+    }
+    let Some(settled) = &report.auditor_state else {
+        return;
     };
-    doc["auditor_state"] = serde_json::to_value(&settled)?;
     if let Some(a) = &settled.acknowledged {
         eprintln!(
             "acknowledged: break {} (found by run {} at {}), recorded in the state file",
             a.id, a.run, a.found_at
         );
     }
-    let broken_now = !parts.chain.ok || !report.ok;
+    let broken_now = !report.chain.ok || !w.ok;
     match (&settled.open_break, &settled.path) {
         (Some(b), Some(path)) if settled.recorded_now => eprintln!(
             "remembered in {path}: {}; every later run exits 1 naming it until `--acknowledge-break {}`",
@@ -78,37 +56,6 @@ pub(crate) async fn report(
         }
         _ => {}
     }
-    let code = if report.ok && settled.open_break.is_none() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    };
-    Ok((code, Some(report.ok)))
-}
-
-/// This run's first break, to be remembered: the chain's first, else the witness's.
-fn finding(chain: &VerifyReport, w: &WitnessReport) -> Option<crate::verify::breaks::Finding> {
-    use crate::verify::breaks::Finding;
-    if !chain.ok {
-        let b = chain.breaks.first();
-        return Some(Finding {
-            why: b.map_or_else(
-                || chain.first_break.clone().unwrap_or_default(),
-                |b| b.why.clone(),
-            ),
-            stream: b.and_then(|b| b.stream.clone()),
-            stream_seq: b.and_then(|b| b.stream_seq),
-            link: b.and_then(|b| b.link),
-            checkpoint: None,
-            breaks_total: chain.breaks_total + i64::from(!w.ok),
-        });
-    }
-    (!w.ok).then(|| Finding {
-        why: w.first_break.clone().unwrap_or_default(),
-        checkpoint: w.first_divergent.clone(),
-        breaks_total: 1,
-        ..Default::default()
-    })
 }
 
 /// The witness's summary on stderr: what held and what was hashed (and whether a state file
