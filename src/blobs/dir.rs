@@ -40,6 +40,10 @@ impl DirStore {
         DirStore { mode, ..self }
     }
 
+    pub(crate) fn root(&self) -> &Path {
+        &self.root
+    }
+
     pub(crate) fn place(&self) -> &str {
         &self.place
     }
@@ -50,6 +54,14 @@ impl DirStore {
             op,
             key: key.to_owned(),
             source,
+        }
+    }
+
+    fn too_large(&self, key: &str, max: u64) -> BlobError {
+        BlobError::TooLarge {
+            place: self.place.clone(),
+            key: key.to_owned(),
+            max,
         }
     }
 
@@ -64,16 +76,16 @@ impl DirStore {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(self.io("get", key, e)),
         };
+        // A file that says it is larger is refused before any byte is read.
+        if f.metadata().is_ok_and(|m| m.len() > max) {
+            return Err(self.too_large(key, max));
+        }
         let mut bytes = Vec::new();
         f.take(max.saturating_add(1))
             .read_to_end(&mut bytes)
             .map_err(|e| self.io("get", key, e))?;
         if bytes.len() as u64 > max {
-            return Err(BlobError::TooLarge {
-                place: self.place.clone(),
-                key: key.to_owned(),
-                max,
-            });
+            return Err(self.too_large(key, max));
         }
         Ok(Some(Bytes::from(bytes)))
     }

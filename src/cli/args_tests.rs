@@ -100,6 +100,7 @@ fn every_settings_id_is_a_settings_path() {
         "witness.signing_key_file",
         "witness.checkpoint_dir",
         "witness.tiles_dir",
+        "witness.tiles_url",
         "verify.mirror",
         "witness.origin",
         "witness.public_key",

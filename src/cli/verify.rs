@@ -185,7 +185,10 @@ fn read_first(
     let mirror = match &settings.verify.mirror {
         Some(dir) => {
             let key = settings.witness.public_key.as_deref();
-            let m = crate::verify::mirror::read(dir, key)
+            let read = crate::verify::mirror::read(dir, key, &settings.object_store);
+            let m = super::runtime()
+                .map_err(|e| e.to_string())?
+                .block_on(read)
                 .map_err(|e| format!("could not verify against the mirror: {e}"))?;
             Some(m)
         }

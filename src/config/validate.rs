@@ -177,6 +177,29 @@ impl Settings {
             1,
             5,
         );
+        if let Some(url) = &self.witness.tiles_url {
+            // The bucket and prefix are checked where the store is opened.
+            if !url.starts_with("s3://") {
+                c.fail(
+                    "witness.tiles_url",
+                    url,
+                    "s3://bucket/prefix (a directory is --tiles-dir)",
+                );
+            } else if self.witness.tiles_dir.is_some() {
+                c.fail(
+                    "witness.tiles_url",
+                    url,
+                    "either --tiles-url or --tiles-dir, not both",
+                );
+            }
+            if self.witness.signing_key_file.is_none() {
+                c.fail(
+                    "witness.tiles_url",
+                    url,
+                    "a signing key as well (--signing-key-file): tiles are written at each signed checkpoint",
+                );
+            }
+        }
         if let (Some(dir), None) = (&self.witness.tiles_dir, &self.witness.signing_key_file) {
             c.fail(
                 "witness.tiles_dir",
