@@ -221,6 +221,27 @@ pub(crate) fn store_at(
     Ok(crate::blobs::Store::open(&at, &settings)?)
 }
 
+/// An archive to read at `path`: the directory itself, or, for `s3://bucket/prefix`, its
+/// manifest and files fetched (each bounded) into a private staging directory, kept while the
+/// returned guard lives.
+pub(crate) async fn archive_at(
+    path: &std::path::Path,
+    settings: &crate::config::ObjectStoreSettings,
+) -> anyhow::Result<(std::path::PathBuf, Option<tempfile::TempDir>)> {
+    let Some(s3 @ crate::blobs::Location::S3 { .. }) = path
+        .to_str()
+        .and_then(|s| crate::blobs::Location::parse(s).ok())
+    else {
+        return Ok((path.to_owned(), None));
+    };
+    let store = crate::blobs::Store::open(&s3, settings)?;
+    let staging = tempfile::Builder::new()
+        .prefix(".event-audit-archive")
+        .tempdir()?;
+    crate::archive::remote::fetch(&store, staging.path()).await?;
+    Ok((staging.path().to_owned(), Some(staging)))
+}
+
 /// A multi-threaded runtime for the commands that do I/O.
 pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_multi_thread()

@@ -117,6 +117,7 @@ fn every_settings_id_is_a_settings_path() {
         "retention.payloads_for",
         "retention.rows_for",
         "retention.archive_dir",
+        "retention.archive_lock_for",
     ];
     let mut seen = 0;
     let cmd = crate::cli::Cli::command();

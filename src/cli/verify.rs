@@ -60,14 +60,15 @@ pub struct VerifyGroup {
 
 pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
     let settings = args.config.load(&args)?;
-    let args_archive = args.verify.archive.clone();
-    let mirror = match read_first(&settings, args_archive.as_deref()) {
-        Ok(m) => m,
-        Err(line) => {
-            eprintln!("event-audit: {line}");
-            return Ok(ExitCode::from(2));
-        }
-    };
+    // An archive in a bucket is fetched first, into a staging directory kept until the end.
+    let (mirror, args_archive, _staged) =
+        match read_first(&settings, args.verify.archive.as_deref()) {
+            Ok(m) => m,
+            Err(line) => {
+                eprintln!("event-audit: {line}");
+                return Ok(ExitCode::from(2));
+            }
+        };
     super::runtime()?.block_on(async {
         let workers = settings.database.connections.max(1);
         // One more connection than workers: a payload compared by PostgreSQL itself.
@@ -174,6 +175,14 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// The mirror read, and the archive's directory (fetched from its bucket into a staging
+/// directory, kept while the guard lives, when it is `s3://...`).
+type ReadFirst = (
+    Option<crate::verify::mirror::Mirror>,
+    Option<std::path::PathBuf>,
+    Option<tempfile::TempDir>,
+);
+
 /// What `verify` reads before the database, bounded: the mirror, once (for `--mirror` and
 /// `--archive` both), and the archive's manifest with every file it names opened (the files
 /// are read later). A copy that cannot be read, whose checkpoint the key does not open, or an
@@ -181,24 +190,28 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
 fn read_first(
     settings: &crate::config::Settings,
     archive: Option<&std::path::Path>,
-) -> Result<Option<crate::verify::mirror::Mirror>, String> {
+) -> Result<ReadFirst, String> {
+    let rt = super::runtime().map_err(|e| e.to_string())?;
     let mirror = match &settings.verify.mirror {
         Some(dir) => {
             let key = settings.witness.public_key.as_deref();
             let read = crate::verify::mirror::read(dir, key, &settings.object_store);
-            let m = super::runtime()
-                .map_err(|e| e.to_string())?
+            let m = rt
                 .block_on(read)
                 .map_err(|e| format!("could not verify against the mirror: {e}"))?;
             Some(m)
         }
         None => None,
     };
-    if let Some(dir) = archive {
-        crate::archive::read::preflight(dir)
-            .map_err(|e| format!("could not verify the archive: {e}"))?;
-    }
-    Ok(mirror)
+    let Some(archive) = archive else {
+        return Ok((mirror, None, None));
+    };
+    let (dir, staged) = rt
+        .block_on(super::archive_at(archive, &settings.object_store))
+        .map_err(|e| format!("could not verify the archive: {e}"))?;
+    crate::archive::read::preflight(&dir)
+        .map_err(|e| format!("could not verify the archive: {e}"))?;
+    Ok((mirror, Some(dir), staged))
 }
 
 /// The chain's one-line summary: the log's real counts, and which rows were not rehashed.

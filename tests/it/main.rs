@@ -7,6 +7,7 @@ mod support;
 
 mod architecture;
 mod archive;
+mod archive_s3;
 mod batch_schedule;
 mod batches;
 mod blobs;

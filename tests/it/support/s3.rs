@@ -155,7 +155,18 @@ impl TestBucket {
             }
             Server::S3sFs => {
                 let root = std::path::Path::new("/var/lib/event-audit-s3s").join(&bucket);
-                crate::support::files::files(&root).into_keys().collect()
+                let (mut out, mut todo) = (Vec::new(), vec![root.clone()]);
+                while let Some(d) = todo.pop() {
+                    for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+                        let path = e.path();
+                        if path.is_dir() {
+                            todo.push(path);
+                        } else if let Ok(rel) = path.strip_prefix(&root) {
+                            out.push(rel.to_string_lossy().into_owned());
+                        }
+                    }
+                }
+                out
             }
         };
         for k in keys {
