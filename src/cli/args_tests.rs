@@ -101,6 +101,7 @@ fn every_settings_id_is_a_settings_path() {
         "witness.checkpoint_dir",
         "witness.tiles_dir",
         "witness.tiles_url",
+        "witness.tiles_lock_for",
         "verify.mirror",
         "witness.origin",
         "witness.public_key",

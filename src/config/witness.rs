@@ -60,6 +60,9 @@ pub struct WitnessSettings {
     /// The same in an S3 bucket, `s3://bucket/prefix` (with `[object_store]`), instead of
     /// `tiles_dir`; served under `/log/` too.
     pub tiles_url: Option<String>,
+    /// With `tiles_url`: each full tile and bundle is put under S3 Object Lock (compliance
+    /// mode) for this long (a bucket without Object Lock is refused).
+    pub tiles_lock_for: Option<Dur>,
     /// The log's name in its checkpoints; default: the signing key's name (which `keygen`
     /// makes `event-audit/<database name>`).
     pub origin: Option<String>,
@@ -102,6 +105,7 @@ impl Default for WitnessSettings {
             checkpoint_dir: None,
             tiles_dir: None,
             tiles_url: None,
+            tiles_lock_for: None,
             origin: None,
             public_key: None,
             full: false,

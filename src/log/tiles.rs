@@ -93,6 +93,8 @@ pub struct Tiles {
     /// Empty, or a relative path ending with `/` (a mirror's copy of one log).
     sub: String,
     place: String,
+    /// Full tiles and bundles are put under S3 Object Lock for this long.
+    lock_for: Option<std::time::Duration>,
 }
 
 /// The tiles at `location`: a directory (`--tiles-dir`) or `s3://bucket/prefix`
@@ -114,7 +116,8 @@ pub(crate) fn configured(s: &crate::config::Settings) -> Result<Option<Tiles>, T
                 why,
             })
         })?;
-        return open(&at, &s.object_store).map(Some);
+        let lock_for = s.witness.tiles_lock_for.map(|d| d.get());
+        return open(&at, &s.object_store).map(|t| Some(t.with_lock(lock_for)));
     }
     Ok(s.witness.tiles_dir.as_ref().map(|d| Tiles::dir(d.clone())))
 }
@@ -128,7 +131,14 @@ impl Tiles {
             },
             store: Arc::new(store),
             sub: String::new(),
+            lock_for: None,
         }
+    }
+
+    /// The same, each full tile and bundle put under S3 Object Lock (compliance mode) for
+    /// `lock_for` (`witness.tiles_lock_for`): a bucket that does not keep it is refused.
+    pub fn with_lock(self, lock_for: Option<std::time::Duration>) -> Tiles {
+        Tiles { lock_for, ..self }
     }
 
     /// The log in a directory.
@@ -146,6 +156,7 @@ impl Tiles {
             store: self.store.clone(),
             sub: format!("{}{sub}/", self.sub),
             place: format!("{}/{sub}", self.place.trim_end_matches('/')),
+            lock_for: self.lock_for,
         }
     }
 
@@ -219,16 +230,19 @@ impl Tiles {
     /// Writes a tile or bundle. A full one is created: the same bytes already there are kept,
     /// other bytes refused ([`TilesError::Rewrite`]); a partial one is replaced.
     pub async fn write(&self, id: &TileId, bytes: &[u8]) -> Result<Wrote, TilesError> {
-        let mode = if id.is_full() {
-            Mode::Create
-        } else {
-            Mode::Replace
+        let (mode, lock_for) = match id.is_full() {
+            true => (Mode::Create, self.lock_for),
+            false => (Mode::Replace, None),
         };
         let put = Put {
             mode,
             cache_control: Some(TILE_CACHE),
             content_type: Some("application/octet-stream"),
-            lock_until: None,
+            lock_until: lock_for.and_then(|d| {
+                chrono::Duration::from_std(d)
+                    .ok()
+                    .map(|d| chrono::Utc::now() + d)
+            }),
         };
         let wrote = self
             .store

@@ -14,7 +14,7 @@ mod daemon;
 #[path = "tiles_interop/go.rs"]
 pub(crate) mod go;
 #[path = "tiles_interop/logs.rs"]
-mod logs;
+pub(crate) mod logs;
 #[path = "tiles_interop/serve.rs"]
 mod serve;
 

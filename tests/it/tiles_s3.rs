@@ -5,7 +5,9 @@
 //! an unsigned GET, so Go reads through the daemon's signed client; a bucket served directly
 //! is the operator's choice, docs/object-store.md); a SIGKILL between the tiles and the
 //! checkpoint (the tiles there, the old checkpoint served, the next run resuming); and a full
-//! tile holding other bytes refused by the conditional put, kept as it was.
+//! tile holding other bytes refused by the conditional put, kept as it was. With
+//! `witness.tiles_lock_for`, full tiles and bundles are put under Object Lock (moto), partial
+//! ones and the checkpoint not.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -267,4 +269,41 @@ async fn a_full_tile_in_a_bucket_is_never_rewritten_with_other_bytes() {
         "no checkpoint over a tile that is not the tree's"
     );
     s.done().await;
+}
+
+#[tokio::test]
+async fn full_tiles_are_locked_where_the_bucket_keeps_object_lock() {
+    use crate::tiles_interop::logs;
+    use event_audit::test_support::blobs::{BlobError, Store};
+    use event_audit::test_support::log::tiles::Tiles;
+    let bucket = TestBucket::new(Server::Moto, true).await;
+    let store = Store::open(&bucket.location, &bucket.settings.object_store).expect("open");
+    let tiles = Tiles::new(store).with_lock(Some(Duration::from_secs(8)));
+    logs::extend(&tiles, 0, &logs::entries(300)).await;
+    let full = bucket
+        .store
+        .head("tile/0/000")
+        .await
+        .expect("head")
+        .expect("there");
+    let until = full.lock_until.expect("a full tile is locked");
+    let bundle = bucket.store.head("tile/entries/000").await.expect("head");
+    assert!(
+        bundle.expect("there").lock_until.is_some(),
+        "a full bundle too"
+    );
+    let partial = bucket.store.head("tile/0/001.p/44").await.expect("head");
+    assert_eq!(
+        partial.expect("there").lock_until,
+        None,
+        "a partial tile is not"
+    );
+    let cp = bucket.store.head("checkpoint").await.expect("head");
+    assert_eq!(cp.expect("there").lock_until, None, "nor the checkpoint");
+    let e = bucket.store.delete("tile/0/000").await.expect_err("locked");
+    assert!(matches!(e, BlobError::Locked { .. }), "{e}");
+    let wait = (until - chrono::Utc::now()).to_std().unwrap_or_default();
+    tokio::time::sleep(wait + Duration::from_secs(1)).await;
+    bucket.name_every_key().await;
+    bucket.remove().await.expect("remove the bucket");
 }
