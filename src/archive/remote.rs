@@ -23,6 +23,9 @@ use crate::blobs::{BlobError, Mode, Put, Store};
 /// not yet stream multipart uploads).
 pub(crate) const MAX_OBJECT: u64 = 1 << 30;
 
+/// The most partition files one fetch reads (a monthly partition each: centuries of them).
+pub(crate) const MAX_FILES: usize = 10_000;
+
 /// An archive's bucket, and the Object Lock its objects are put under.
 pub(crate) struct Remote {
     pub store: Store,
@@ -107,6 +110,15 @@ pub(crate) async fn fetch(store: &Store, staging: &Path) -> Result<(), ArchiveEr
     };
     let manifest = super::manifest::Manifest::parse(&bytes)
         .map_err(|e| ArchiveError::Manifest(Path::new(store.place()).join(MANIFEST), e))?;
+    if manifest.partitions.len() > MAX_FILES {
+        return Err(ArchiveError::Io(
+            Path::new(store.place()).join(MANIFEST),
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("names more than {MAX_FILES} files: refused, nothing fetched"),
+            ),
+        ));
+    }
     write_private(staging, MANIFEST, &bytes)?;
     for p in &manifest.partitions {
         // A name that is not one plain file name is left for the directory's reader to refuse.
