@@ -202,6 +202,9 @@ pub(crate) fn tiles_at(
     location: &str,
     config: Option<&std::path::Path>,
 ) -> anyhow::Result<crate::log::tiles::Tiles> {
+    if let Ok(crate::blobs::Location::Dir(d)) = crate::blobs::Location::parse(location) {
+        return Ok(crate::log::tiles::Tiles::dir(d));
+    }
     Ok(crate::log::tiles::Tiles::new(store_at(location, config)?))
 }
 

@@ -25,6 +25,10 @@ pub struct DirStore {
     /// The mode of the files it creates (0644 for a log served by any web server, 0600 for
     /// archives).
     mode: u32,
+    /// Whether each put fsyncs its file before naming it (the default); without, only
+    /// [`DirStore::sync`] makes what was put durable (a log's tiles: one sync of the file
+    /// system before the checkpoint, as the tile writer always did).
+    fsync_each: bool,
 }
 
 impl DirStore {
@@ -33,6 +37,15 @@ impl DirStore {
             place: format!("directory {}", root.display()),
             root,
             mode,
+            fsync_each: true,
+        }
+    }
+
+    /// The same, its puts not fsynced one by one: durable only once [`DirStore::sync`] returns.
+    pub(crate) fn without_fsync_each(self) -> DirStore {
+        DirStore {
+            fsync_each: false,
+            ..self
         }
     }
 
@@ -149,7 +162,7 @@ impl DirStore {
         }
     }
 
-    /// A temporary file beside `path` holding `bytes`, fsynced.
+    /// A temporary file beside `path` holding `bytes`, fsynced unless the store syncs at once.
     fn temp_beside(&self, path: &Path, bytes: &[u8]) -> std::io::Result<PathBuf> {
         let parent = path.parent().unwrap_or(&self.root);
         std::fs::create_dir_all(parent)?;
@@ -166,7 +179,10 @@ impl DirStore {
                 .mode(self.mode)
                 .open(&tmp)?;
             f.write_all(bytes)?;
-            f.sync_all()
+            if self.fsync_each {
+                f.sync_all()?;
+            }
+            Ok(())
         })();
         match written {
             Ok(()) => Ok(tmp),
