@@ -30,7 +30,7 @@ fn main() {
     println!("cargo:rustc-env=EVENT_AUDIT_GIT_HASH={git}");
     // The release binary's debug sections (line tables for backtraces, and the standard
     // library's) compressed when linked: half the size, and std's backtraces still read them
-    // (BENCHMARKS.md, "Binary size"). On Linux with GNU ld or lld; other targets link as usual.
+    // (BENCHMARKS.md, "Build"). On Linux with GNU ld or lld; other targets link as usual.
     if std::env::var("PROFILE").as_deref() == Ok("release")
         && std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux")
     {

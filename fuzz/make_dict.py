@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """libFuzzer dictionaries for the `decode` and `settings` targets, made from what defines them.
 
-`decode.dict`, from catalogue/ (the one source of truth): every event name and its type without
-the version, every field name as a JSON key, the envelope keys and JSON's literals.
+`decode.dict`, from the catalogue as the binary states it (`event-audit catalogue list --format
+json`, fuzz/catalogue.py: `$EVENT_AUDIT_BIN`, else `cargo run`): every event name and its type
+without the version, every field name (of every event version and every shape) as a JSON key,
+the envelope keys and JSON's literals.
 `settings.dict`, from the settings seed with every setting (the defaults and the optional ones):
 each section header and key, and the pieces of URLs and durations. These are the tokens a
 mutation can hardly find byte by byte, so that the fuzzer reaches each event version's checks,
@@ -13,11 +15,12 @@ or each setting's validation, instead of stopping at "unknown type" or "unknown 
 """
 import pathlib
 import sys
-import tomllib
+
+import catalogue
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DICTS = ROOT / "fuzz" / "dict"
-SETTINGS_SEED = ROOT / "fuzz" / "corpus" / "settings" / "seed-every-setting"
+SETTINGS_SEED = ROOT / "fuzz" / "seeds" / "settings" / "seed-every-setting"
 
 # The top-level keys of the envelopes `decode::envelope` reads, and what CloudEvents adds.
 ENVELOPE_KEYS = [
@@ -50,15 +53,9 @@ def escape(token: str) -> str:
 
 
 def decode_tokens() -> list[str]:
-    names, fields = set(), set()
-    for file, table in (("events.toml", "event"), ("shapes.toml", "shape"),
-                        ("field_sets.toml", "field_set")):
-        data = tomllib.loads((ROOT / "catalogue" / file).read_text(encoding="utf-8"))
-        for item in data.get(table, []):
-            if table == "event":
-                names.add(item["name"])
-            for field in item.get("fields", []):
-                fields.add(field["name"])
+    cat = catalogue.load()
+    names = {e["name"] for e in cat["events"]}
+    fields = {f["name"] for item in cat["events"] + cat["shapes"] for f in item["fields"]}
     out = []
     for name in sorted(names):
         base, _, version = name.rpartition("-")
@@ -88,7 +85,7 @@ def render(tokens: list[str], source: str) -> str:
 def main() -> int:
     made = {
         DICTS / "decode.dict": render(decode_tokens(), "catalogue/"),
-        DICTS / "settings.dict": render(settings_tokens(), "fuzz/corpus/settings/seed-every-setting"),
+        DICTS / "settings.dict": render(settings_tokens(), "fuzz/seeds/settings/seed-every-setting"),
     }
     if sys.argv[1:] == ["--check"]:
         stale = [p for p, text in made.items()

@@ -5,11 +5,11 @@ AFL walks each new input byte by byte before it mutates at random (flips, deleti
 values at every offset); libFuzzer only mutates at random. For `decode` that matters: serde_json's
 reader is inlined into every generated decoder, so "end of input right after this key's colon"
 in one event version is an edge of its own, which random mutation finds late. This writes, for
-every committed `seed-*` input of one target: the seed cut at every offset, every byte deleted,
+every committed `seed-*` input of one target (`fuzz/seeds/<target>/`): the seed cut at every offset, every byte deleted,
 every byte replaced by each of a few structural bytes, and a few bytes inserted at every offset.
 Load the directory beside the corpus with `-runs=0 -features_dir=FEAT` and keep the inputs whose
 names appear in FEAT: only what adds coverage (libFuzzer's `-merge=1` does the same about ten
-times slower here; docs/fuzzing.md, the sixth round).
+times slower here; docs/fuzzing-history.md, the sixth round).
 
     python3 fuzz/neighbours.py TARGET|DIR OUT_DIR [K/N | SEED] [--sample N]
 
@@ -56,7 +56,7 @@ def main() -> int:
         where = pathlib.Path(args[0])
         seeds = sorted(f for f in where.iterdir() if f.is_file())
     else:
-        where = ROOT / "fuzz" / "corpus" / args[0]
+        where = ROOT / "fuzz" / "seeds" / args[0]
         seeds = sorted(where.glob("seed-*"))
     if not seeds:
         print(f"no seeds in {where}", file=sys.stderr)

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Inputs for the `decode` and `settings` targets made from what defines them: every field of
-every event version (catalogue/), and every setting (the settings seed that holds every one),
+every event version (the catalogue, as `event-audit catalogue list --format json` states it:
+fuzz/catalogue.py), and every setting (the settings seed that holds every one),
 wrong in each way their readers check, one at a time.
 
-The committed `seed-event-*` inputs hold one valid message per event version; a byte-level
+The `seed-event-*` seeds (tests/it/fuzz_corpus/seeds.rs) hold one valid message per event
+version; a byte-level
 mutator rarely turns one of them into "this field, three levels down, is a string where an
 integer belongs", and each such case is an edge of its own in the generated decoder of that
 version (the fourth round's `decode` runs were still finding them after 40 minutes). For every
@@ -14,8 +16,9 @@ each JSON type as each branch of the reader meets it (`WRONG`), the two errors a
 inside well-formed JSON, alone and inside an object and an array (`IN_TEXT_ERRORS`), and for
 integers a fraction and a number past i64; each array empty; and at each object level an unknown
 field, a duplicate one and the first key written with an escape (`object_edits`). Native
-envelope, with one CloudEvents and one EventBridge message per version. Feed the directory to a
-run (or a `-merge=1`) beside the committed corpus; only what adds coverage is kept.
+envelope, with one CloudEvents and one EventBridge message per version. `fuzz/corpus.sh make`
+merges them (`-merge=1`) with the committed seeds into the corpus a long run starts from; only
+what adds coverage is kept. The stable suite replays all of them.
 
 For `settings`, from the settings seed with every setting (`seed-every-setting`, made by the
 stable suite from `Settings::default()` and the optional settings the command line names): each
@@ -28,7 +31,9 @@ as a value instead of a table; a file per edit, the rest of the settings around 
     python3 fuzz/structured_inputs.py decode-full OUT_DIR
 
 `decode-full` writes only the first of each version's messages (every field, native envelope):
-the seeds of `fuzz/neighbours.py` for the optional fields the committed seeds leave out.
+the seeds of `fuzz/neighbours.py` for the optional fields the seeds leave out.
+
+The catalogue comes from the binary (fuzz/catalogue.py: `$EVENT_AUDIT_BIN`, else `cargo run`).
 """
 import copy
 import hashlib
@@ -36,34 +41,18 @@ import json
 import pathlib
 import re
 import sys
-import tomllib
+
+import catalogue
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+SETTINGS_SEED = ROOT / "fuzz" / "seeds" / "settings" / "seed-every-setting"
 
 
 def load():
-    read = lambda f: tomllib.loads((ROOT / "catalogue" / f).read_text(encoding="utf-8"))
-    events = read("events.toml")["event"]
-    shapes = {s["name"]: s for s in read("shapes.toml")["shape"]}
-    sets = {s["name"]: s for s in read("field_sets.toml")["field_set"]}
-    return events, shapes, sets
-
-
-def set_fields(name, sets):
-    s = sets[name]
-    out = []
-    for inc in s.get("include", []):
-        out += set_fields(inc, sets)
-    return out + s.get("fields", [])
-
-
-def event_fields(ev, by_name, sets):
-    out = []
-    if "extends" in ev:
-        out += event_fields(by_name[ev["extends"]], by_name, sets)
-    for inc in ev.get("include", []):
-        out += set_fields(inc, sets)
-    return out + ev.get("fields", [])
+    """The event versions (each with its fields, extends and field sets expanded) and the shapes
+    by name."""
+    cat = catalogue.load()
+    return cat["events"], {s["name"]: s for s in cat["shapes"]}
 
 
 def sample(ty, shapes):
@@ -224,11 +213,9 @@ def messages(ev, fields, shapes):
 
 
 def decode_inputs(full_only=False):
-    events, shapes, sets = load()
-    by_name = {e["name"]: e for e in events}
+    events, shapes = load()
     for ev in events:
-        fields = event_fields(ev, by_name, sets)
-        for msg in messages(ev, fields, shapes):
+        for msg in messages(ev, ev["fields"], shapes):
             yield text(msg).encode()
             if full_only:
                 break
@@ -242,7 +229,7 @@ SETTING_VALUES = ['""', "0", "-1", "1", "18446744073709551616", "0.5", "-0.5", "
 
 
 def settings_inputs():
-    lines = (ROOT / "fuzz" / "corpus" / "settings" / "seed-every-setting").read_text().splitlines()
+    lines = SETTINGS_SEED.read_text().splitlines()
     keyed = [i for i, l in enumerate(lines) if "=" in l and not l.startswith("[")]
     for i in keyed:
         key = lines[i].split("=", 1)[0].strip()

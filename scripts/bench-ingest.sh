@@ -17,13 +17,23 @@
 # again with the same seed (every envelope id seen before, same payloads: a publisher replaying
 # its outbox), and (3b) is the daemon draining them into the same log, each one a duplicate
 # finding; it prints (3b)/(3), the replay's share of the new-id rate.
-# Usage: scripts/bench-ingest.sh [--ids unique|repeat] [N]   (default N=1000000; env BATCH=2000,
+# With `--poison`, a poison load follows (3): the same N messages published again, each spoiled
+# (cut in half, its type renamed, or led by bytes that are not UTF-8: scripts/bench_poison.py),
+# and (3c) is the daemon recording them, each a row with its reason; it prints (3c)/(3).
+# Usage: scripts/bench-ingest.sh [--ids unique|repeat] [--poison] [N]   (default N=1000000; env BATCH=2000,
 #        RUN_ARGS="--writers 3", BIN=another build of event-audit, e.g. one from before a change;
 #        PEER=0 skips (4), for comparing two builds back to back)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 IDS=unique
-if [ "${1:-}" = --ids ]; then IDS=$2; shift 2; fi
+POISON=0
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --ids) IDS=$2; shift 2;;
+        --poison) POISON=1; shift;;
+        *) break;;
+    esac
+done
 case "$IDS" in unique|repeat) ;; *) echo "--ids unique|repeat, not $IDS" >&2; exit 2;; esac
 N=${1:-${N:-1000000}}
 SEED=${SEED:-$RANDOM$RANDOM}
@@ -111,6 +121,15 @@ if [ "$IDS" = repeat ]; then
     STAGES+="$(pg_stage "(3b)" "$N" $m0 $(pg_mark))"$'\n'
     dups=$(psql -tA "$PG/$RUN_DB" -c "select count(*) filter (where finding = 'duplicate') || ' duplicate, ' || count(*) filter (where finding = 'conflict') || ' conflict' from audit.id_findings")
 fi
+if [ "$POISON" = 1 ]; then
+    echo "publishing $N poison messages ..."
+    python3 scripts/bench_poison.py "$NATS_URL" "$STREAM" "${TAG}.load" "${TAG}.poison" "$N"
+    echo "(3c) event-audit run on the poison ..."
+    m0=$(pg_mark)
+    read -r n3c s3c r3c < <(run_daemon c)
+    STAGES+="$(pg_stage "(3c)" "$N" $m0 $(pg_mark))"$'\n'
+    verdicts=$(psql -tA "$PG/$RUN_DB" -c "select string_agg(status::text || ' ' || n, ', ' order by status) from (select status, count(*) n from audit.events where subject = '${TAG}.poison' group by status) s")
+fi
 rows=$(psql -tA "$PG/$RUN_DB" -c "select count(*) from audit.events")
 verify=$("$BIN" verify --database-url "$PG/$RUN_DB" 2>&1 | tail -1)
 psql -q "$PG/postgres" -c "DROP DATABASE IF EXISTS $RUN_DB"
@@ -148,6 +167,10 @@ if [ "$IDS" = repeat ]; then
     echo "ratio (3b) / (3) = $(python3 -c "print(f'{$r3b/max($r3,1):.2f}')") (replayed ids: $dups findings)"
     echo "ratio (3b) / (2p) = $(python3 -c "print(f'{$r3b/max($r2p,1):.2f}')")"
     [ "${PEER:-1}" = 0 ] || echo "ratio (3b) / (4) = $(python3 -c "print(f'{$r3b/max($r4,1):.2f}')")"
+fi
+if [ "$POISON" = 1 ]; then
+    printf '%-34s %10s %9s %12s\n' "(3c) event-audit run, poison" "$n3c" "$s3c" "$r3c"
+    echo "ratio (3c) / (3) = $(python3 -c "print(f'{$r3c/max($r3,1):.2f}')") (the poison's rows: $verdicts)"
 fi
 echo "daemon peak RSS = $((rss_kb / 1024)) MB"
 echo "the server during each database stage (WAL per row; checkpoints):"

@@ -1,6 +1,6 @@
 //! The fuzz targets' checks, shared by `cargo fuzz` (each `fuzz/fuzz_targets/<name>.rs` calls
-//! the function of its name) and by the stable replay of the committed corpora
-//! (`tests/fuzz_corpus.rs`, which includes this file as a module). Each check takes any bytes,
+//! the function of its name) and by the stable replay of the committed seeds
+//! (`tests/it/fuzz_corpus.rs`, which includes this file as a module). Each check takes any bytes,
 //! hands them to one parser that reads hostile input, panics when the parser breaks its contract
 //! (a panic of the parser itself, a parse that does not encode back to the same bytes where the
 //! format has one spelling, an error that does not name the file or echoes a password), and says
@@ -33,7 +33,7 @@ pub use formats::{cosign, note, tile_data, tile_path, witness_request};
 /// A target's check: panics when the parser breaks its contract; whether it accepted the input.
 pub type Check = fn(&[u8]) -> bool;
 
-/// Every target: its name (its corpus is `fuzz/corpus/<name>/`) and its check.
+/// Every target: its name (its seeds are `fuzz/seeds/<name>/`) and its check.
 pub const TARGETS: &[(&str, Check)] = &[
     ("tile_path", tile_path),
     ("tile_data", tile_data),

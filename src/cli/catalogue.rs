@@ -24,7 +24,7 @@ pub enum ListFormat {
 #[derive(clap::Subcommand, Debug, Clone)]
 pub enum CatalogueAction {
     /// The catalogue's fingerprint, then one line per event version: full name, required and
-    /// optional field counts.
+    /// optional field counts. The JSON also gives every version's fields and every shape's.
     List {
         #[arg(long, value_enum, default_value = "table")]
         format: ListFormat,
@@ -71,8 +71,20 @@ pub fn run(action: CatalogueAction) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// A field as JSON: its name, its type as catalogue/ writes it (`string`, `integer`, `number`,
+/// `boolean`, `object`, a shape's name, `[T]` for an array of `T`), whether it is required, and
+/// the field set or event it comes from ("" when the entry lists it itself).
+fn field_json(f: &FieldSpec) -> serde_json::Value {
+    serde_json::json!({
+        "name": f.name, "type": f.ty.to_string(), "required": f.required, "from": f.from,
+    })
+}
+
 /// `# catalogue <fingerprint>`, then one line per event version:
-/// `name<TAB>required N<TAB>optional M[<TAB>open]`. JSON: `{fingerprint, events: [...]}`.
+/// `name<TAB>required N<TAB>optional M[<TAB>open]`. JSON: `{fingerprint, events: [...],
+/// shapes: [...]}`, each event version with its fields (extends and field sets expanded, in the
+/// order a message lists them) and each shape with its own; what the fuzz tools make their
+/// dictionary and structured inputs from (fuzz/make_dict.py, fuzz/structured_inputs.py).
 pub fn list(out: &mut impl Write, format: ListFormat) -> anyhow::Result<ExitCode> {
     if format == ListFormat::Json {
         let events: Vec<_> = EVENTS
@@ -82,10 +94,22 @@ pub fn list(out: &mut impl Write, format: ListFormat) -> anyhow::Result<ExitCode
                     "name": e.name, "type": e.event_type, "version": e.version,
                     "section": e.section, "required": e.required_count(),
                     "optional": e.optional_count(), "open": e.open,
+                    "fields": e.fields.iter().map(field_json).collect::<Vec<_>>(),
                 })
             })
             .collect();
-        let doc = serde_json::json!({ "fingerprint": FINGERPRINT, "events": events });
+        let shapes: Vec<_> = SHAPES
+            .iter()
+            .map(|s| {
+                serde_json::json!({
+                    "name": s.name, "inline": s.inline,
+                    "fields": s.fields.iter().map(field_json).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        let doc = serde_json::json!({
+            "fingerprint": FINGERPRINT, "events": events, "shapes": shapes,
+        });
         writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
         return Ok(ExitCode::SUCCESS);
     }

@@ -287,29 +287,29 @@ impl VerifyStore {
     /// The erasure records' rows (stream `event-audit.erasures`), in order: their sequence, raw
     /// message, row hash, and whether their batch has a chain link.
     pub(crate) async fn erasure_rows(&self) -> Result<Vec<ErasureRow>, DbError> {
-        sqlx::query_as(
-            "SELECT e.stream_seq, e.raw, e.row_hash, l.link_seq, l.link_seq IS NOT NULL AS linked \
-             FROM audit.events e LEFT JOIN audit.chain_links l ON l.batch_id = e.batch_id \
-             WHERE e.stream = $1 ORDER BY e.stream_seq",
-        )
-        .bind(crate::row::erasure::STREAM)
-        .fetch_all(self.db.pool())
-        .await
-        .ctx("read the erasure records")
+        self.record_rows(crate::row::erasure::STREAM)
+            .await
+            .ctx("read the erasure records")
     }
 
     /// The restore records' rows (stream `event-audit.restores`), in order, as
     /// [`VerifyStore::erasure_rows`] reads the erasures'.
     pub(crate) async fn restore_rows(&self) -> Result<Vec<ErasureRow>, DbError> {
+        self.record_rows(crate::row::restore::STREAM)
+            .await
+            .ctx("read the restore records")
+    }
+
+    /// The rows of one of the log's own record streams, in order, with their chain link.
+    async fn record_rows(&self, stream: &str) -> Result<Vec<ErasureRow>, sqlx::Error> {
         sqlx::query_as(
             "SELECT e.stream_seq, e.raw, e.row_hash, l.link_seq, l.link_seq IS NOT NULL AS linked \
              FROM audit.events e LEFT JOIN audit.chain_links l ON l.batch_id = e.batch_id \
              WHERE e.stream = $1 ORDER BY e.stream_seq",
         )
-        .bind(crate::row::restore::STREAM)
+        .bind(stream)
         .fetch_all(self.db.pool())
         .await
-        .ctx("read the restore records")
     }
 
     /// The row hashes the log keeps for rows published in `[from, to)` (RFC 3339), by place,

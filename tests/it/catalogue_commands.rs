@@ -34,6 +34,26 @@ fn list_names_the_fingerprint() {
     assert_eq!(v["fingerprint"], FINGERPRINT);
     assert_eq!(v["events"].as_array().map(Vec::len), Some(EVENTS.len()));
     assert_eq!(v["events"][0]["name"], EVENTS[0].name);
+    // Every version's fields and every shape's, as the fuzz tools read them.
+    for (e, spec) in v["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .zip(EVENTS.iter())
+    {
+        let fields = e["fields"].as_array().expect("fields");
+        assert_eq!(fields.len(), spec.fields.len(), "{}", spec.name);
+        for (f, s) in fields.iter().zip(spec.fields) {
+            assert_eq!(f["name"], s.name);
+            assert_eq!(f["type"], s.ty.to_string());
+            assert_eq!(f["required"], s.required);
+        }
+    }
+    assert_eq!(v["shapes"].as_array().map(Vec::len), Some(SHAPES.len()));
+    assert_eq!(
+        v["shapes"][0]["fields"].as_array().map(Vec::len),
+        Some(SHAPES[0].fields.len())
+    );
 }
 
 #[test]

@@ -1,9 +1,11 @@
-//! The fuzz targets on the stable toolchain (CI has no nightly): every file of every target's
-//! committed corpus (`fuzz/corpus/<target>/`) replayed through the same check `cargo fuzz`
-//! runs (`fuzz/src/lib.rs`, included here), which panics when a parser breaks its contract;
-//! each corpus must hold inputs its parser accepts and inputs it refuses. The seeds the corpora
-//! started from are made again from the project's formats and must be read as intended
-//! (`EVENT_AUDIT_WRITE_SEEDS=1` writes them into the corpora; docs/fuzzing.md).
+//! The fuzz targets on the stable toolchain (CI has no nightly): every seed git keeps
+//! (`fuzz/seeds/<target>/`) and every structured input (`fuzz/structured_inputs.py`, for
+//! `decode` and `settings`) replayed through the same check `cargo fuzz` runs
+//! (`fuzz/src/lib.rs`, included here), which panics when a parser breaks its contract; each
+//! target's seeds must hold inputs its parser accepts and inputs it refuses. The seeds are made
+//! again from the project's formats and must be read as intended (`EVENT_AUDIT_WRITE_SEEDS=1`
+//! writes them into `fuzz/seeds/`; docs/fuzzing.md). The corpora of long runs live outside git
+//! (`fuzz/corpus.sh`); `EVENT_AUDIT_FUZZ_CORPUS=DIR` replays `DIR/<target>/` too.
 
 #[path = "fuzz_corpus/seeds.rs"]
 mod seeds;
@@ -12,23 +14,52 @@ mod targets;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
-fn corpus(target: &str) -> PathBuf {
+use crate::support::BIN;
+
+/// The seeds git keeps of `target`.
+fn seeds_dir(target: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fuzz/corpus")
+        .join("fuzz/seeds")
         .join(target)
 }
 
-/// Every file of `dir` through `target`'s check, in name order; panics naming the file and
-/// showing its bytes when one breaks the contract. How many were accepted and refused.
-fn replay(target: &str, check: targets::Check, dir: &Path) -> (usize, usize) {
+/// The files of `dir`, in name order.
+fn files_of(dir: &Path) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .map(|e| e.expect("a directory entry").path())
         .collect();
     files.sort();
+    files
+}
+
+/// The directory of `target`'s structured inputs (`decode` and `settings`; `None` for the
+/// others), made once per run of the suite.
+fn structured(target: &str) -> Option<&'static Path> {
+    static MADE: OnceLock<[PathBuf; 2]> = OnceLock::new();
+    let i = ["decode", "settings"].iter().position(|t| *t == target)?;
+    let dirs = MADE.get_or_init(|| {
+        ["decode", "settings"].map(|t| {
+            let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+                .join("fuzz-structured")
+                .join(t);
+            if dir.exists() {
+                std::fs::remove_dir_all(&dir).expect("remove the last run's inputs");
+            }
+            fuzz_script("structured_inputs.py", &[t.as_ref(), dir.as_os_str()]);
+            dir
+        })
+    });
+    Some(&dirs[i])
+}
+
+/// Every file of `dir` through `target`'s check, in name order; panics naming the file and
+/// showing its bytes when one breaks the contract. How many were accepted and refused.
+fn replay(target: &str, check: targets::Check, dir: &Path) -> (usize, usize) {
     let (mut accepted, mut refused) = (0, 0);
-    for f in &files {
+    for f in &files_of(dir) {
         let bytes = std::fs::read(f).expect("an input");
         let ok = std::panic::catch_unwind(|| check(&bytes)).unwrap_or_else(|_| {
             panic!(
@@ -50,7 +81,7 @@ fn replay(target: &str, check: targets::Check, dir: &Path) -> (usize, usize) {
 fn every_committed_input_keeps_its_targets_contract() {
     let mut replayed = Vec::new();
     for (target, check) in targets::TARGETS {
-        let dir = corpus(target);
+        let dir = seeds_dir(target);
         let (accepted, refused) = replay(target, *check, &dir);
         assert!(
             accepted > 0 && refused > 0,
@@ -59,25 +90,39 @@ fn every_committed_input_keeps_its_targets_contract() {
             dir.display()
         );
         replayed.push(format!("{target} {accepted}+{refused}"));
+        // A long run's corpus, when one is named (fuzz/corpus.sh where).
+        if let Some(corpora) = std::env::var_os("EVENT_AUDIT_FUZZ_CORPUS") {
+            let dir = Path::new(&corpora).join(target);
+            if dir.is_dir() {
+                let (a, r) = replay(target, *check, &dir);
+                replayed.push(format!("{target} corpus {a}+{r}"));
+            }
+        }
     }
-    assert_eq!(replayed.len(), 13, "{replayed:?}");
+    assert!(replayed.len() >= 13, "{replayed:?}");
     eprintln!("replayed (accepted+refused): {}", replayed.join(", "));
 }
 
 #[test]
-fn the_seeds_are_read_as_intended_and_are_in_the_corpora() {
+fn the_seeds_are_read_as_intended_and_kept_in_git() {
     let seeds = seeds::all();
     let write = std::env::var("EVENT_AUDIT_WRITE_SEEDS").is_ok_and(|v| v == "1");
     let mut targets_seeded = BTreeSet::new();
+    let mut kept = BTreeSet::new();
     for s in &seeds {
         let (_, check) = targets::TARGETS
             .iter()
             .find(|(t, _)| *t == s.target)
             .expect("a target");
         assert_eq!(check(&s.bytes), s.accepted, "{}: seed {}", s.target, s.name);
-        let file = corpus(s.target).join(format!("seed-{}", s.name));
+        targets_seeded.insert(s.target);
+        if !s.kept {
+            continue;
+        }
+        let file = seeds_dir(s.target).join(format!("seed-{}", s.name));
+        kept.insert(file.clone());
         if write {
-            std::fs::create_dir_all(corpus(s.target)).expect("the corpus directory");
+            std::fs::create_dir_all(seeds_dir(s.target)).expect("the seeds directory");
             std::fs::write(&file, &s.bytes).expect("write a seed");
         }
         assert!(
@@ -95,10 +140,29 @@ fn the_seeds_are_read_as_intended_and_are_in_the_corpora() {
                 file.display()
             );
         }
-        targets_seeded.insert(s.target);
     }
     let all: BTreeSet<&str> = targets::TARGETS.iter().map(|(t, _)| *t).collect();
     assert_eq!(targets_seeded, all, "a target without seeds");
+    // Nothing else in fuzz/seeds/: a seed no longer made (or no longer kept) goes with
+    // `EVENT_AUDIT_WRITE_SEEDS=1`, and the inputs of fixed findings are `regression-*`.
+    for target in &all {
+        for f in files_of(&seeds_dir(target)) {
+            let name = f
+                .file_name()
+                .expect("a name")
+                .to_string_lossy()
+                .into_owned();
+            if name.starts_with("regression-") || kept.contains(&f) {
+                continue;
+            }
+            assert!(
+                write && name.starts_with("seed-"),
+                "{}: neither a seed seeds.rs keeps nor a regression input",
+                f.display()
+            );
+            std::fs::remove_file(&f).expect("remove a seed no longer kept");
+        }
+    }
 }
 
 /// The tokens of a target's libFuzzer dictionary (`fuzz/dict/<target>.dict`), none without one.
@@ -144,6 +208,7 @@ fn fuzz_script(script: &str, args: &[&std::ffi::OsStr]) {
     let out = std::process::Command::new("python3")
         .arg(path)
         .args(args)
+        .env("EVENT_AUDIT_BIN", BIN)
         .output()
         .expect("python3");
     assert!(
@@ -207,18 +272,23 @@ fn mutate(rng: &mut rand::rngs::StdRng, input: &[u8], tokens: &[Vec<u8>]) -> Vec
 }
 
 /// The bounded, seeded run CI makes of every target without nightly: each target's check over
-/// mutations of its committed corpus (a fixed seed, so a failure is the same on every run).
+/// mutations of its seeds and, for `decode` and `settings`, its structured inputs (a fixed
+/// seed, so a failure is the same on every run).
 #[test]
 fn seeded_mutations_of_every_corpus_keep_the_contract() {
     use rand::{Rng, SeedableRng};
     const CASES: usize = 1000;
     let mut rng = rand::rngs::StdRng::seed_from_u64(0x005e_ed27);
     for (target, check) in targets::TARGETS {
-        let files: Vec<Vec<u8>> = std::fs::read_dir(corpus(target))
-            .expect("the corpus")
-            .map(|e| std::fs::read(e.expect("an entry").path()).expect("a corpus file"))
+        let mut paths = files_of(&seeds_dir(target));
+        if let Some(dir) = structured(target) {
+            paths.extend(files_of(dir));
+        }
+        let files: Vec<Vec<u8>> = paths
+            .iter()
+            .map(|p| std::fs::read(p).expect("an input"))
             .collect();
-        assert!(!files.is_empty(), "{target}: an empty corpus");
+        assert!(!files.is_empty(), "{target}: no seeds");
         let tokens = dictionary(target);
         for case in 0..CASES {
             let pick = rng.gen_range(0..files.len());
@@ -236,16 +306,12 @@ fn seeded_mutations_of_every_corpus_keep_the_contract() {
 #[test]
 fn the_structured_inputs_keep_their_targets_contract() {
     for target in ["decode", "settings"] {
-        let dir = tempfile::tempdir().expect("tempdir");
-        fuzz_script(
-            "structured_inputs.py",
-            &[target.as_ref(), dir.path().as_os_str()],
-        );
+        let dir = structured(target).expect("structured inputs");
         let (_, check) = targets::TARGETS
             .iter()
             .find(|(t, _)| *t == target)
             .expect("a target");
-        let (accepted, refused) = replay(target, *check, dir.path());
+        let (accepted, refused) = replay(target, *check, dir);
         // Valid messages or files among them, and far more refused ones.
         assert!(
             accepted > 0 && refused > accepted,
@@ -266,8 +332,8 @@ fn the_neighbours_of_each_targets_smallest_seed_keep_its_contract() {
     const WALK: usize = 1_000;
     let mut walked = Vec::new();
     for (target, check) in targets::TARGETS {
-        let smallest = std::fs::read_dir(corpus(target))
-            .expect("a corpus")
+        let smallest = std::fs::read_dir(seeds_dir(target))
+            .expect("the seeds")
             .map(|e| e.expect("an entry").path())
             .filter(|p| {
                 p.file_name()

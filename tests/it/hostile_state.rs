@@ -23,7 +23,7 @@ const SECRETS: [&str; 2] = ["db-S3cret-pw", "nats-S3cret-pw"];
 /// A committed seed of a fuzz target: a valid file of that format.
 fn seed(target: &str, name: &str) -> Vec<u8> {
     let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fuzz/corpus")
+        .join("fuzz/seeds")
         .join(target)
         .join(format!("seed-{name}"));
     std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))

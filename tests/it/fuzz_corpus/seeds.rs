@@ -1,7 +1,9 @@
 //! The seed inputs of the fuzz targets, made from the project's own formats and fixtures: a
 //! handful of valid inputs per target and near-valid ones (cut, flipped, a field missing or
 //! added), each with whether its target must accept it. `tests/it/fuzz_corpus.rs` checks them and,
-//! with `EVENT_AUDIT_WRITE_SEEDS=1`, writes them to `fuzz/corpus/<target>/seed-<name>`.
+//! with `EVENT_AUDIT_WRITE_SEEDS=1`, writes those git keeps to `fuzz/seeds/<target>/seed-<name>`:
+//! all of them but `decode`'s, of which git keeps `DECODE_KEPT` (the others are made here on
+//! every run, and the structured inputs hold a fuller message of every event version).
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
@@ -20,12 +22,14 @@ use event_audit::tlog::merkle::{leaf_hash, Frontier, MemTree};
 use event_audit::tlog::note::Checkpoint;
 use event_audit::tlog::tile::push_entry;
 
-/// One seed: its target, its file name, its bytes, and whether the target accepts it.
+/// One seed: its target, its file name, its bytes, whether the target accepts it, and whether
+/// git keeps it as a file (`fuzz/seeds/<target>/seed-<name>`).
 pub struct Seed {
     pub target: &'static str,
     pub name: String,
     pub bytes: Vec<u8>,
     pub accepted: bool,
+    pub kept: bool,
 }
 
 fn add(out: &mut Vec<Seed>, target: &'static str, name: &str, bytes: impl Into<Vec<u8>>, ok: bool) {
@@ -34,8 +38,26 @@ fn add(out: &mut Vec<Seed>, target: &'static str, name: &str, bytes: impl Into<V
         name: name.to_owned(),
         bytes: bytes.into(),
         accepted: ok,
+        kept: target != "decode" || DECODE_KEPT.contains(&name),
     });
 }
+
+/// The `decode` seeds git keeps: of the decoder fixtures (`tests/corpus/decode.jsonl`) and the
+/// number past f64, the ten that reach the most of libFuzzer's coverage features together,
+/// picked greedily (each next the one adding the most features not yet reached:
+/// `fuzz/corpus.sh pick decode DIR 10`, docs/fuzzing.md, "The corpora and the seeds").
+pub const DECODE_KEPT: &[&str] = &[
+    "fixture-12",
+    "fixture-36",
+    "number-past-f64",
+    "fixture-19",
+    "fixture-59",
+    "fixture-29",
+    "fixture-37",
+    "fixture-16",
+    "fixture-35",
+    "fixture-55",
+];
 
 /// Every target's seeds.
 pub fn all() -> Vec<Seed> {
