@@ -65,6 +65,20 @@ impl RetentionSettings {
                 _ => {}
             }
         }
+        if let Some(d) = self.archive_dir.as_ref().filter(|d| d.starts_with("s3:")) {
+            c.fail(
+                "retention.archive_dir",
+                d.display(),
+                "a directory: the scheduled archive does not write to a bucket yet (run `archive --out s3://...`)",
+            );
+        }
+        if let Some(p) = self.archive_lock_for.filter(|p| p.get().is_zero()) {
+            c.fail(
+                "retention.archive_lock_for",
+                p,
+                "a period longer than zero, or unset",
+            );
+        }
         if let (Some(rows), None) = (self.rows_for, &self.archive_dir) {
             c.fail(
                 "retention.rows_for",
