@@ -177,13 +177,20 @@ impl App {
         // (a database restored from a backup), then ingest records what the bus still holds.
         let log = crate::log::Log::new(db.clone(), &settings.ingest.instance_name());
         crate::restore::start::at_start(&settings, &log, &metrics.restore).await;
-        let signer =
-            crate::witnessed::signer::from_settings(&settings, &db, &bus, &metrics.witness)?;
+        // The log's tiles (a directory or a bucket), written by the signer, served at /log/.
+        let tiles = crate::log::tiles::configured(&settings)?;
+        let signer = crate::witnessed::signer::from_settings(
+            &settings,
+            &db,
+            &bus,
+            &metrics.witness,
+            tiles.clone(),
+        )?;
         let tasks = TaskTracker::new();
         // Background tasks end when ingest has ended; HTTP last, after the acks are flushed.
         let background = CancellationToken::new();
         let http_stop = CancellationToken::new();
-        let router = http_router(&db, &health, &metrics, report_token, &settings);
+        let router = http_router(&db, &health, &metrics, report_token, tiles);
         tracing::info!(%address, "HTTP listening (/ lists the endpoints)");
         tasks.spawn(crate::server::serve(
             listener,
@@ -239,7 +246,7 @@ fn http_router(
     health: &Arc<Health>,
     metrics: &Metrics,
     report_token: crate::server::reports::ReportToken,
-    settings: &Settings,
+    tiles: Option<crate::log::tiles::Tiles>,
 ) -> axum::Router {
     if report_token.is_none() {
         tracing::info!("report endpoints are open: no report token configured (EVENT_AUDIT_REPORT_TOKEN or --report-token-file)");
@@ -248,12 +255,7 @@ fn http_router(
         store: ReconcileStore::new(db.clone()),
         token: report_token,
     };
-    crate::server::router(
-        health.clone(),
-        metrics.registry.clone(),
-        reports,
-        settings.witness.tiles_dir.clone(),
-    )
+    crate::server::router(health.clone(), metrics.registry.clone(), reports, tiles)
 }
 
 /// The ingest pipeline, once the catalogue's fingerprint is recorded (a failure to record it

@@ -5,6 +5,7 @@ pub(crate) mod line;
 pub(crate) mod manifest;
 pub(crate) mod prune;
 pub(crate) mod read;
+pub(crate) mod remote;
 pub(crate) mod write;
 
 use std::path::{Path, PathBuf};
@@ -39,6 +40,10 @@ pub(crate) enum ArchiveError {
     FutureBound(String, String),
     #[error("partition audit.{0} ends at {1}, which has not passed: a partition is pruned only once its month is over")]
     NotOver(String, String),
+    /// The archive's object store failed or refused (a file already there with other bytes,
+    /// a lock the bucket does not keep).
+    #[error(transparent)]
+    Store(Box<crate::blobs::BlobError>),
 }
 
 /// How much longer than one ordinary statement an archive's COPY or a prune may take (the
@@ -70,7 +75,24 @@ pub(crate) async fn retain(
     instance: &str,
     bound: std::time::Duration,
 ) -> Result<Retained, ArchiveError> {
+    retain_to(db, before, dir, None, reason, instance, bound).await
+}
+
+/// [`retain`], the archive written in `dir` and, with `remote`, put in its bucket before any
+/// partition is pruned.
+pub(crate) async fn retain_to(
+    db: &Db,
+    before: DateTime<Utc>,
+    dir: &Path,
+    remote: Option<&remote::Remote>,
+    reason: &str,
+    instance: &str,
+    bound: std::time::Duration,
+) -> Result<Retained, ArchiveError> {
     let (written, _) = write::archive(db, before, dir, bound).await?;
+    if let Some(r) = remote {
+        remote::upload(r, dir, &written).await?;
+    }
     let mut pruned = Vec::new();
     for entry in &written.partitions {
         pruned.push(prune::prune(db, dir, entry, reason, instance, bound).await?);

@@ -197,6 +197,33 @@ pub fn default_log_filter(cli: &Cli) -> &'static str {
     }
 }
 
+/// The log's tiles at `location` (see [`store_at`]).
+pub(crate) fn tiles_at(
+    location: &str,
+    config: Option<&std::path::Path>,
+) -> anyhow::Result<crate::log::tiles::Tiles> {
+    if let Ok(crate::blobs::Location::Dir(d)) = crate::blobs::Location::parse(location) {
+        return Ok(crate::log::tiles::Tiles::dir(d));
+    }
+    Ok(crate::log::tiles::Tiles::new(store_at(location, config)?))
+}
+
+/// The store at `location` (a directory, or `s3://bucket/prefix` with the settings file's
+/// `[object_store]`, its credentials from their files or the environment).
+pub(crate) fn store_at(
+    location: &str,
+    config: Option<&std::path::Path>,
+) -> anyhow::Result<crate::blobs::Store> {
+    let at = crate::blobs::Location::parse(location).map_err(anyhow::Error::msg)?;
+    let settings = match (&at, config) {
+        (crate::blobs::Location::S3 { .. }, Some(_)) => {
+            crate::config::layer::load(config, toml::Table::new())?.object_store
+        }
+        _ => crate::config::ObjectStoreSettings::default(),
+    };
+    Ok(crate::blobs::Store::open(&at, &settings)?)
+}
+
 /// A multi-threaded runtime for the commands that do I/O.
 pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_multi_thread()

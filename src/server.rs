@@ -32,7 +32,7 @@ pub(crate) fn router(
     health: Arc<Health>,
     registry: Registry,
     reports: reports::ReportState,
-    tiles: Option<std::path::PathBuf>,
+    tiles: Option<crate::log::tiles::Tiles>,
 ) -> Router {
     let log = tiles.map_or_else(Router::new, log::router);
     Router::new()

@@ -64,7 +64,7 @@ pub mod log {
         pub use crate::log::signed::Memory;
     }
     pub mod tiles {
-        pub use crate::log::tiles::TileDir;
+        pub use crate::log::tiles::{Tiles, TilesError, Wrote};
     }
     pub mod tree {
         pub use crate::log::tree::TreeStore;

@@ -25,6 +25,10 @@ pub struct DirStore {
     /// The mode of the files it creates (0644 for a log served by any web server, 0600 for
     /// archives).
     mode: u32,
+    /// Whether each put fsyncs its file before naming it (the default); without, only
+    /// [`DirStore::sync`] makes what was put durable (a log's tiles: one sync of the file
+    /// system before the checkpoint, as the tile writer always did).
+    fsync_each: bool,
 }
 
 impl DirStore {
@@ -33,11 +37,24 @@ impl DirStore {
             place: format!("directory {}", root.display()),
             root,
             mode,
+            fsync_each: true,
+        }
+    }
+
+    /// The same, its puts not fsynced one by one: durable only once [`DirStore::sync`] returns.
+    pub(crate) fn without_fsync_each(self) -> DirStore {
+        DirStore {
+            fsync_each: false,
+            ..self
         }
     }
 
     pub(crate) fn with_mode(self, mode: u32) -> DirStore {
         DirStore { mode, ..self }
+    }
+
+    pub(crate) fn root(&self) -> &Path {
+        &self.root
     }
 
     pub(crate) fn place(&self) -> &str {
@@ -53,6 +70,14 @@ impl DirStore {
         }
     }
 
+    fn too_large(&self, key: &str, max: u64) -> BlobError {
+        BlobError::TooLarge {
+            place: self.place.clone(),
+            key: key.to_owned(),
+            max,
+        }
+    }
+
     pub(crate) async fn get(&self, key: &str, max: u64) -> Result<Option<Bytes>, BlobError> {
         let (me, key) = (self.clone(), key.to_owned());
         blocking(move || me.get_now(&key, max)).await
@@ -64,16 +89,16 @@ impl DirStore {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(self.io("get", key, e)),
         };
+        // A file that says it is larger is refused before any byte is read.
+        if f.metadata().is_ok_and(|m| m.len() > max) {
+            return Err(self.too_large(key, max));
+        }
         let mut bytes = Vec::new();
         f.take(max.saturating_add(1))
             .read_to_end(&mut bytes)
             .map_err(|e| self.io("get", key, e))?;
         if bytes.len() as u64 > max {
-            return Err(BlobError::TooLarge {
-                place: self.place.clone(),
-                key: key.to_owned(),
-                max,
-            });
+            return Err(self.too_large(key, max));
         }
         Ok(Some(Bytes::from(bytes)))
     }
@@ -137,7 +162,7 @@ impl DirStore {
         }
     }
 
-    /// A temporary file beside `path` holding `bytes`, fsynced.
+    /// A temporary file beside `path` holding `bytes`, fsynced unless the store syncs at once.
     fn temp_beside(&self, path: &Path, bytes: &[u8]) -> std::io::Result<PathBuf> {
         let parent = path.parent().unwrap_or(&self.root);
         std::fs::create_dir_all(parent)?;
@@ -154,7 +179,10 @@ impl DirStore {
                 .mode(self.mode)
                 .open(&tmp)?;
             f.write_all(bytes)?;
-            f.sync_all()
+            if self.fsync_each {
+                f.sync_all()?;
+            }
+            Ok(())
         })();
         match written {
             Ok(()) => Ok(tmp),

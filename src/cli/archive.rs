@@ -50,14 +50,33 @@ pub fn run(args: ArchiveArgs) -> anyhow::Result<ExitCode> {
     let settings = args.config.load(&args)?;
     let instance = settings.ingest.instance_name();
     let bound = settings.database.statement_timeout.get() * STATEMENT_FACTOR;
+    let remote = remote_of(&args.out, &settings)?;
+    let staging = match &remote {
+        Some(_) => Some(
+            tempfile::Builder::new()
+                .prefix(".event-audit-archive")
+                .tempdir()?,
+        ),
+        None => None,
+    };
+    let out = staging
+        .as_ref()
+        .map_or(args.out.clone(), |t| t.path().to_owned());
     let done = super::runtime()?.block_on(async {
         let db = Db::open_existing(&settings.database, 2).await?;
+        if let Some(r) = &remote {
+            archive::remote::stage_manifest(&r.store, &out).await?;
+        }
         let run = async {
+            let reason = args.reason.as_deref().unwrap_or_default();
             if args.prune {
-                let reason = args.reason.as_deref().unwrap_or_default();
-                archive::retain(&db, args.before, &args.out, reason, &instance, bound).await
+                let r = remote.as_ref();
+                archive::retain_to(&db, args.before, &out, r, reason, &instance, bound).await
             } else {
-                let (written, _) = write::archive(&db, args.before, &args.out, bound).await?;
+                let (written, _) = write::archive(&db, args.before, &out, bound).await?;
+                if let Some(r) = &remote {
+                    archive::remote::upload(r, &out, &written).await?;
+                }
                 Ok(Retained {
                     written,
                     pruned: Vec::new(),
@@ -73,6 +92,10 @@ pub fn run(args: ArchiveArgs) -> anyhow::Result<ExitCode> {
             ),
         }
     })?;
+    let mut done = done;
+    if remote.is_some() {
+        done.written.dir = args.out.clone();
+    }
     if done.written.partitions.is_empty() {
         eprintln!(
             "no unpruned partition ends by {} (already pruned: {}): nothing archived",
@@ -90,6 +113,26 @@ pub fn run(args: ArchiveArgs) -> anyhow::Result<ExitCode> {
         ListFormat::Table => print!("{}", report(&done)),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The archive's bucket when `--out` is `s3://bucket/prefix` (with `[object_store]`), its
+/// objects locked for `retention.archive_lock_for` when that is set.
+fn remote_of(
+    out: &std::path::Path,
+    settings: &crate::config::Settings,
+) -> anyhow::Result<Option<archive::remote::Remote>> {
+    let Some(s3 @ crate::blobs::Location::S3 { .. }) = out
+        .to_str()
+        .and_then(|s| crate::blobs::Location::parse(s).ok())
+    else {
+        return Ok(None);
+    };
+    let store = crate::blobs::Store::open(&s3, &settings.object_store)?;
+    let lock_until = match settings.retention.archive_lock_for {
+        Some(d) => Some(chrono::Utc::now() + chrono::Duration::from_std(d.get())?),
+        None => None,
+    };
+    Ok(Some(archive::remote::Remote { store, lock_until }))
 }
 
 fn report(r: &Retained) -> String {

@@ -100,6 +100,8 @@ fn every_settings_id_is_a_settings_path() {
         "witness.signing_key_file",
         "witness.checkpoint_dir",
         "witness.tiles_dir",
+        "witness.tiles_url",
+        "witness.tiles_lock_for",
         "verify.mirror",
         "witness.origin",
         "witness.public_key",
@@ -116,6 +118,7 @@ fn every_settings_id_is_a_settings_path() {
         "retention.payloads_for",
         "retention.rows_for",
         "retention.archive_dir",
+        "retention.archive_lock_for",
     ];
     let mut seen = 0;
     let cmd = crate::cli::Cli::command();

@@ -1,6 +1,7 @@
-//! `event-audit mirror --log-url URL --public-key FILE [--witness-policy FILE] --dir DIR
-//! [--follow INTERVAL] [--metrics-listen ADDR]`: the auditor's copy of every leaf of a log (no
-//! PostgreSQL, no NATS). One pull: exit 0 with the origin and size on stdout; 1 when the log
+//! `event-audit mirror --log-url URL --public-key FILE [--witness-policy FILE] --dir
+//! DIR|s3://BUCKET/PREFIX [--config FILE] [--follow INTERVAL] [--metrics-listen ADDR]`: the
+//! auditor's copy of every leaf of a log (no PostgreSQL, no NATS), in a directory or an S3
+//! bucket (`[object_store]` of the settings file: endpoint, region, credential files). One pull: exit 0 with the origin and size on stdout; 1 when the log
 //! signs a tree that contradicts the copy (rollback or fork), both signed notes printed in full
 //! and the copy untouched; 2 when it could not mirror (unreachable, a bad key, tiles or bundles
 //! that are not the signed tree). `--follow` pulls at the interval until SIGTERM or SIGINT.
@@ -13,6 +14,7 @@ use anyhow::Context;
 
 use crate::app::shutdown_signal;
 use crate::config::Dur;
+use crate::log::tiles::Tiles;
 use crate::mirror::follow::{self, Follow};
 use crate::mirror::source::Source;
 use crate::mirror::{pull, Log, PullError, Pulled, Split};
@@ -30,9 +32,13 @@ pub struct MirrorArgs {
     /// A witness policy: every checkpoint mirrored must carry its quorum of cosignatures.
     #[arg(long, value_name = "FILE")]
     pub(crate) witness_policy: Option<PathBuf>,
-    /// Where the copies are kept: one per log, in `<dir>/<hex SHA-256 of the origin>/`.
-    #[arg(long, value_name = "DIR")]
-    pub(crate) dir: PathBuf,
+    /// Where the copies are kept: one per log, in `<dir>/<hex SHA-256 of the origin>/`; a
+    /// directory or s3://BUCKET/PREFIX (with the settings file's [object_store]).
+    #[arg(long, value_name = "DIR|s3://BUCKET/PREFIX")]
+    pub(crate) dir: String,
+    /// A settings file: its [object_store] is read for an s3:// --dir.
+    #[arg(long, env = "EVENT_AUDIT_CONFIG")]
+    pub(crate) config: Option<PathBuf>,
     /// Pull again every INTERVAL (e.g. 10s) until stopped, never exiting on a failure.
     #[arg(long, value_name = "INTERVAL")]
     pub(crate) follow: Option<Dur>,
@@ -62,16 +68,17 @@ pub fn run(args: MirrorArgs) -> anyhow::Result<ExitCode> {
         policy,
         max_leaves: args.max_leaves_per_pull,
     };
+    let dir = super::tiles_at(&args.dir, args.config.as_deref())?;
     super::runtime()?.block_on(async {
         match args.follow {
-            Some(every) => follow(log, args.dir, every, args.metrics_listen).await,
-            None => once(&log, &args.dir).await,
+            Some(every) => follow(log, dir, every, args.metrics_listen).await,
+            None => once(&log, &dir).await,
         }
     })
 }
 
 /// One pull, its outcome as the exit code.
-async fn once(log: &Log, dir: &std::path::Path) -> anyhow::Result<ExitCode> {
+async fn once(log: &Log, dir: &Tiles) -> anyhow::Result<ExitCode> {
     match pull::pull(log, dir, true).await {
         Ok(Pulled::Added { origin, from, size }) => {
             println!(
@@ -115,7 +122,7 @@ async fn once(log: &Log, dir: &std::path::Path) -> anyhow::Result<ExitCode> {
 /// Pulls at every `every` until SIGTERM or SIGINT.
 async fn follow(
     log: Log,
-    dir: PathBuf,
+    dir: Tiles,
     every: Dur,
     metrics_listen: Option<SocketAddr>,
 ) -> anyhow::Result<ExitCode> {

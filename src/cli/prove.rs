@@ -114,7 +114,13 @@ pub fn run(args: ProveArgs) -> anyhow::Result<ExitCode> {
             _ => anyhow::bail!("give --stream and --seq, or --account"),
         };
         let started = std::time::Instant::now();
-        let bundle = prove(&store, query, &cp, &note, args.archive.as_deref()).await?;
+        // An archive in a bucket is fetched into a staging directory first (removed after).
+        let archive = match &args.archive {
+            Some(a) => Some(crate::archive::remote::at(a, &settings.object_store).await?),
+            None => None,
+        };
+        let dir = archive.as_ref().map(|(d, _)| d.as_path());
+        let bundle = prove(&store, query, &cp, &note, dir).await?;
         let took = started.elapsed();
         let body = serde_json::to_string_pretty(&bundle)? + "\n";
         let expect = Expect {

@@ -44,6 +44,10 @@ pub struct SignerArgs {
     /// then the checkpoint) and served from under /log/; an existing log is backfilled first.
     #[arg(long, id = "witness.tiles_dir", env = "EVENT_AUDIT_TILES_DIR")]
     pub(crate) tiles_dir: Option<PathBuf>,
+    /// The same in an S3 bucket, s3://BUCKET/PREFIX (endpoint, region and credential files
+    /// from the settings file's [object_store], or AWS_* in the environment), served under /log/.
+    #[arg(long, id = "witness.tiles_url", env = "EVENT_AUDIT_TILES_URL")]
+    pub(crate) tiles_url: Option<String>,
     /// Copies of the log's tiles (directories or URLs; an auditor's mirror) to restore lost
     /// leaves from when the database's tree is behind the checkpoint the key signed (after
     /// --tiles-dir); repeat, or comma-separate.

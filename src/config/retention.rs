@@ -23,6 +23,9 @@ pub struct RetentionSettings {
     pub rows_for: Option<Dur>,
     /// Where rows are archived before they leave the database (needed by `rows_for`).
     pub archive_dir: Option<PathBuf>,
+    /// `archive --out s3://...`: each archive object is put under S3 Object Lock (compliance
+    /// mode) for this long; a bucket that does not keep the lock is refused.
+    pub archive_lock_for: Option<Dur>,
     /// Time between retention runs (the first runs shortly after start).
     pub interval: Dur,
 }
@@ -33,6 +36,7 @@ impl Default for RetentionSettings {
             payloads_for: None,
             rows_for: None,
             archive_dir: None,
+            archive_lock_for: None,
             interval: defaults::RETENTION_INTERVAL,
         }
     }
@@ -60,6 +64,20 @@ impl RetentionSettings {
                 Some(p) if p > LONGEST => c.fail(key, p, format!("at most {LONGEST}")),
                 _ => {}
             }
+        }
+        if let Some(d) = self.archive_dir.as_ref().filter(|d| d.starts_with("s3:")) {
+            c.fail(
+                "retention.archive_dir",
+                d.display(),
+                "a directory: the scheduled archive does not write to a bucket yet (run `archive --out s3://...`)",
+            );
+        }
+        if let Some(p) = self.archive_lock_for.filter(|p| p.get().is_zero()) {
+            c.fail(
+                "retention.archive_lock_for",
+                p,
+                "a period longer than zero, or unset",
+            );
         }
         if let (Some(rows), None) = (self.rows_for, &self.archive_dir) {
             c.fail(

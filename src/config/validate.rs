@@ -177,6 +177,25 @@ impl Settings {
             1,
             5,
         );
+        if let Some(url) = &self.witness.tiles_url {
+            let w = &self.witness;
+            // The bucket and prefix are checked where the store is opened.
+            let why = match (url.starts_with("s3://"), &w.tiles_dir, &w.signing_key_file) {
+                (false, _, _) => "s3://bucket/prefix (a directory is --tiles-dir)",
+                (_, Some(_), _) => "either --tiles-url or --tiles-dir, not both",
+                (_, _, None) => "a signing key as well (--signing-key-file): tiles are written at each signed checkpoint",
+                _ => "",
+            };
+            if !why.is_empty() {
+                c.fail("witness.tiles_url", url, why);
+            }
+        } else if let Some(d) = self.witness.tiles_lock_for {
+            c.fail(
+                "witness.tiles_lock_for",
+                d,
+                "only with witness.tiles_url: a directory cannot lock a file",
+            );
+        }
         if let (Some(dir), None) = (&self.witness.tiles_dir, &self.witness.signing_key_file) {
             c.fail(
                 "witness.tiles_dir",

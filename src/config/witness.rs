@@ -57,6 +57,12 @@ pub struct WitnessSettings {
     /// Where the daemon writes the log as C2SP tlog-tiles at each published checkpoint (and
     /// serves it under `/log/`); an existing log is backfilled on the first round.
     pub tiles_dir: Option<PathBuf>,
+    /// The same in an S3 bucket, `s3://bucket/prefix` (with `[object_store]`), instead of
+    /// `tiles_dir`; served under `/log/` too.
+    pub tiles_url: Option<String>,
+    /// With `tiles_url`: each full tile and bundle is put under S3 Object Lock (compliance
+    /// mode) for this long (a bucket without Object Lock is refused).
+    pub tiles_lock_for: Option<Dur>,
     /// The log's name in its checkpoints; default: the signing key's name (which `keygen`
     /// makes `event-audit/<database name>`).
     pub origin: Option<String>,
@@ -98,6 +104,8 @@ impl Default for WitnessSettings {
             checkpoint_replicas: defaults::CHECKPOINT_REPLICAS,
             checkpoint_dir: None,
             tiles_dir: None,
+            tiles_url: None,
+            tiles_lock_for: None,
             origin: None,
             public_key: None,
             full: false,

@@ -4,7 +4,6 @@
 //! still check, and report each new pair of notes). With a metrics address, `GET /metrics`
 //! serves [`super::metrics`] in the Prometheus text format.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use axum::extract::State;
@@ -23,7 +22,7 @@ use crate::telemetry::metrics::Registry;
 /// What `--follow` runs with.
 pub(crate) struct Follow {
     pub log: Log,
-    pub dir: PathBuf,
+    pub dir: crate::log::tiles::Tiles,
     pub every: Duration,
     /// Where `/metrics` is served, already bound.
     pub metrics: Option<TcpListener>,

@@ -3,20 +3,19 @@
 //! pushed onto the copy's own tiles, the rebuilt root compared with the signed one and every
 //! hash tile and bundle the log serves compared byte for byte with the rebuilt ones. Nothing is
 //! written before every check passed; then the new tiles, then the checkpoint as served (with
-//! its cosignatures), renamed into place last. The size a checkpoint claims is believed only
+//! its cosignatures), put last. The size a checkpoint claims is believed only
 //! once its signature holds, and even then bounds nothing by itself: a pull adds at most
 //! `Log::max_leaves` leaves (refused beyond, before anything is fetched), the tiles are named
 //! one at a time as they are fetched, a few at once, and the first one that cannot be fetched
 //! ends the pull, so memory and work follow what the log actually served.
 
 use std::collections::HashMap;
-use std::path::Path;
 
 use futures::StreamExt;
 
 use super::source::origin_dir;
 use super::{Log, PullError, Pulled, Signed, Split};
-use crate::log::tiles::{TileDir, CHECKPOINT_FILE};
+use crate::log::tiles::{Tiles, CHECKPOINT_FILE};
 use crate::tlog::merkle::Hash;
 use crate::tlog::note;
 use crate::tlog::tile::build::TileBuilder;
@@ -26,13 +25,13 @@ use crate::tlog::tile::{self, Kind, TileId};
 /// Tiles fetched at once.
 const CONCURRENCY: usize = 8;
 
-/// Pulls the log into its copy under `dir` (`dir/<hex SHA-256 of the origin>/`); with `write`
-/// false, checks only (a copy kept untouched after a fork).
-pub(crate) async fn pull(log: &Log, dir: &Path, write: bool) -> Result<Pulled, PullError> {
+/// Pulls the log into its copy under `dir` (`dir/<hex SHA-256 of the origin>/`, a directory or
+/// an S3 prefix); with `write` false, checks only (a copy kept untouched after a fork).
+pub(crate) async fn pull(log: &Log, dir: &Tiles, write: bool) -> Result<Pulled, PullError> {
     let (log, theirs) = log_checkpoint(log).await?;
     let log = &log;
-    let copy = TileDir::new(dir.join(origin_dir(&theirs.cp.origin)));
-    let ours = mirror_checkpoint(&copy, log)?;
+    let copy = dir.child(&origin_dir(&theirs.cp.origin));
+    let ours = mirror_checkpoint(&copy, log).await?;
     let Some(ours) = ours else {
         return extend(log, &copy, None, theirs, write).await;
     };
@@ -88,14 +87,14 @@ pub(crate) fn opened(log: &Log, note: String) -> Result<Signed, PullError> {
 }
 
 /// The mirror checkpoint of the copy, if there is one yet (signed by the same key).
-fn mirror_checkpoint(copy: &TileDir, log: &Log) -> Result<Option<Signed>, PullError> {
-    let Some(note) = copy.checkpoint()? else {
+async fn mirror_checkpoint(copy: &Tiles, log: &Log) -> Result<Option<Signed>, PullError> {
+    let Some(note) = copy.checkpoint().await? else {
         return Ok(None);
     };
     let cp = note::open(&note, &log.key).map_err(|e| {
         PullError::Refused(format!(
             "the mirror's checkpoint {}: {e}; the copy is of another key, and is kept as it is",
-            copy.root().join(CHECKPOINT_FILE).display()
+            copy.shown(CHECKPOINT_FILE)
         ))
     })?;
     Ok(Some(Signed { note, cp }))
@@ -114,7 +113,7 @@ struct Rebuilt {
 /// From the copy of `m` leaves to the log's `n`.
 async fn extend(
     log: &Log,
-    copy: &TileDir,
+    copy: &Tiles,
     ours: Option<Signed>,
     theirs: Signed,
     write: bool,
@@ -129,7 +128,7 @@ async fn extend(
             log.max_leaves
         )));
     }
-    let mut r = rebuild(log, copy.builder_at(m)?, m, n).await?;
+    let mut r = rebuild(log, copy.builder_at(m).await?, m, n).await?;
     if r.builder.size() != n {
         return Err(PullError::Refused(format!(
             "the bundles make a tree of {} leaves, not the checkpoint's {n}",
@@ -153,12 +152,13 @@ async fn extend(
         )));
     }
     if write {
-        for id in tile::tiles_between(m, n) {
-            if let Some(bytes) = r.built.get(&id) {
-                copy.write(&id, bytes)?;
-            }
+        let new: Vec<_> = tile::tiles_between(m, n)
+            .filter_map(|id| r.built.get(&id).map(|b| (id, b)))
+            .collect();
+        for chunk in new.chunks(CONCURRENCY) {
+            futures::future::try_join_all(chunk.iter().map(|(id, b)| copy.write(id, b))).await?;
         }
-        copy.write_checkpoint(&theirs.note)?;
+        copy.write_checkpoint(&theirs.note).await?;
     }
     Ok(Pulled::Added {
         origin: theirs.cp.origin,

@@ -1,14 +1,13 @@
 //! The log's read path, C2SP tlog-tiles under `/log/`: `GET /log/checkpoint` (the newest
 //! published, with its cosignatures; cacheable for a few seconds) and `GET /log/tile/<L>/<N>
 //! [.p/<W>]`, `/log/tile/entries/<N>[.p/<W>]` (immutable: cached for a week). Files come from the
-//! tile directory the signer writes (`--tiles-dir`); a path is answered only when it parses as a
-//! tile and lies inside the served checkpoint's tree, so nothing else in the directory (a
-//! temporary file, the backfill's mark, a tile written past the checkpoint) is ever served, and
-//! only as a regular file inside the directory of at most a tile's (or a note's) bytes. CORS is
+//! tiles the signer writes (`--tiles-dir`, or the bucket of `--tiles-url`); a path is answered
+//! only when it parses as a tile and lies inside the served checkpoint's tree, so nothing else
+//! in the store (a temporary file, the backfill's mark, a tile written past the checkpoint) is
+//! ever served, and only as at most a tile's (or a note's) bytes (in a directory, a regular
+//! file inside it). A store that cannot be read answers 503. CORS is
 //! open, as Sunlight's read path is: every answer allows any origin, and a browser's preflight
 //! (`OPTIONS`) is answered 204 with the methods and headers allowed.
-
-use std::path::PathBuf;
 
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderValue, StatusCode};
@@ -16,17 +15,14 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 
+use crate::log::tiles::Tiles;
 use crate::tlog::note::MAX_NOTE;
 use crate::tlog::tile::TileId;
 
-/// The checkpoint may be cached this long.
-pub(crate) const CHECKPOINT_CACHE: &str = "public, max-age=2";
-
-/// Tiles and bundles never change once written.
-pub(crate) const TILE_CACHE: &str = "public, max-age=604800, immutable";
+use crate::log::tiles::{CHECKPOINT_CACHE, TILE_CACHE};
 
 /// The routes under `/log/`, reading `dir`.
-pub(crate) fn router(dir: PathBuf) -> Router {
+pub(crate) fn router(dir: Tiles) -> Router {
     Router::new()
         .route("/log/{*path}", get(serve).options(preflight))
         .with_state(dir)
@@ -55,19 +51,24 @@ async fn preflight() -> Response {
     r
 }
 
-/// `rel` in `dir`: a regular file inside it of at most `limit` bytes, or nothing.
-async fn read(dir: &std::path::Path, rel: String, limit: u64) -> Option<Vec<u8>> {
-    let dir = dir.to_owned();
-    tokio::task::spawn_blocking(move || {
-        crate::files::bounded::read_beneath(&dir, std::path::Path::new(&rel), limit, "tile")
-    })
-    .await
-    .ok()?
-    .ok()?
+/// `rel` in `dir`, at most `limit` bytes: `Ok(None)` when it is not there (or not a file that
+/// may be served), `Err` when the store could not be read.
+async fn read(dir: &Tiles, rel: &str, limit: u64) -> Result<Option<Vec<u8>>, ()> {
+    match dir.get(rel, limit).await {
+        Ok(b) => Ok(b.map(Vec::from)),
+        // In a directory: not a regular file inside it, or too large: not a tile to serve.
+        Err(_) if matches!(dir.store(), crate::blobs::Store::Dir(_)) => Ok(None),
+        Err(e) => {
+            tracing::warn!(error = %e, "/log/: the tiles could not be read");
+            Err(())
+        }
+    }
 }
 
-async fn serve(State(dir): State<PathBuf>, Path(path): Path<String>) -> Response {
-    let checkpoint = read(&dir, "checkpoint".into(), MAX_NOTE).await;
+async fn serve(State(dir): State<Tiles>, Path(path): Path<String>) -> Response {
+    let Ok(checkpoint) = read(&dir, "checkpoint", MAX_NOTE).await else {
+        return unavailable();
+    };
     if path == "checkpoint" {
         return match checkpoint {
             Some(body) => answer(body, "text/plain; charset=utf-8", CHECKPOINT_CACHE),
@@ -83,9 +84,10 @@ async fn serve(State(dir): State<PathBuf>, Path(path): Path<String>) -> Response
     if !id.within(size) {
         return not_found();
     }
-    match read(&dir, id.path(), id.max_bytes()).await {
-        Some(body) => answer(body, "application/octet-stream", TILE_CACHE),
-        None => not_found(),
+    match read(&dir, &id.path(), id.max_bytes()).await {
+        Ok(Some(body)) => answer(body, "application/octet-stream", TILE_CACHE),
+        Ok(None) => not_found(),
+        Err(()) => unavailable(),
     }
 }
 
@@ -101,6 +103,19 @@ fn answer(body: Vec<u8>, kind: &'static str, cache: &'static str) -> Response {
     h.insert(header::CONTENT_TYPE, HeaderValue::from_static(kind));
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static(cache));
     h.insert(
+        header::ACCESS_CONTROL_ALLOW_ORIGIN,
+        HeaderValue::from_static("*"),
+    );
+    r
+}
+
+fn unavailable() -> Response {
+    let mut r = (
+        StatusCode::SERVICE_UNAVAILABLE,
+        "the log's tiles cannot be read now\n",
+    )
+        .into_response();
+    r.headers_mut().insert(
         header::ACCESS_CONTROL_ALLOW_ORIGIN,
         HeaderValue::from_static("*"),
     );

@@ -15,8 +15,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::blobs::{Location, Store};
 use crate::log::read::VerifyStore;
-use crate::log::tiles::{TileDir, TilesError};
+use crate::log::tiles::{Tiles, TilesError};
 use crate::log::tree::TreeStore;
 use crate::row::hex;
 use crate::tlog::merkle::Hash;
@@ -176,7 +177,8 @@ impl MirrorReport {
 /// An auditor's mirror of one log, read and rebuilt into its checkpoint's root.
 #[derive(Debug)]
 pub(crate) struct Mirror {
-    pub root: PathBuf,
+    /// Where the copy is (a directory, or an S3 prefix).
+    pub root: String,
     pub cp: Checkpoint,
     pub signature_checked: bool,
     /// Its entries (row hashes) in leaf order.
@@ -226,14 +228,15 @@ fn log_dir(dir: &Path, key: Option<&PublicKey>) -> Result<PathBuf, MirrorError> 
 
 /// The mirror's checkpoint, opened with the key when there is one (otherwise only parsed: the
 /// size and root it claims, believed as far as the entries read make that root).
-fn checkpoint(dir: &TileDir, key: Option<&PublicKey>) -> Result<Checkpoint, MirrorError> {
-    let path = dir.root().display().to_string();
+async fn checkpoint(dir: &Tiles, key: Option<&PublicKey>) -> Result<Checkpoint, MirrorError> {
+    let path = dir.place().to_owned();
     let bad = |why: String| MirrorError::Checkpoint {
         path: path.clone(),
         why,
     };
     let text = dir
-        .checkpoint()?
+        .checkpoint()
+        .await?
         .ok_or_else(|| MirrorError::NoCheckpoint { path: path.clone() })?;
     match key {
         Some(k) => {
@@ -245,19 +248,19 @@ fn checkpoint(dir: &TileDir, key: Option<&PublicKey>) -> Result<Checkpoint, Mirr
 
 /// The mirror's entries, read bundle by bundle in leaf order and rebuilt into its
 /// checkpoint's root; the first bundle missing, unreadable or malformed ends the read.
-fn entries(dir: &TileDir, cp: &Checkpoint) -> Result<Vec<Hash>, MirrorError> {
-    let path = || dir.root().display().to_string();
+async fn entries(dir: &Tiles, cp: &Checkpoint) -> Result<Vec<Hash>, MirrorError> {
+    let path = || dir.place().to_owned();
     let mut out = Vec::new();
     let mut tree = TileBuilder::new();
     for id in tiles_between(0, cp.size).filter(|t| t.kind == Kind::Entries) {
-        let bytes = dir.read(&id)?.ok_or_else(|| TilesError::Missing {
+        let bytes = dir.read(&id).await?.ok_or_else(|| TilesError::Missing {
             path: path(),
             tile: id.path(),
             size: cp.size,
         })?;
         for e in parse_bundle(&id, &bytes).map_err(TilesError::from)? {
             let hash = Hash::try_from(e).map_err(|_| MirrorError::Entry {
-                path: dir.path_of(&id).display().to_string(),
+                path: dir.shown(&id.path()),
                 leaf: tree.size(),
                 len: e.len(),
             })?;
@@ -274,19 +277,37 @@ fn entries(dir: &TileDir, cp: &Checkpoint) -> Result<Vec<Hash>, MirrorError> {
     Ok(out)
 }
 
-/// The mirror in `dir`: the log's directory in it, its checkpoint (opened with the key in
-/// `key_file` when there is one) and its entries, rebuilt into the checkpoint's root.
-pub(crate) fn read(dir: &Path, key_file: Option<&Path>) -> Result<Mirror, MirrorError> {
+/// The mirror at `dir` (a directory, or `s3://bucket/prefix` read with `store`): the log's
+/// copy in it, its checkpoint (opened with the key in `key_file` when there is one) and its
+/// entries, rebuilt into the checkpoint's root.
+pub(crate) async fn read(
+    dir: &Path,
+    key_file: Option<&Path>,
+    store: &crate::config::ObjectStoreSettings,
+) -> Result<Mirror, MirrorError> {
     let key = match key_file {
         Some(p) => Some(crate::witnessed::signer::load_public_key(p)?),
         None => None,
     };
-    let root = log_dir(dir, key.as_ref())?;
-    let tiles = TileDir::new(root.clone());
-    let cp = checkpoint(&tiles, key.as_ref())?;
-    let entries = entries(&tiles, &cp)?;
+    let at = match dir.to_str().map(Location::parse) {
+        Some(Ok(s3 @ Location::S3 { .. })) => Some(s3),
+        _ => None,
+    };
+    let tiles = match at {
+        Some(s3) => {
+            // A bucket is not listed: the prefix is the log's copy, or the key names its folder.
+            let at = Tiles::new(Store::open(&s3, store).map_err(TilesError::from)?);
+            let found = at.log_in(key.as_ref().map(|k| k.name.as_str())).await?;
+            found.ok_or_else(|| MirrorError::NoCheckpoint {
+                path: format!("{} (pass --public-key)", at.place()),
+            })?
+        }
+        None => Tiles::dir(log_dir(dir, key.as_ref())?),
+    };
+    let cp = checkpoint(&tiles, key.as_ref()).await?;
+    let entries = entries(&tiles, &cp).await?;
     Ok(Mirror {
-        root,
+        root: tiles.place().to_owned(),
         cp,
         signature_checked: key.is_some(),
         entries,
@@ -375,7 +396,7 @@ pub(crate) async fn check(
     let aligned = align(&mirror.entries, &rows);
     let differences = name(store, &mirror.entries, &rows, &aligned.named).await?;
     Ok(MirrorReport {
-        dir: mirror.root.display().to_string(),
+        dir: mirror.root.clone(),
         origin: cp.origin.clone(),
         mirror_size: cp.size,
         signature_checked: mirror.signature_checked,

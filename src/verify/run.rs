@@ -123,7 +123,9 @@ pub async fn run(settings: &Settings, options: &VerifyOptions) -> Result<VerifyR
         found: None,
         why,
     };
-    let mirror = read_first(settings, options.archive.as_deref()).map_err(|w| stop(None, w))?;
+    let (mirror, archive, _staged) = read_first(settings, options.archive.as_deref())
+        .await
+        .map_err(|w| stop(None, w))?;
     let failed = |standby: Option<&StandbyView>, e: anyhow::Error| stop(standby, e.into());
     let workers = settings.database.connections.max(1);
     // One more connection than workers: a payload compared by PostgreSQL itself.
@@ -216,7 +218,7 @@ pub async fn run(settings: &Settings, options: &VerifyOptions) -> Result<VerifyR
             Err(e) => return Err(stopped(report, CouldNotVerify::Mirror(e))),
         }
     }
-    if let Some(dir) = &options.archive {
+    if let Some(dir) = &archive {
         // With a mirror, each archived row is checked at its leaf in the mirror's tiles.
         let entries = mirror.as_ref().map(|m| m.entries.as_slice());
         match super::archive::check(&store, dir, entries).await {
@@ -240,22 +242,32 @@ pub async fn run(settings: &Settings, options: &VerifyOptions) -> Result<VerifyR
 /// `--archive` both), and the archive's manifest with every file it names opened (the files
 /// are read later). A copy that cannot be read, whose checkpoint the key does not open, or an
 /// archive naming a file outside its folder is exit 2 at once, in one line.
-fn read_first(
+async fn read_first(
     settings: &Settings,
     archive: Option<&Path>,
-) -> Result<Option<Mirror>, CouldNotVerify> {
+) -> Result<ReadFirst, CouldNotVerify> {
     let mirror = match &settings.verify.mirror {
         Some(dir) => {
             let key = settings.witness.public_key.as_deref();
-            Some(super::mirror::read(dir, key).map_err(CouldNotVerify::Mirror)?)
+            let read = super::mirror::read(dir, key, &settings.object_store);
+            Some(read.await.map_err(CouldNotVerify::Mirror)?)
         }
         None => None,
     };
-    if let Some(dir) = archive {
-        crate::archive::read::preflight(dir).map_err(CouldNotVerify::Archive)?;
-    }
-    Ok(mirror)
+    let Some(archive) = archive else {
+        return Ok((mirror, None, None));
+    };
+    // An archive in a bucket is fetched first, into a staging directory kept until the end.
+    let (dir, staged) = crate::archive::remote::at(archive, &settings.object_store)
+        .await
+        .map_err(CouldNotVerify::Archive)?;
+    crate::archive::read::preflight(&dir).map_err(CouldNotVerify::Archive)?;
+    Ok((mirror, Some(dir), staged))
 }
+
+/// The mirror read, and the archive's directory (its staging directory, kept while the guard
+/// lives, when it is `s3://...`).
+type ReadFirst = (Option<Mirror>, Option<PathBuf>, Option<tempfile::TempDir>);
 
 /// This run's first break, to be remembered: the chain's first, else the witness's.
 fn finding(chain: &ChainReport, w: &WitnessReport) -> Option<Finding> {

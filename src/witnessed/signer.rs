@@ -28,7 +28,7 @@ use crate::config::WitnessSettings;
 use crate::db::{Db, DbError};
 use crate::log::checkpoints::{CheckpointStore, LOG_EVENTS, LOG_REVERDICTS};
 use crate::log::signed::{Memory, Remembered};
-use crate::log::tiles::TileDir;
+use crate::log::tiles::Tiles;
 use crate::log::tree::TreeStore;
 use crate::row::reverdict::chain_order;
 use crate::tlog::merkle::Frontier;
@@ -98,7 +98,7 @@ pub struct Signer {
     searched: Mutex<bool>,
     /// Whether the remembered checkpoints were shown to the witnesses since the start.
     cross_checked: Mutex<bool>,
-    /// The log's tiles, when a tile directory is configured.
+    /// The log's tiles, when a tile directory or bucket is configured.
     tiles: Option<Mutex<TileWriter>>,
     /// The row hashes the last round read, from which size: the tiles' new leaves, most often.
     tapped: Mutex<Option<(u64, Vec<crate::tlog::merkle::Hash>)>>,
@@ -124,7 +124,7 @@ impl Signer {
         let limit = s.publish_timeout.get();
         let tiles = s.tiles_dir.as_ref().map(|d| {
             Mutex::new(TileWriter::new(
-                TileDir::new(d.clone()),
+                Tiles::dir(d.clone()),
                 key.public(),
                 metrics.clone(),
             ))
@@ -150,6 +150,18 @@ impl Signer {
             searched: Mutex::new(false),
             cross_checked: Mutex::new(false),
         })
+    }
+
+    /// The signer with its tiles in `tiles` (a directory or an S3 bucket) rather than the
+    /// settings' `tiles_dir`.
+    pub fn with_tiles(mut self, tiles: Tiles) -> Signer {
+        let public = self.public.clone();
+        self.tiles = Some(Mutex::new(TileWriter::new(
+            tiles,
+            public,
+            self.metrics.clone(),
+        )));
+        self
     }
 
     /// The two logs: (log, origin).
@@ -457,6 +469,7 @@ pub(crate) fn from_settings(
     db: &Db,
     bus: &Bus,
     metrics: &Arc<crate::witnessed::metrics::WitnessMetrics>,
+    tiles: Option<Tiles>,
 ) -> Result<Option<Signer>, CheckpointError> {
     let w = &s.witness;
     let Some(path) = &w.signing_key_file else {
@@ -475,7 +488,10 @@ pub(crate) fn from_settings(
         }
         _ => key.name.clone(),
     };
-    let signer = Signer::new(key, origin, db.clone(), bus.clone(), w, metrics.clone())?;
+    let mut signer = Signer::new(key, origin, db.clone(), bus.clone(), w, metrics.clone())?;
+    if let Some(t) = tiles {
+        signer = signer.with_tiles(t);
+    }
     tracing::info!(origin = %signer.origin, key = %signer.public.encode(), stream = %w.checkpoint_stream, interval = %w.checkpoint_interval, state = %signer.state.display(), witnesses = signer.witnesses.as_ref().map_or(0, |_| 1), "checkpoints on");
     Ok(Some(signer))
 }

@@ -5,13 +5,13 @@
 //! tiles and bundles of each chunk, and, once the tree it built has the checkpoint's root, the
 //! partial tiles and then the checkpoint. A log that had no tiles gets them on its first round
 //! (the backfill), resumable chunk by chunk; a takeover never rewrites a full tile with other
-//! bytes ([`crate::log::tiles::TileDir::write`]).
+//! bytes ([`crate::log::tiles::Tiles::write`]). The tiles are in a directory (`--tiles-dir`) or
+//! an S3 bucket (`--tiles-url`), through the same interface.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use crate::db::DbError;
-use crate::log::tiles::{TileDir, TilesError};
+use crate::log::tiles::{Tiles, TilesError};
 use crate::log::tree::TreeStore;
 use crate::tlog::merkle::Hash;
 use crate::tlog::note::{self, Checkpoint, PublicKey};
@@ -19,12 +19,13 @@ use crate::tlog::tile::build::TileBuilder;
 use crate::tlog::tile::{TileId, TILE_WIDTH};
 use crate::witnessed::metrics::WitnessMetrics;
 
-/// The backfill's mark: every full tile and bundle below this size is written.
-pub const PROGRESS_FILE: &str = ".event-audit-tiles-progress";
-
 /// How many leaves one chunk reads at most before its tiles are written (then rounded up to
 /// the end of a link).
 pub const CHUNK_LEAVES: u64 = 65_536;
+
+/// Tiles written at once (an object store answers each put in a round trip; a directory's
+/// puts are each an fsync).
+const WRITES_AT_ONCE: usize = 8;
 
 /// Why the tiles of a checkpoint could not be written.
 #[derive(Debug, thiserror::Error)]
@@ -33,14 +34,12 @@ pub enum WriteError {
     Tiles(#[from] TilesError),
     #[error(transparent)]
     Db(#[from] DbError),
-    #[error("the tile directory {path} serves a checkpoint that does not open with this log's key ({why}): another log's directory? Point --tiles-dir at an empty directory or this log's own")]
+    #[error("the tiles at {path} serve a checkpoint that does not open with this log's key ({why}): another log's tiles? Point --tiles-dir or --tiles-url at an empty place or this log's own")]
     Foreign { path: String, why: String },
     #[error("the rows the database holds up to {size} do not make the root this key signed at that size: no tiles or checkpoint written (run `event-audit verify`)")]
     Root { size: u64 },
-    #[error("the tile directory {path}: its tiles at the served checkpoint's size {size} do not make that checkpoint's root (damaged, or files lost in a crash before they reached the disk); move the directory away and the next round writes the log's tiles again")]
+    #[error("the tiles at {path}: its tiles at the served checkpoint's size {size} do not make that checkpoint's root (damaged, or files lost in a crash before they reached the disk); move them away (the directory, or the prefix's objects) and the next round writes the log's tiles again")]
     Damaged { path: String, size: u64 },
-    #[error("writing tiles stopped: {0}")]
-    Task(String),
 }
 
 /// What one call did.
@@ -54,17 +53,20 @@ pub enum Outcome {
 
 /// The tiles of one log, kept by its signer.
 pub struct TileWriter {
-    dir: TileDir,
+    dir: Tiles,
     public: PublicKey,
+    /// Whether a backfill's mark may be there (written, or found at the start).
+    marked: bool,
     /// The tree of the last checkpoint written, kept between rounds.
     builder: Option<TileBuilder>,
     metrics: Arc<WitnessMetrics>,
 }
 
 impl TileWriter {
-    pub fn new(dir: TileDir, public: PublicKey, metrics: Arc<WitnessMetrics>) -> TileWriter {
+    pub fn new(dir: Tiles, public: PublicKey, metrics: Arc<WitnessMetrics>) -> TileWriter {
         TileWriter {
             dir,
+            marked: true,
             public,
             builder: None,
             metrics,
@@ -81,12 +83,12 @@ impl TileWriter {
         rows: Option<(u64, &[Hash])>,
     ) -> Result<Outcome, WriteError> {
         let cp = note::open(note, &self.public).map_err(|e| self.foreign(e.to_string()))?;
-        let served = self.served()?;
+        let served = self.served().await?;
         if let Some(s) = served.as_ref().filter(|s| s.size >= cp.size) {
             self.metrics.tiles_size.set(s.size as i64);
             return Ok(Outcome::Current { size: s.size });
         }
-        let mut builder = self.start(served.as_ref(), cp.size)?;
+        let mut builder = self.start(served.as_ref(), cp.size).await?;
         let start = builder.size();
         let written = self.extend(trees, &mut builder, &cp, rows).await;
         if let Err(e) = written {
@@ -94,11 +96,13 @@ impl TileWriter {
             return Err(e);
         }
         for (id, bytes) in builder.partials() {
-            self.dir.write(&id, &bytes)?;
+            self.dir.write(&id, &bytes).await?;
         }
         pause_before_checkpoint().await;
-        self.dir.write_checkpoint(note)?;
-        let _ = std::fs::remove_file(self.dir.root().join(PROGRESS_FILE));
+        self.dir.write_checkpoint(note).await?;
+        if std::mem::take(&mut self.marked) {
+            self.dir.clear_mark().await;
+        }
         self.metrics.tiles_size.set(cp.size as i64);
         self.builder = Some(builder);
         Ok(Outcome::Wrote {
@@ -108,8 +112,8 @@ impl TileWriter {
     }
 
     /// The checkpoint the directory serves, opened with the log's key.
-    fn served(&self) -> Result<Option<Checkpoint>, WriteError> {
-        match self.dir.checkpoint()? {
+    async fn served(&self) -> Result<Option<Checkpoint>, WriteError> {
+        match self.dir.checkpoint().await? {
             None => Ok(None),
             Some(text) => note::open(&text, &self.public)
                 .map(Some)
@@ -119,14 +123,14 @@ impl TileWriter {
 
     fn foreign(&self, why: String) -> WriteError {
         WriteError::Foreign {
-            path: self.dir.root().display().to_string(),
+            path: self.dir.place().to_owned(),
             why,
         }
     }
 
     /// Where to go on from: the tree kept since the last round, the backfill's mark, or the
     /// served checkpoint's tiles.
-    fn start(&mut self, cp: Option<&Checkpoint>, to: u64) -> Result<TileBuilder, WriteError> {
+    async fn start(&mut self, cp: Option<&Checkpoint>, to: u64) -> Result<TileBuilder, WriteError> {
         let served = cp.map_or(0, |c| c.size);
         if let Some(b) = self
             .builder
@@ -135,27 +139,19 @@ impl TileWriter {
         {
             return Ok(b);
         }
-        let mark = crate::files::bounded::read_beneath(
-            self.dir.root(),
-            Path::new(PROGRESS_FILE),
-            64,
-            "mark",
-        )
-        .ok()
-        .flatten()
-        .and_then(|t| String::from_utf8(t).ok())
-        .and_then(|t| t.trim().parse::<u64>().ok())
-        .filter(|m| *m > served && *m <= to && m % TILE_WIDTH == 0);
+        let mark = self.dir.mark().await;
+        self.marked = mark.is_some();
+        let mark = mark.filter(|m| *m > served && *m <= to && m % TILE_WIDTH == 0);
         if let Some(m) = mark {
-            if let Ok(b) = self.dir.builder_at(m) {
-                tracing::info!(dir = %self.dir.root().display(), size = m, "tiles: resuming the backfill");
+            if let Ok(b) = self.dir.builder_at(m).await {
+                tracing::info!(tiles = %self.dir.place(), size = m, "tiles: resuming the backfill");
                 return Ok(b);
             }
         }
-        let b = self.dir.builder_at(served)?;
+        let b = self.dir.builder_at(served).await?;
         match cp {
             Some(c) if b.root() != c.root => Err(WriteError::Damaged {
-                path: self.dir.root().display().to_string(),
+                path: self.dir.place().to_owned(),
                 size: c.size,
             }),
             _ => Ok(b),
@@ -165,7 +161,7 @@ impl TileWriter {
     /// Reads the rows up to the checkpoint chunk by chunk, writing each chunk's full tiles and
     /// the progress mark; then checks the root.
     async fn extend(
-        &self,
+        &mut self,
         trees: &TreeStore,
         builder: &mut TileBuilder,
         cp: &Checkpoint,
@@ -176,10 +172,7 @@ impl TileWriter {
                 builder.push(row).map_err(TilesError::from)?;
             }
             let full = builder.take_full();
-            let dir = self.dir.clone();
-            tokio::task::spawn_blocking(move || write_chunk(&dir, &full, 0))
-                .await
-                .map_err(|e| WriteError::Task(e.to_string()))??;
+            self.write_chunk(&full, 0).await?;
             return self.check_root(builder, cp);
         }
         let ends = trees
@@ -189,7 +182,7 @@ impl TileWriter {
         let backfill = cp.size - from > CHUNK_LEAVES;
         let started = std::time::Instant::now();
         if backfill {
-            tracing::info!(dir = %self.dir.root().display(), from = builder.size(), to = cp.size, "tiles: writing the log's tiles (backfill)");
+            tracing::info!(tiles = %self.dir.place(), from = builder.size(), to = cp.size, "tiles: writing the log's tiles (backfill)");
         }
         for end in ends {
             let mut bad = None;
@@ -204,11 +197,8 @@ impl TileWriter {
                 return Err(TilesError::from(e).into());
             }
             let full = builder.take_full();
-            let dir = self.dir.clone();
             let mark = builder.size() / TILE_WIDTH * TILE_WIDTH;
-            tokio::task::spawn_blocking(move || write_chunk(&dir, &full, mark))
-                .await
-                .map_err(|e| WriteError::Task(e.to_string()))??;
+            self.write_chunk(&full, mark).await?;
         }
         self.check_root(builder, cp)?;
         if backfill {
@@ -226,6 +216,23 @@ impl TileWriter {
 }
 
 impl TileWriter {
+    /// Writes a chunk's full tiles, a few at once, then marks the backfill's progress.
+    async fn write_chunk(
+        &mut self,
+        full: &[(TileId, Vec<u8>)],
+        mark: u64,
+    ) -> Result<(), TilesError> {
+        for chunk in full.chunks(WRITES_AT_ONCE) {
+            let writes = chunk.iter().map(|(id, bytes)| self.dir.write(id, bytes));
+            futures::future::try_join_all(writes).await?;
+        }
+        if !full.is_empty() && mark > 0 {
+            self.dir.set_mark(mark).await;
+            self.marked = true;
+        }
+        Ok(())
+    }
+
     /// The tree built must have the root the key signed at that size.
     fn check_root(&self, builder: &TileBuilder, cp: &Checkpoint) -> Result<(), WriteError> {
         if builder.root() != cp.root {
@@ -257,15 +264,4 @@ async fn pause_before_checkpoint() {
         );
         tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
     }
-}
-
-/// Writes a chunk's full tiles, then marks the backfill's progress.
-fn write_chunk(dir: &TileDir, full: &[(TileId, Vec<u8>)], mark: u64) -> Result<(), TilesError> {
-    for (id, bytes) in full {
-        dir.write(id, bytes)?;
-    }
-    if !full.is_empty() && mark > 0 {
-        let _ = std::fs::write(dir.root().join(PROGRESS_FILE), mark.to_string());
-    }
-    Ok(())
 }

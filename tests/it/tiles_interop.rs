@@ -12,16 +12,16 @@
 #[path = "tiles_interop/daemon.rs"]
 mod daemon;
 #[path = "tiles_interop/go.rs"]
-mod go;
+pub(crate) mod go;
 #[path = "tiles_interop/logs.rs"]
-mod logs;
+pub(crate) mod logs;
 #[path = "tiles_interop/serve.rs"]
 mod serve;
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use event_audit::test_support::log::tiles::TileDir;
+use event_audit::test_support::log::tiles::Tiles;
 use event_audit::tlog::cosign::WitnessSigner;
 use event_audit::tlog::note::{self, PrivateKey};
 
@@ -47,12 +47,13 @@ fn assert_checked(s: &serde_json::Value, size: u64) {
 
 /// Adds a witness's cosignature line to the checkpoint in `dir`: a signature by a key Go's
 /// checker does not know, which it must skip.
-fn cosign(dir: &TileDir) {
-    let signed = dir.checkpoint().expect("read").expect("a checkpoint");
+async fn cosign(dir: &Tiles) {
+    let signed = dir.checkpoint().await.expect("read").expect("a checkpoint");
     let text = &signed[..signed.find("\n\n").expect("a signed note") + 1];
     let witness = WitnessSigner::from_seed("witness.example/w1", &[9; 32]).expect("key");
     let line = witness.cosign(text, 1_700_000_000);
     dir.write_checkpoint(&format!("{signed}{line}"))
+        .await
         .expect("write the cosigned checkpoint");
 }
 
@@ -69,9 +70,10 @@ async fn go_checks_the_projects_tiles_over_http_and_from_a_directory() {
         let dir = logs::project(
             &tmp.path().join(format!("s{size}/log")),
             &all[..size as usize],
-        );
+        )
+        .await;
         if size == 70_000 {
-            cosign(&dir);
+            cosign(&dir).await;
         }
     }
     let served = serve::serve(tmp.path()).await;
@@ -96,7 +98,7 @@ async fn the_projects_log_is_the_reference_logs_byte_for_byte() {
             tmp.path().join(format!("ours{size}")),
             tmp.path().join(format!("ref{size}")),
         );
-        logs::project(&ours, entries);
+        logs::project(&ours, entries).await;
         logs::reference(&theirs, entries);
         let (ours_files, ref_files) = (logs::files(&ours), logs::files(&theirs));
         let only_ours: Vec<_> = ours_files
@@ -133,13 +135,14 @@ async fn a_log_grown_in_steps_stays_consistent_and_keeps_its_full_tiles() {
     let tmp = tempfile::tempdir().expect("tmp");
     let key = logs::write_pub(tmp.path());
     let all = logs::entries(70_000);
-    let dir = TileDir::new(tmp.path().join("log"));
+    let root = tmp.path().join("log");
+    let dir = Tiles::dir(&root);
     let old = tmp.path().join("old.checkpoint");
     let mut from = 0;
     for to in [1, 256, 300, 65_536, 65_600, 70_000] {
-        let before = logs::files(dir.root());
-        let published = logs::extend(&dir, from, &all[from as usize..to as usize]);
-        let after = logs::files(dir.root());
+        let before = logs::files(&root);
+        let published = logs::extend(&dir, from, &all[from as usize..to as usize]).await;
+        let after = logs::files(&root);
         for (path, bytes) in before.iter().filter(|(p, _)| !logs::is_partial(p)) {
             if path != "checkpoint" {
                 assert!(
@@ -148,7 +151,7 @@ async fn a_log_grown_in_steps_stays_consistent_and_keeps_its_full_tiles() {
                 );
             }
         }
-        let checked = go::check(&path_of(dir.root()), &key, (from > 0).then_some(&*old)).await;
+        let checked = go::check(&path_of(&root), &key, (from > 0).then_some(&*old)).await;
         let s = checked.summary();
         assert_checked(&s, to);
         if from > 0 {
@@ -162,7 +165,7 @@ async fn a_log_grown_in_steps_stays_consistent_and_keeps_its_full_tiles() {
     // earlier sizes, which the spec lets a log keep.
     let reference = tmp.path().join("ref");
     logs::reference(&reference, &all);
-    let (grown, reference) = (logs::files(dir.root()), logs::files(&reference));
+    let (grown, reference) = (logs::files(&root), logs::files(&reference));
     for (path, bytes) in &reference {
         assert!(
             grown.get(path) == Some(bytes),
@@ -194,7 +197,7 @@ async fn go_refuses_a_tampered_log() {
     let tmp = tempfile::tempdir().expect("tmp");
     let key = logs::write_pub(tmp.path());
     let root = tmp.path().join("log");
-    let dir = logs::project(&root, &logs::entries(70_000));
+    let dir = logs::project(&root, &logs::entries(70_000)).await;
     let tiles = path_of(&root);
     go::check(&tiles, &key, None).await.summary();
 
@@ -222,20 +225,20 @@ async fn go_refuses_a_tampered_log() {
         .await
         .assert_refused("tile/1/001.p/17");
     std::fs::write(&partial, kept).expect("restore");
-    let checkpoint = dir.checkpoint().expect("read").expect("a checkpoint");
+    let checkpoint = dir.checkpoint().await.expect("read").expect("a checkpoint");
     let altered = checkpoint.replacen("\n70000\n", "\n69999\n", 1);
-    dir.write_checkpoint(&altered).expect("write");
+    dir.write_checkpoint(&altered).await.expect("write");
     go::check(&tiles, &key, None)
         .await
         .assert_refused("log's key");
     let stranger = PrivateKey::from_seed("tiles.example/other", &[8; 32]).expect("key");
     let other = stranger.sign(&note::claimed(&checkpoint).expect("a checkpoint"));
-    dir.write_checkpoint(&other).expect("write");
+    dir.write_checkpoint(&other).await.expect("write");
     go::check(&tiles, &key, None)
         .await
         .assert_refused("log's key");
 
     // Restored, the log passes again: the refusals were the tampering's.
-    dir.write_checkpoint(&checkpoint).expect("write");
+    dir.write_checkpoint(&checkpoint).await.expect("write");
     assert_checked(&go::check(&tiles, &key, None).await.summary(), 70_000);
 }

@@ -75,6 +75,7 @@ pub struct TestBucket {
     /// Where it is, for a second store on the same bucket.
     pub location: Location,
     pub settings: Settings,
+    pub server: Server,
     keys: Mutex<Vec<String>>,
     _creds: tempfile::TempDir,
 }
@@ -97,8 +98,81 @@ impl TestBucket {
             store,
             location,
             settings,
+            server,
             keys: Mutex::new(Vec::new()),
             _creds: creds,
+        }
+    }
+
+    /// The bucket's location, `s3://bucket/log/tiles/`.
+    pub fn url(&self) -> String {
+        self.location.to_string()
+    }
+
+    /// The bucket's name.
+    pub fn name(&self) -> String {
+        match &self.location {
+            Location::S3 { bucket, .. } => bucket.clone(),
+            Location::Dir(_) => unreachable!("a test bucket is in S3"),
+        }
+    }
+
+    /// A settings file in `dir` holding this bucket's `[object_store]` (for the commands).
+    pub fn config_file(&self, dir: &std::path::Path) -> std::path::PathBuf {
+        let o = &self.settings.object_store;
+        let text = format!(
+            "[object_store]\nendpoint = {:?}\npath_style = true\naccess_key_id_file = {:?}\nsecret_access_key_file = {:?}\n",
+            o.endpoint.as_deref().unwrap_or_default(),
+            o.access_key_id_file.as_ref().expect("key id file"),
+            o.secret_access_key_file.as_ref().expect("secret file"),
+        );
+        let path = dir.join(format!("{}.toml", self.name()));
+        std::fs::write(&path, text).expect("write the settings file");
+        path
+    }
+
+    /// Remembers every key a command wrote under the prefix, to be removed at the end: listed
+    /// by moto (which answers an unsigned list), or read from s3s-fs's directory.
+    pub async fn name_every_key(&self) {
+        let bucket = self.name();
+        let keys: Vec<String> = match self.server {
+            Server::Moto => {
+                let url = format!(
+                    "{}/{bucket}?list-type=2&max-keys=100000",
+                    self.server.endpoint()
+                );
+                let xml = reqwest::get(&url)
+                    .await
+                    .expect("list")
+                    .text()
+                    .await
+                    .expect("list body");
+                xml.split("<Key>")
+                    .skip(1)
+                    .filter_map(|k| k.split("</Key>").next())
+                    .map(str::to_owned)
+                    .collect()
+            }
+            Server::S3sFs => {
+                let root = std::path::Path::new("/var/lib/event-audit-s3s").join(&bucket);
+                let (mut out, mut todo) = (Vec::new(), vec![root.clone()]);
+                while let Some(d) = todo.pop() {
+                    for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+                        let path = e.path();
+                        if path.is_dir() {
+                            todo.push(path);
+                        } else if let Ok(rel) = path.strip_prefix(&root) {
+                            out.push(rel.to_string_lossy().into_owned());
+                        }
+                    }
+                }
+                out
+            }
+        };
+        for k in keys {
+            if let Some(rel) = k.strip_prefix("log/tiles/") {
+                self.key(rel);
+            }
         }
     }
 

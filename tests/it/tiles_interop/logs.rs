@@ -1,11 +1,11 @@
-//! The logs the interop tests check: the project's own (its `TileBuilder` writing a `TileDir`,
+//! The logs the interop tests check: the project's own (its `TileBuilder` writing its `Tiles`,
 //! at once or grown in steps the way the daemon resumes), the reference written from the spec
 //! (tests/tiles_reference.py), their entries, their key, and a directory read back as files.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use event_audit::test_support::log::tiles::TileDir;
+use event_audit::test_support::log::tiles::Tiles;
 use event_audit::tlog::note::{Checkpoint, PrivateKey};
 use event_audit::tlog::tile::build::TileBuilder;
 
@@ -43,32 +43,34 @@ pub fn entries(n: u64) -> Vec<Vec<u8>> {
 
 /// Appends `entries` to the log in `dir` (of `from` leaves so far, resumed from its files), and
 /// publishes: full tiles, partial tiles, then the signed checkpoint. Returns the checkpoint.
-pub fn extend(dir: &TileDir, from: u64, entries: &[Vec<u8>]) -> String {
+pub async fn extend(dir: &Tiles, from: u64, entries: &[Vec<u8>]) -> String {
     let mut b = if from == 0 {
         TileBuilder::new()
     } else {
-        dir.builder_at(from).expect("resume the tiles")
+        dir.builder_at(from).await.expect("resume the tiles")
     };
     assert_eq!(b.size(), from);
     for e in entries {
         b.push(e).expect("push an entry");
     }
     for (id, bytes) in b.take_full().into_iter().chain(b.partials()) {
-        dir.write(&id, &bytes).expect("write a tile");
+        dir.write(&id, &bytes).await.expect("write a tile");
     }
     let note = key().sign(&Checkpoint {
         origin: ORIGIN.into(),
         size: b.size(),
         root: b.root(),
     });
-    dir.write_checkpoint(&note).expect("write the checkpoint");
+    dir.write_checkpoint(&note)
+        .await
+        .expect("write the checkpoint");
     note
 }
 
 /// The project's log of `entries` in `dir`, written at once.
-pub fn project(dir: &Path, entries: &[Vec<u8>]) -> TileDir {
-    let tiles = TileDir::new(dir);
-    extend(&tiles, 0, entries);
+pub async fn project(dir: &Path, entries: &[Vec<u8>]) -> Tiles {
+    let tiles = Tiles::dir(dir);
+    extend(&tiles, 0, entries).await;
     tiles
 }
 
