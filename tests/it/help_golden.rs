@@ -1,7 +1,8 @@
 //! Every command's `--help`, held to what it printed before options were declared once: the
 //! same flags, help texts, defaults and environment names (recorded under `help_golden/`, one
 //! file per command path, `root_batch_list.txt` for `event-audit batch list --help`). Run with
-//! an empty environment, so that no variable's value shows.
+//! an empty environment, so that no variable's value shows. A deliberate change of the interface
+//! is recorded again with `EVENT_AUDIT_WRITE_HELP=1 cargo test --features dev --test it help_golden`.
 
 use crate::support::BIN;
 
@@ -26,6 +27,10 @@ fn every_command_s_help_is_unchanged() {
             .expect("run --help");
         let mut got = String::from_utf8_lossy(&out.stdout).into_owned();
         got.push_str(&String::from_utf8_lossy(&out.stderr));
+        if std::env::var_os("EVENT_AUDIT_WRITE_HELP").is_some() {
+            std::fs::write(f, &got).expect("record the help");
+            continue;
+        }
         let want = std::fs::read_to_string(f).expect("recorded help");
         if got != want {
             differ.push(format!("{args:?}:\n--- recorded\n{want}\n--- now\n{got}"));
