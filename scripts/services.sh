@@ -23,7 +23,9 @@ moto="$HOME/.local/share/event-audit/moto/bin/moto_server"
 wait_for=(4222)
 if [ -x "$s3s" ]; then
     wait_for+=(9000)
-    if ! up 9000; then
+    # A server that is running but slow to accept is left alone: its directory is never
+    # removed under it.
+    if ! up 9000 && ! pgrep -f "s3s-fs --host 127.0.0.1 --port 9000" >/dev/null; then
         # Test data only: a fresh start leaves nothing of earlier runs (s3s-fs keeps a deleted
         # object's metadata files).
         rm -rf /var/lib/event-audit-s3s && mkdir -p /var/lib/event-audit-s3s
@@ -34,7 +36,7 @@ if [ -x "$s3s" ]; then
 fi
 if [ -x "$moto" ]; then
     wait_for+=(9001)
-    if ! up 9001; then
+    if ! up 9001 && ! pgrep -f "moto_server -H 127.0.0.1 -p 9001" >/dev/null; then
         nohup setsid "$moto" -H 127.0.0.1 -p 9001 >>/var/log/event-audit-moto.log 2>&1 </dev/null &
     fi
 fi

@@ -213,6 +213,7 @@ impl App {
                 &tasks,
                 &db,
                 &settings.retention,
+                &settings.object_store,
                 settings.ingest.instance_name(),
                 &metrics.retention,
                 &background,

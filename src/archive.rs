@@ -78,6 +78,42 @@ pub(crate) async fn retain(
     retain_to(db, before, dir, None, reason, instance, bound).await
 }
 
+/// [`retain`] into `out`, a directory or an `s3://bucket/prefix` location: for a bucket the
+/// archive is written in a private staging directory seeded with the bucket's manifest, its new
+/// objects put there (locked for `lock_for` when set) before any partition is pruned.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn retain_at(
+    db: &Db,
+    before: DateTime<Utc>,
+    out: &Path,
+    store: &crate::config::ObjectStoreSettings,
+    lock_for: Option<std::time::Duration>,
+    reason: &str,
+    instance: &str,
+    bound: std::time::Duration,
+) -> Result<Retained, ArchiveError> {
+    let Some(remote) = remote::Remote::of(out, store, lock_for)? else {
+        return retain(db, before, out, reason, instance, bound).await;
+    };
+    let staging = tempfile::Builder::new()
+        .prefix(".event-audit-archive")
+        .tempdir()
+        .map_err(|e| ArchiveError::Io(std::env::temp_dir(), e))?;
+    remote::stage_manifest(&remote.store, staging.path()).await?;
+    let mut r = retain_to(
+        db,
+        before,
+        staging.path(),
+        Some(&remote),
+        reason,
+        instance,
+        bound,
+    )
+    .await?;
+    r.written.dir = out.to_owned();
+    Ok(r)
+}
+
 /// [`retain`], the archive written in `dir` and, with `remote`, put in its bucket before any
 /// partition is pruned.
 pub(crate) async fn retain_to(

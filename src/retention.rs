@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::archive::ArchiveError;
-use crate::config::{Dur, RetentionSettings};
+use crate::config::{Dur, ObjectStoreSettings, RetentionSettings};
 use crate::db::{Db, DbError};
 use crate::erase::{self, EraseError, Selector, ERASER_ROLE};
 use metrics::{Outcome, RetentionMetrics};
@@ -53,6 +53,7 @@ pub(crate) fn spawn(
     tasks: &TaskTracker,
     db: &Db,
     s: &RetentionSettings,
+    store: &ObjectStoreSettings,
     instance: String,
     metrics: &Arc<RetentionMetrics>,
     stop: &CancellationToken,
@@ -67,6 +68,7 @@ pub(crate) fn spawn(
     tasks.spawn(run(
         db.clone(),
         s.clone(),
+        store.clone(),
         instance,
         metrics.clone(),
         stop.clone(),
@@ -78,6 +80,7 @@ pub(crate) fn spawn(
 async fn run(
     db: Db,
     s: RetentionSettings,
+    store: ObjectStoreSettings,
     instance: String,
     metrics: Arc<RetentionMetrics>,
     stop: CancellationToken,
@@ -94,7 +97,7 @@ async fn run(
         }
         tokio::select! {
             _ = stop.cancelled() => return,
-            _ = once(&db, &rows_db, &s, &instance, &metrics) => {}
+            _ = once(&db, &rows_db, &s, &store, &instance, &metrics) => {}
         }
     }
 }
@@ -123,6 +126,7 @@ pub(crate) async fn once(
     db: &Db,
     rows_db: &Db,
     s: &RetentionSettings,
+    store: &ObjectStoreSettings,
     instance: &str,
     metrics: &RetentionMetrics,
 ) -> Outcome {
@@ -132,7 +136,12 @@ pub(crate) async fn once(
         outcome = outcome.max(payloads(db, now, period, s.interval, instance, metrics).await);
     }
     if let (Some(period), Some(dir)) = (s.rows_for, &s.archive_dir) {
-        outcome = outcome.max(rows(rows_db, now, period, dir, s.interval, instance).await);
+        let to = Archive {
+            dir,
+            store,
+            lock_for: s.archive_lock_for,
+        };
+        outcome = outcome.max(rows(rows_db, now, period, &to, s.interval, instance).await);
     }
     metrics.ran(outcome);
     outcome
@@ -201,12 +210,20 @@ async fn payloads(
     }
 }
 
-/// Archives, then prunes, the rows published before `now - period` (`archive::retain`).
+/// Where the rows step archives: `retention.archive_dir` (a directory or `s3://bucket/prefix`),
+/// with `[object_store]` and `retention.archive_lock_for` for a bucket.
+struct Archive<'a> {
+    dir: &'a Path,
+    store: &'a ObjectStoreSettings,
+    lock_for: Option<Dur>,
+}
+
+/// Archives, then prunes, the rows published before `now - period` (`archive::retain_at`).
 async fn rows(
     db: &Db,
     now: DateTime<Utc>,
     period: Dur,
-    dir: &Path,
+    to: &Archive<'_>,
     interval: Dur,
     instance: &str,
 ) -> Outcome {
@@ -216,7 +233,16 @@ async fn rows(
     let reason = format!("retention: rows_for {period}");
     let done = tokio::time::timeout(
         ARCHIVE_TIMEOUT,
-        crate::archive::retain(db, before, dir, &reason, instance, ARCHIVE_STATEMENT_BOUND),
+        crate::archive::retain_at(
+            db,
+            before,
+            to.dir,
+            to.store,
+            to.lock_for.map(|d| d.get()),
+            &reason,
+            instance,
+            ARCHIVE_STATEMENT_BOUND,
+        ),
     )
     .await;
     match done {
@@ -230,7 +256,7 @@ async fn rows(
                     partition = %p.partition,
                     rows = p.rows,
                     erasure = p.erasure,
-                    dir = %dir.display(),
+                    dir = %to.dir.display(),
                     rows_for = %period,
                     "retention: archived a partition past the period and pruned it, recorded as an erasure in the log"
                 );
@@ -242,11 +268,11 @@ async fn rows(
             Outcome::Failed
         }
         Ok(Err(e)) => {
-            tracing::warn!(error = %e, dir = %dir.display(), "retention: could not archive the rows past retention.rows_for; nothing was pruned that is not archived; retried at the next run");
+            tracing::warn!(error = %e, dir = %to.dir.display(), "retention: could not archive the rows past retention.rows_for; nothing was pruned that is not archived; retried at the next run");
             Outcome::Failed
         }
         Err(_) => {
-            tracing::warn!(after = ?ARCHIVE_TIMEOUT, dir = %dir.display(), "retention: archiving the rows past retention.rows_for did not finish in time; retried at the next run");
+            tracing::warn!(after = ?ARCHIVE_TIMEOUT, dir = %to.dir.display(), "retention: archiving the rows past retention.rows_for did not finish in time; retried at the next run");
             Outcome::Failed
         }
     }

@@ -32,6 +32,31 @@ pub(crate) struct Remote {
     pub lock_until: Option<DateTime<Utc>>,
 }
 
+impl Remote {
+    /// The archive's bucket when `out` is `s3://bucket/prefix` (with `[object_store]`), its
+    /// objects locked for `lock_for` from now when set; `None` for a directory.
+    pub(crate) fn of(
+        out: &Path,
+        settings: &crate::config::ObjectStoreSettings,
+        lock_for: Option<std::time::Duration>,
+    ) -> Result<Option<Remote>, ArchiveError> {
+        let Some(s3 @ crate::blobs::Location::S3 { .. }) = out
+            .to_str()
+            .and_then(|s| crate::blobs::Location::parse(s).ok())
+        else {
+            return Ok(None);
+        };
+        let store = Store::open(&s3, settings).map_err(blob)?;
+        let lock_until = lock_for.map(|d| {
+            chrono::Duration::from_std(d)
+                .ok()
+                .and_then(|d| Utc::now().checked_add_signed(d))
+                .unwrap_or(DateTime::<Utc>::MAX_UTC)
+        });
+        Ok(Some(Remote { store, lock_until }))
+    }
+}
+
 fn blob(e: BlobError) -> ArchiveError {
     ArchiveError::Store(Box::new(e))
 }

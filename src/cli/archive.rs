@@ -50,7 +50,8 @@ pub fn run(args: ArchiveArgs) -> anyhow::Result<ExitCode> {
     let settings = args.config.load(&args)?;
     let instance = settings.ingest.instance_name();
     let bound = settings.database.statement_timeout.get() * STATEMENT_FACTOR;
-    let remote = remote_of(&args.out, &settings)?;
+    let lock_for = settings.retention.archive_lock_for.map(|d| d.get());
+    let remote = archive::remote::Remote::of(&args.out, &settings.object_store, lock_for)?;
     let staging = match &remote {
         Some(_) => Some(
             tempfile::Builder::new()
@@ -113,26 +114,6 @@ pub fn run(args: ArchiveArgs) -> anyhow::Result<ExitCode> {
         ListFormat::Table => print!("{}", report(&done)),
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// The archive's bucket when `--out` is `s3://bucket/prefix` (with `[object_store]`), its
-/// objects locked for `retention.archive_lock_for` when that is set.
-fn remote_of(
-    out: &std::path::Path,
-    settings: &crate::config::Settings,
-) -> anyhow::Result<Option<archive::remote::Remote>> {
-    let Some(s3 @ crate::blobs::Location::S3 { .. }) = out
-        .to_str()
-        .and_then(|s| crate::blobs::Location::parse(s).ok())
-    else {
-        return Ok(None);
-    };
-    let store = crate::blobs::Store::open(&s3, &settings.object_store)?;
-    let lock_until = match settings.retention.archive_lock_for {
-        Some(d) => Some(chrono::Utc::now() + chrono::Duration::from_std(d.get())?),
-        None => None,
-    };
-    Ok(Some(archive::remote::Remote { store, lock_until }))
 }
 
 fn report(r: &Retained) -> String {

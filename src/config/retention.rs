@@ -21,7 +21,8 @@ pub struct RetentionSettings {
     /// Rows published longer ago than this are archived to `archive_dir`, then leave the
     /// database; kept while unset.
     pub rows_for: Option<Dur>,
-    /// Where rows are archived before they leave the database (needed by `rows_for`).
+    /// Where rows are archived before they leave the database (needed by `rows_for`): a
+    /// directory, or `s3://bucket/prefix` with `[object_store]`.
     pub archive_dir: Option<PathBuf>,
     /// `archive --out s3://...`: each archive object is put under S3 Object Lock (compliance
     /// mode) for this long; a bucket that does not keep the lock is refused.
@@ -64,13 +65,6 @@ impl RetentionSettings {
                 Some(p) if p > LONGEST => c.fail(key, p, format!("at most {LONGEST}")),
                 _ => {}
             }
-        }
-        if let Some(d) = self.archive_dir.as_ref().filter(|d| d.starts_with("s3:")) {
-            c.fail(
-                "retention.archive_dir",
-                d.display(),
-                "a directory: the scheduled archive does not write to a bucket yet (run `archive --out s3://...`)",
-            );
         }
         if let Some(p) = self.archive_lock_for.filter(|p| p.get().is_zero()) {
             c.fail(

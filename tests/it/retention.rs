@@ -336,3 +336,71 @@ async fn rows_past_retention_are_archived_and_pruned_by_the_daemon() {
     assert_eq!(records.len(), 1, "{report}");
     assert_eq!(records[0]["reason"], "retention: rows_for 1d", "{report}");
 }
+
+/// The same into a bucket: with `retention.archive_dir = "s3://bucket/prefix"` the daemon puts the
+/// archive there (staged privately, uploaded before the prune), and `verify --archive s3://...`
+/// counts the pruned rows.
+#[tokio::test]
+async fn rows_past_retention_are_archived_to_a_bucket_and_pruned_by_the_daemon() {
+    use crate::support::s3::{Server, TestBucket};
+    let db = TestDb::create().await;
+    let ts = TestStream::create("retention-s3").await;
+    let tmp = tempfile::tempdir().expect("tmp");
+    let bucket = TestBucket::new(Server::S3sFs, false).await;
+    let partition = write_old_rows(
+        &db,
+        OLD_STREAM,
+        1,
+        OLD_ROWS as u64,
+        OLD_EMAIL,
+        month_before_last(),
+    )
+    .await;
+    let bytes = created("live-s3", "R-LIVE-S3", LIVE_EMAIL);
+    ts.publish(&ts.subject("crafted"), &[], &bytes).await;
+
+    let mut s = settings(&db, &ts);
+    s.object_store = bucket.settings.object_store.clone();
+    s.retention.rows_for = Some("1d".parse().expect("a duration"));
+    s.retention.archive_dir = Some(std::path::PathBuf::from(bucket.url()));
+    s.retention.interval = "500ms".parse().expect("a duration");
+    let app = spawn_app(s).await;
+    let found = wait_pruned(&db, &app, &ts.name, 1).await;
+    assert_eq!(found, vec![format!("partition {partition}")]);
+    let stopped = app.stop().await;
+    assert!(stopped.errors().is_empty(), "{:?}", stopped.errors());
+    assert!(
+        stopped.log.contains(&bucket.url()),
+        "the line names the bucket: {}",
+        stopped.log
+    );
+
+    let manifest = bucket
+        .store
+        .get("manifest.json", 1 << 20)
+        .await
+        .expect("get the manifest")
+        .expect("a manifest in the bucket");
+    let manifest: serde_json::Value = serde_json::from_slice(&manifest).expect("json");
+    assert_eq!(manifest["partitions"][0]["rows"], OLD_ROWS, "{manifest}");
+    let config = bucket.config_file(tmp.path());
+    let c = config.to_str().expect("utf-8");
+    let url = bucket.url();
+    let v = event_audit(
+        &[
+            "verify",
+            "--database-url",
+            &db.url,
+            "--archive",
+            &url,
+            "--config",
+            c,
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(v.code, Some(0), "{v:?}");
+    assert_eq!(v.json()["archive"]["rows_pruned"], OLD_ROWS, "{v:?}");
+    bucket.name_every_key().await;
+    bucket.remove().await.expect("remove the bucket");
+}
