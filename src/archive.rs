@@ -65,73 +65,38 @@ pub(crate) struct Retained {
     pub(crate) pruned: Vec<prune::Pruned>,
 }
 
-/// Archives every unpruned dated partition that ends by `before` into `dir`, then prunes each
-/// (`retention.rows_for`, and `event-audit archive --prune`).
-pub(crate) async fn retain(
-    db: &Db,
-    before: DateTime<Utc>,
-    dir: &Path,
-    reason: &str,
-    instance: &str,
-    bound: std::time::Duration,
-) -> Result<Retained, ArchiveError> {
-    retain_to(db, before, dir, None, reason, instance, bound).await
-}
-
-/// [`retain`] into `out`, a directory or an `s3://bucket/prefix` location: for a bucket the
-/// archive is written in a private staging directory seeded with the bucket's manifest, its new
-/// objects put there (locked for `lock_for` when set) before any partition is pruned.
+/// Archives every unpruned dated partition that ends by `before` into `out`, then, with a
+/// `prune` reason, prunes each (`retention.rows_for`, and `event-audit archive [--prune]`).
+/// `out` is a directory, or an `s3://bucket/prefix` location: for a bucket the archive is
+/// written in a private staging directory seeded with the bucket's manifest, and its new objects
+/// put there (locked for `lock_for` when set) before any partition is pruned.
 #[allow(clippy::too_many_arguments)]
-pub(crate) async fn retain_at(
+pub(crate) async fn retain(
     db: &Db,
     before: DateTime<Utc>,
     out: &Path,
     store: &crate::config::ObjectStoreSettings,
     lock_for: Option<std::time::Duration>,
-    reason: &str,
+    prune: Option<&str>,
     instance: &str,
     bound: std::time::Duration,
 ) -> Result<Retained, ArchiveError> {
-    let Some(remote) = remote::Remote::of(out, store, lock_for)? else {
-        return retain(db, before, out, reason, instance, bound).await;
+    let remote = remote::Remote::of(out, store, lock_for)?;
+    let staging = match &remote {
+        Some(r) => Some(remote::stage(&r.store).await?),
+        None => None,
     };
-    let staging = tempfile::Builder::new()
-        .prefix(".event-audit-archive")
-        .tempdir()
-        .map_err(|e| ArchiveError::Io(std::env::temp_dir(), e))?;
-    remote::stage_manifest(&remote.store, staging.path()).await?;
-    let mut r = retain_to(
-        db,
-        before,
-        staging.path(),
-        Some(&remote),
-        reason,
-        instance,
-        bound,
-    )
-    .await?;
-    r.written.dir = out.to_owned();
-    Ok(r)
-}
-
-/// [`retain`], the archive written in `dir` and, with `remote`, put in its bucket before any
-/// partition is pruned.
-pub(crate) async fn retain_to(
-    db: &Db,
-    before: DateTime<Utc>,
-    dir: &Path,
-    remote: Option<&remote::Remote>,
-    reason: &str,
-    instance: &str,
-    bound: std::time::Duration,
-) -> Result<Retained, ArchiveError> {
-    let (written, _) = write::archive(db, before, dir, bound).await?;
-    if let Some(r) = remote {
+    let dir = staging.as_ref().map_or(out, |t| t.path());
+    let (mut written, _) = write::archive(db, before, dir, bound).await?;
+    if let Some(r) = &remote {
         remote::upload(r, dir, &written).await?;
     }
     let mut pruned = Vec::new();
-    for entry in &written.partitions {
-        pruned.push(prune::prune(db, dir, entry, reason, instance, bound).await?);
+    if let Some(reason) = prune {
+        for entry in &written.partitions {
+            pruned.push(prune::prune(db, dir, entry, reason, instance, bound).await?);
+        }
     }
+    written.dir = out.to_owned();
     Ok(Retained { written, pruned })
 }

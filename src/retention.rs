@@ -218,7 +218,7 @@ struct Archive<'a> {
     lock_for: Option<Dur>,
 }
 
-/// Archives, then prunes, the rows published before `now - period` (`archive::retain_at`).
+/// Archives, then prunes, the rows published before `now - period` (`archive::retain`).
 async fn rows(
     db: &Db,
     now: DateTime<Utc>,
@@ -233,13 +233,13 @@ async fn rows(
     let reason = format!("retention: rows_for {period}");
     let done = tokio::time::timeout(
         ARCHIVE_TIMEOUT,
-        crate::archive::retain_at(
+        crate::archive::retain(
             db,
             before,
             to.dir,
             to.store,
             to.lock_for.map(|d| d.get()),
-            &reason,
+            Some(&reason),
             instance,
             ARCHIVE_STATEMENT_BOUND,
         ),

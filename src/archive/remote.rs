@@ -76,12 +76,23 @@ fn write_private(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), ArchiveErro
     f.write_all(bytes).map_err(io)
 }
 
-/// Seeds `staging` with the bucket's manifest, when it has one.
-pub(crate) async fn stage_manifest(store: &Store, staging: &Path) -> Result<(), ArchiveError> {
+/// A private staging directory (mode 0700, removed when the guard drops) for an archive that
+/// goes to or comes from a bucket.
+fn staging() -> Result<tempfile::TempDir, ArchiveError> {
+    tempfile::Builder::new()
+        .prefix(".event-audit-archive")
+        .tempdir()
+        .map_err(|e| ArchiveError::Io(std::env::temp_dir(), e))
+}
+
+/// A staging directory for an archive to be written to `store`, seeded with the bucket's
+/// manifest when it has one (so that the new manifest lists what the bucket holds already).
+pub(crate) async fn stage(store: &Store) -> Result<tempfile::TempDir, ArchiveError> {
+    let dir = staging()?;
     if let Some(m) = store.get(MANIFEST, MAX_MANIFEST).await.map_err(blob)? {
-        write_private(staging, MANIFEST, &m)?;
+        write_private(dir.path(), MANIFEST, &m)?;
     }
-    Ok(())
+    Ok(dir)
 }
 
 /// Puts the partition files `written` wrote into `staging`, then the manifest.
@@ -171,10 +182,7 @@ pub(crate) async fn at(
         return Ok((path.to_owned(), None));
     };
     let store = Store::open(&s3, settings).map_err(blob)?;
-    let staging = tempfile::Builder::new()
-        .prefix(".event-audit-archive")
-        .tempdir()
-        .map_err(|e| ArchiveError::Io(std::env::temp_dir(), e))?;
+    let staging = staging()?;
     fetch(&store, staging.path()).await?;
     Ok((staging.path().to_owned(), Some(staging)))
 }

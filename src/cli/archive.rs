@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use super::args::{ConfigArg, StatementDatabaseArgs};
 use super::catalogue::ListFormat;
-use crate::archive::{self, write, Retained, STATEMENT_FACTOR};
+use crate::archive::{self, Retained, STATEMENT_FACTOR};
 use crate::db::Db;
 
 /// Options of `event-audit archive`.
@@ -51,39 +51,21 @@ pub fn run(args: ArchiveArgs) -> anyhow::Result<ExitCode> {
     let instance = settings.ingest.instance_name();
     let bound = settings.database.statement_timeout.get() * STATEMENT_FACTOR;
     let lock_for = settings.retention.archive_lock_for.map(|d| d.get());
-    let remote = archive::remote::Remote::of(&args.out, &settings.object_store, lock_for)?;
-    let staging = match &remote {
-        Some(_) => Some(
-            tempfile::Builder::new()
-                .prefix(".event-audit-archive")
-                .tempdir()?,
-        ),
-        None => None,
-    };
-    let out = staging
-        .as_ref()
-        .map_or(args.out.clone(), |t| t.path().to_owned());
     let done = super::runtime()?.block_on(async {
         let db = Db::open_existing(&settings.database, 2).await?;
-        if let Some(r) = &remote {
-            archive::remote::stage_manifest(&r.store, &out).await?;
-        }
-        let run = async {
-            let reason = args.reason.as_deref().unwrap_or_default();
-            if args.prune {
-                let r = remote.as_ref();
-                archive::retain_to(&db, args.before, &out, r, reason, &instance, bound).await
-            } else {
-                let (written, _) = write::archive(&db, args.before, &out, bound).await?;
-                if let Some(r) = &remote {
-                    archive::remote::upload(r, &out, &written).await?;
-                }
-                Ok(Retained {
-                    written,
-                    pruned: Vec::new(),
-                })
-            }
-        };
+        let prune = args
+            .prune
+            .then(|| args.reason.as_deref().unwrap_or_default());
+        let run = archive::retain(
+            &db,
+            args.before,
+            &args.out,
+            &settings.object_store,
+            lock_for,
+            prune,
+            &instance,
+            bound,
+        );
         match tokio::time::timeout(bound * 4, run).await {
             Ok(r) => Ok(r?),
             Err(_) => anyhow::bail!(
@@ -93,10 +75,6 @@ pub fn run(args: ArchiveArgs) -> anyhow::Result<ExitCode> {
             ),
         }
     })?;
-    let mut done = done;
-    if remote.is_some() {
-        done.written.dir = args.out.clone();
-    }
     if done.written.partitions.is_empty() {
         eprintln!(
             "no unpruned partition ends by {} (already pruned: {}): nothing archived",
