@@ -2,6 +2,49 @@
 //! command turns its arguments into [`crate::config::Settings`] (defaults → file → environment →
 //! flags, once) and calls into the library; output formatting lives here, logic does not.
 
+/// A group of options a command flattens: the flags of the settings at these paths (declared
+/// once, in `config`), other groups, and a path with `=> |arg| ...` where this command shows the
+/// option under another flag or help. What they give is read by [`args::ConfigArg`].
+macro_rules! options_group {
+    ($(#[$m:meta])* $vis:vis struct $name:ident = [$($items:tt)*];) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy, Default)]
+        $vis struct $name;
+
+        impl clap::FromArgMatches for $name {
+            fn from_arg_matches(_: &clap::ArgMatches) -> Result<Self, clap::Error> {
+                Ok($name)
+            }
+            fn update_from_arg_matches(&mut self, _: &clap::ArgMatches) -> Result<(), clap::Error> {
+                Ok(())
+            }
+        }
+
+        impl clap::Args for $name {
+            fn augment_args(cmd: clap::Command) -> clap::Command {
+                options_group!(@add cmd; $($items)*)
+            }
+            fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+                <Self as clap::Args>::augment_args(cmd)
+            }
+        }
+    };
+    (@add $cmd:ident;) => { $cmd };
+    (@add $cmd:ident; $path:literal => $tweak:expr $(, $($rest:tt)*)?) => {{
+        let tweak: fn(clap::Arg) -> clap::Arg = $tweak;
+        let $cmd = $cmd.arg(tweak($crate::config::options::arg($path)));
+        options_group!(@add $cmd; $($($rest)*)?)
+    }};
+    (@add $cmd:ident; $path:literal $(, $($rest:tt)*)?) => {{
+        let $cmd = $cmd.arg($crate::config::options::arg($path));
+        options_group!(@add $cmd; $($($rest)*)?)
+    }};
+    (@add $cmd:ident; $group:ident $(, $($rest:tt)*)?) => {{
+        let $cmd = <$group as clap::Args>::augment_args($cmd);
+        options_group!(@add $cmd; $($($rest)*)?)
+    }};
+}
+
 mod archive;
 mod args;
 mod batch;
@@ -11,6 +54,8 @@ mod drift;
 mod erase;
 mod keygen;
 mod mirror;
+#[cfg(all(test, feature = "dev"))]
+mod options_doc;
 mod output;
 mod prove;
 mod reconcile;
@@ -135,11 +180,13 @@ pub enum Command {
     },
 }
 
-/// Parses argv; `--help` shows every setting's default from `config::defaults`. A URL with a
-/// password (or a NATS URL with any credentials) given as a command-line argument is refused:
-/// argv is visible to every user of the machine.
+/// Parses argv; `--help` shows every setting's default from `config::defaults`. An option whose
+/// derived environment name is unset reads its old name, if that is set. A URL with a password
+/// (or a NATS URL with any credentials) given as a command-line argument is refused: argv is
+/// visible to every user of the machine.
 pub fn parse() -> Cli {
     let cmd = crate::config::layer::show_defaults(Cli::command());
+    let cmd = crate::config::options::env_aliases(cmd, &|name| std::env::var_os(name).is_some());
     let matches = cmd.get_matches();
     if let Some((_, sub)) = matches.subcommand() {
         if let Some(why) = credentials_in_argv(sub) {

@@ -8,6 +8,7 @@ pub(crate) mod defaults;
 mod duration;
 pub(crate) mod layer;
 mod object_store;
+pub(crate) mod options;
 mod retention;
 pub(crate) mod secrets;
 mod tools;
@@ -19,6 +20,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
+
+use options::section;
 
 pub use duration::{parse_duration, Dur};
 // Not re-exported: reached as `Settings::retention` and `Settings::object_store` (the public
@@ -53,49 +56,75 @@ pub struct Settings {
     pub witness_server: WitnessServerSettings,
 }
 
+impl Settings {
+    /// Every option with a flag, section by section.
+    pub(crate) fn options() -> Vec<options::Opt> {
+        [
+            DatabaseSettings::options(),
+            NatsSettings::options(),
+            StreamSettings::options(),
+            IngestSettings::options(),
+            HttpSettings::options(),
+            RestSettings::options(),
+            ReconcileSettings::options(),
+            RetentionSettings::options(),
+            ObjectStoreSettings::options(),
+            PublishSettings::options(),
+            SimulatorSettings::options(),
+            SimRates::options(),
+            DemoSettings::options(),
+            VerifySettings::options(),
+            WitnessSettings::options(),
+            WitnessServerSettings::options(),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
+    }
+}
+
 fn addr(s: &str) -> SocketAddr {
     s.parse()
         .unwrap_or_else(|_| SocketAddr::from(([127, 0, 0, 1], 0)))
 }
 
-/// `verify`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct VerifySettings {
-    /// Do not ask NATS for the streams' state (no completeness report).
-    pub skip_completeness: bool,
-    /// An auditor's mirror (`event-audit mirror --dir`): every row's hash at its leaf index is
-    /// checked against the mirror's entry, and leaves the database lost are named.
-    pub mirror: Option<std::path::PathBuf>,
+section! {
+    /// `verify`.
+    #[derive(Debug, Clone, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields, default)]
+    pub struct VerifySettings in "verify" {
+        /// Skip the completeness report (which needs NATS for the streams' state).
+        #[flag("skip-completeness", was = "EVENT_AUDIT_SKIP_COMPLETENESS")]
+        pub skip_completeness: bool = false,
+        /// An auditor's mirror directory (`event-audit mirror --dir`), or a copy of the log's
+        /// tiles: every row's hash must equal the mirror's entry at its leaf index; leaves the
+        /// mirror holds and the database lost are named. Needs no witness.
+        #[flag("mirror")]
+        pub mirror: Option<PathBuf> = None,
+    }
 }
 
-/// PostgreSQL.
-#[derive(Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct DatabaseSettings {
-    /// `postgres://` or `postgresql://` URL; passwords belong in the environment.
-    pub url: String,
-    /// Connections in the pool.
-    pub connections: u32,
-    /// How long to wait for a connection to open.
-    pub connect_timeout: Dur,
-    /// Server-side bound of every statement and of idle time inside a transaction, set per
-    /// connection of the daemon (`statement_timeout`, `idle_in_transaction_session_timeout`).
-    pub statement_timeout: Dur,
-    /// Client-side bound of one batch write (the whole transaction); past it the connection is
-    /// dropped and the batch retried. Catches what the server cannot see: a silent network.
-    pub write_timeout: Dur,
-}
-
-impl Default for DatabaseSettings {
-    fn default() -> Self {
-        DatabaseSettings {
-            url: defaults::DATABASE_URL.into(),
-            connections: defaults::DB_CONNECTIONS,
-            connect_timeout: defaults::DB_CONNECT_TIMEOUT,
-            statement_timeout: defaults::DB_STATEMENT_TIMEOUT,
-            write_timeout: defaults::DB_WRITE_TIMEOUT,
-        }
+section! {
+    /// PostgreSQL.
+    #[derive(Clone, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields, default)]
+    pub struct DatabaseSettings in "database" {
+        /// PostgreSQL URL (postgres://USER@HOST:PORT/DATABASE); keep passwords in the environment.
+        #[flag("database-url", was = "DATABASE_URL"; hide_env_values(true))]
+        pub url: String = defaults::DATABASE_URL.into(),
+        /// Connections in the pool.
+        #[flag("db-connections", was = "EVENT_AUDIT_DB_CONNECTIONS")]
+        pub connections: u32 = defaults::DB_CONNECTIONS,
+        /// How long to wait for PostgreSQL to accept a connection.
+        #[flag("db-connect-timeout")]
+        pub connect_timeout: Dur = defaults::DB_CONNECT_TIMEOUT,
+        /// Server-side bound of each statement, and of idle time inside a transaction.
+        #[flag("db-statement-timeout", was = "EVENT_AUDIT_DB_STATEMENT_TIMEOUT")]
+        pub statement_timeout: Dur = defaults::DB_STATEMENT_TIMEOUT,
+        /// Client-side bound of one batch write; past it the connection is dropped and the batch
+        /// retried.
+        #[flag("db-write-timeout", was = "EVENT_AUDIT_DB_WRITE_TIMEOUT")]
+        pub write_timeout: Dur = defaults::DB_WRITE_TIMEOUT,
     }
 }
 
@@ -111,45 +140,41 @@ impl std::fmt::Debug for DatabaseSettings {
     }
 }
 
-/// NATS.
-#[derive(Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct NatsSettings {
-    /// `nats://HOST:PORT` (or a comma-separated list). Credentials in it are taken out and
-    /// used as user/password (or token); they are never passed on or logged.
-    pub url: String,
-    pub connect_timeout: Dur,
-    /// User name (its password from `password_file` or `NATS_PASSWORD`).
-    pub user: Option<String>,
-    /// File holding the password of `user` (else the environment variable NATS_PASSWORD).
-    pub password_file: Option<PathBuf>,
-    /// File holding an authentication token (else the environment variable NATS_TOKEN).
-    pub token_file: Option<PathBuf>,
-    /// File holding a user NKey seed (`SU...`).
-    pub nkey_file: Option<PathBuf>,
-    /// A `.creds` file (user JWT and NKey seed).
-    pub creds_file: Option<PathBuf>,
-    /// CA certificate (PEM) to verify the server with; setting it requires TLS.
-    pub tls_ca_file: Option<PathBuf>,
-    /// Client certificate (PEM), with `tls_key_file`, for servers that require one.
-    pub tls_cert_file: Option<PathBuf>,
-    pub tls_key_file: Option<PathBuf>,
-}
-
-impl Default for NatsSettings {
-    fn default() -> Self {
-        NatsSettings {
-            url: defaults::NATS_URL.into(),
-            connect_timeout: defaults::NATS_CONNECT_TIMEOUT,
-            user: None,
-            password_file: None,
-            token_file: None,
-            nkey_file: None,
-            creds_file: None,
-            tls_ca_file: None,
-            tls_cert_file: None,
-            tls_key_file: None,
-        }
+section! {
+    /// NATS.
+    #[derive(Clone, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields, default)]
+    pub struct NatsSettings in "nats" {
+        /// NATS URL (or a comma-separated list); keep credentials in the environment.
+        #[flag("nats-url", was = "NATS_URL"; hide_env_values(true))]
+        pub url: String = defaults::NATS_URL.into(),
+        /// How long to wait for NATS to accept the connection.
+        #[flag("nats-connect-timeout")]
+        pub connect_timeout: Dur = defaults::NATS_CONNECT_TIMEOUT,
+        /// NATS user (its password in --nats-password-file or NATS_PASSWORD, never argv).
+        #[flag("nats-user", was = "NATS_USER")]
+        pub user: Option<String> = None,
+        /// File holding the NATS password (else the environment variable NATS_PASSWORD).
+        #[flag("nats-password-file", was = "NATS_PASSWORD_FILE")]
+        pub password_file: Option<PathBuf> = None,
+        /// File holding a NATS token (else the environment variable NATS_TOKEN).
+        #[flag("nats-token-file", was = "NATS_TOKEN_FILE")]
+        pub token_file: Option<PathBuf> = None,
+        /// File holding a NATS user NKey seed.
+        #[flag("nats-nkey-file", was = "NATS_NKEY")]
+        pub nkey_file: Option<PathBuf> = None,
+        /// NATS `.creds` file (user JWT and seed).
+        #[flag("nats-creds", was = "NATS_CREDS")]
+        pub creds_file: Option<PathBuf> = None,
+        /// CA certificate (PEM) that signed the NATS server's certificate; requires TLS.
+        #[flag("nats-tls-ca", was = "NATS_CA")]
+        pub tls_ca_file: Option<PathBuf> = None,
+        /// Client certificate (PEM) for NATS servers that require one (with --nats-tls-key).
+        #[flag("nats-tls-cert", was = "NATS_CERT")]
+        pub tls_cert_file: Option<PathBuf> = None,
+        /// The client certificate's private key (PEM).
+        #[flag("nats-tls-key", was = "NATS_KEY")]
+        pub tls_key_file: Option<PathBuf> = None,
     }
 }
 
@@ -170,75 +195,68 @@ impl std::fmt::Debug for NatsSettings {
     }
 }
 
-/// The JetStream stream and the durable pull consumer.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct StreamSettings {
-    pub name: String,
-    /// Subjects of the stream when it is created.
-    pub subjects: Vec<String>,
-    pub consumer: String,
-    /// Only bind to an existing stream; never create it.
-    pub bind_only: bool,
-    /// A message without envelope is named by its `Event-Type` header, else by its subject
-    /// after this prefix; empty for none.
-    pub subject_prefix: String,
-    /// How long JetStream waits for an ack before redelivering.
-    pub ack_wait: Dur,
-    /// Replicas of the stream when it is created (an existing stream keeps its own).
-    pub replicas: usize,
-    /// The first stream sequence the log records: the consumer is created to deliver from it,
-    /// and no recovery reads below it (1: from the stream's first message).
-    pub start_seq: u64,
-}
-
-impl Default for StreamSettings {
-    fn default() -> Self {
-        StreamSettings {
-            name: defaults::STREAM.into(),
-            subjects: vec![defaults::SUBJECTS.into()],
-            consumer: defaults::CONSUMER.into(),
-            bind_only: false,
-            subject_prefix: defaults::SUBJECT_PREFIX.into(),
-            ack_wait: defaults::ACK_WAIT,
-            replicas: defaults::STREAM_REPLICAS,
-            start_seq: 1,
-        }
+section! {
+    /// The JetStream stream and the durable pull consumer.
+    #[derive(Debug, Clone, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields, default)]
+    pub struct StreamSettings in "stream" {
+        /// JetStream stream.
+        #[flag("stream", was = "EVENT_AUDIT_STREAM")]
+        pub name: String = defaults::STREAM.into(),
+        /// Subjects of the stream when it is created, comma-separated.
+        #[flag("subjects", was = "EVENT_AUDIT_SUBJECTS")]
+        pub subjects: Vec<String> = vec![defaults::SUBJECTS.into()],
+        /// Durable pull consumer (created if missing).
+        #[flag("consumer", was = "EVENT_AUDIT_CONSUMER")]
+        pub consumer: String = defaults::CONSUMER.into(),
+        /// Only bind to an existing stream; never create it.
+        #[flag("bind-only", was = "EVENT_AUDIT_BIND_ONLY")]
+        pub bind_only: bool = false,
+        /// A message without envelope is named by its `Event-Type` header, else by its subject
+        /// after this prefix (`events.account.created-v1`).
+        #[flag("subject-prefix", was = "EVENT_AUDIT_SUBJECT_PREFIX")]
+        pub subject_prefix: String = defaults::SUBJECT_PREFIX.into(),
+        /// How long JetStream waits for an ack before redelivering.
+        #[flag("ack-wait", was = "EVENT_AUDIT_ACK_WAIT")]
+        pub ack_wait: Dur = defaults::ACK_WAIT,
+        /// Replicas of the stream when it is created, 1 to 5 (3 in a three-node JetStream
+        /// cluster); an existing stream keeps its own.
+        #[flag("stream-replicas")]
+        pub replicas: usize = defaults::STREAM_REPLICAS,
+        /// The first stream sequence the log records: the consumer is created to deliver from it,
+        /// and no recovery reads below it.
+        #[flag("start-seq", was = "EVENT_AUDIT_START_SEQ")]
+        pub start_seq: u64 = 1,
     }
 }
 
-/// Batching and writing.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct IngestSettings {
-    /// Messages per fetch and per database transaction (bounds memory).
-    pub batch_size: usize,
-    /// How long a batch waits to fill up before it is written anyway.
-    pub linger: Dur,
-    /// Batches written concurrently, each in its own transaction.
-    pub writers: usize,
-    /// Exit once the consumer has nothing pending (benchmarks, one-shot backfills).
-    pub exit_when_idle: bool,
-    /// This daemon's name in the chain links it writes; the host name when unset.
-    pub instance: Option<String>,
-    /// `/readyz` fails when batches are in hand and none has committed for this long.
-    pub stall_timeout: Dur,
-    /// After SIGTERM, how long the batches in hand may take to commit; past it the daemon
-    /// stops retrying, acks nothing uncommitted, says what is left and exits non-zero.
-    pub shutdown_timeout: Dur,
-}
-
-impl Default for IngestSettings {
-    fn default() -> Self {
-        IngestSettings {
-            batch_size: defaults::BATCH_SIZE,
-            linger: defaults::LINGER,
-            writers: defaults::WRITERS,
-            exit_when_idle: false,
-            instance: None,
-            stall_timeout: defaults::STALL_TIMEOUT,
-            shutdown_timeout: defaults::SHUTDOWN_TIMEOUT,
-        }
+section! {
+    /// Batching and writing.
+    #[derive(Debug, Clone, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields, default)]
+    pub struct IngestSettings in "ingest" {
+        /// Messages per fetch and per database transaction (bounds memory), 1 to 100000.
+        #[flag("batch-size", was = "EVENT_AUDIT_BATCH_SIZE")]
+        pub batch_size: usize = defaults::BATCH_SIZE,
+        /// How long a batch waits to fill up before it is written anyway.
+        #[flag("linger", was = "EVENT_AUDIT_LINGER")]
+        pub linger: Dur = defaults::LINGER,
+        /// Batches written concurrently, each in its own transaction, 1 to 16.
+        #[flag("writers", was = "EVENT_AUDIT_WRITERS")]
+        pub writers: usize = defaults::WRITERS,
+        /// Exit once the consumer has nothing pending (benchmarks, one-shot backfills).
+        #[flag("exit-when-idle")]
+        pub exit_when_idle: bool = false,
+        /// This daemon's name in the chain links it writes (default: the host name).
+        #[flag("instance", was = "EVENT_AUDIT_INSTANCE")]
+        pub instance: Option<String> = None,
+        /// /readyz fails when batches are in hand and none has committed for this long.
+        #[flag("stall-timeout", was = "EVENT_AUDIT_STALL_TIMEOUT")]
+        pub stall_timeout: Dur = defaults::STALL_TIMEOUT,
+        /// After SIGTERM, how long the batches in hand may take to commit; past it nothing more is
+        /// acked and the daemon exits non-zero, naming what is left.
+        #[flag("shutdown-timeout", was = "EVENT_AUDIT_SHUTDOWN_TIMEOUT")]
+        pub shutdown_timeout: Dur = defaults::SHUTDOWN_TIMEOUT,
     }
 }
 
@@ -261,43 +279,38 @@ impl IngestSettings {
     }
 }
 
-/// The HTTP listener.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct HttpSettings {
-    /// Listen address (port 0: any free port).
-    pub addr: SocketAddr,
-    /// File holding the bearer token of the report endpoints (else EVENT_AUDIT_REPORT_TOKEN;
-    /// with neither, the reports are open).
-    pub report_token_file: Option<PathBuf>,
-    /// A connection must deliver a whole request head within this time (slow clients are
-    /// closed); also how long a kept-alive connection may wait for its next request.
-    pub header_timeout: Dur,
-    /// A connection that moves no byte either way for this long is closed.
-    pub idle_timeout: Dur,
-    /// Connections served at once; at the cap the oldest idle one is closed for a new one.
-    pub max_connections: usize,
-    /// Largest request head (request line and headers) accepted, in bytes (431 beyond).
-    pub max_header_bytes: usize,
-    /// The daemon's address as a browser reaches it (`https://audit.internal:9187`), for the
-    /// signed report links the CLI prints.
-    pub public_url: Option<String>,
-    /// How long a signed report link (and the session it opens) stays valid.
-    pub link_ttl: Dur,
-}
-
-impl Default for HttpSettings {
-    fn default() -> Self {
-        HttpSettings {
-            addr: addr(defaults::HTTP_ADDR),
-            report_token_file: None,
-            header_timeout: defaults::HTTP_HEADER_TIMEOUT,
-            idle_timeout: defaults::HTTP_IDLE_TIMEOUT,
-            max_connections: defaults::HTTP_MAX_CONNECTIONS,
-            max_header_bytes: defaults::HTTP_MAX_HEADER_BYTES,
-            public_url: None,
-            link_ttl: defaults::LINK_TTL,
-        }
+section! {
+    /// The HTTP listener.
+    #[derive(Debug, Clone, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields, default)]
+    pub struct HttpSettings in "http" {
+        /// Listen address for the index, /healthz, /readyz, /metrics and the reports.
+        #[flag("http-addr")]
+        pub addr: SocketAddr = addr(defaults::HTTP_ADDR),
+        /// File holding the bearer token the report endpoints require (else the environment
+        /// variable EVENT_AUDIT_REPORT_TOKEN; with neither, the reports are open).
+        #[flag("report-token-file", was = "EVENT_AUDIT_REPORT_TOKEN_FILE")]
+        pub report_token_file: Option<PathBuf> = None,
+        /// A connection must send a whole request head within this time.
+        #[flag("http-header-timeout")]
+        pub header_timeout: Dur = defaults::HTTP_HEADER_TIMEOUT,
+        /// A connection that moves no byte for this long is closed.
+        #[flag("http-idle-timeout")]
+        pub idle_timeout: Dur = defaults::HTTP_IDLE_TIMEOUT,
+        /// HTTP connections served at once (kept well below the descriptor limit).
+        #[flag("http-max-connections")]
+        pub max_connections: usize = defaults::HTTP_MAX_CONNECTIONS,
+        /// Largest request head accepted, in bytes.
+        #[flag("http-max-header-bytes")]
+        pub max_header_bytes: usize = defaults::HTTP_MAX_HEADER_BYTES,
+        /// The daemon's address as a browser reaches it (`https://audit.internal:9187`): the CLI
+        /// prints signed links to the reports under it, and an HTML report's links point under it
+        /// (without it, a written HTML report leaves them out).
+        #[flag("public-url", was = "EVENT_AUDIT_PUBLIC_URL")]
+        pub public_url: Option<String> = None,
+        /// How long a signed link (and the browser session it opens) stays valid.
+        #[flag("link-ttl")]
+        pub link_ttl: Dur = defaults::LINK_TTL,
     }
 }
 
@@ -321,89 +334,84 @@ impl AuthScheme {
     }
 }
 
-/// The platform's Data-Import REST service.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct RestSettings {
-    /// Base URL (`/v1/data-import/...` is appended).
-    pub url: Option<String>,
-    /// File holding the token (else EVENT_AUDIT_REST_TOKEN).
-    pub token_file: Option<PathBuf>,
-    pub auth: AuthScheme,
-    /// Timeout of one per-account request.
-    pub timeout: Dur,
-    /// Timeout of one list request (a list carries the whole batch).
-    pub list_timeout: Dur,
-    /// Requests in flight at once.
-    pub concurrency: usize,
-    /// Requests per second, 0 for no limit.
-    pub rate: f64,
-    /// Retries after 5xx, 429, timeouts and connection errors.
-    pub retries: u32,
-    /// The first backoff, doubled per retry.
-    pub backoff: Dur,
-    /// The platform's GraphQL URL: when set, the token is obtained (and renewed after a 401)
-    /// with the token mutation, authenticated by the organisation API key.
-    pub graphql_url: Option<String>,
-    /// File holding the organisation API key (else EVENT_AUDIT_API_KEY).
-    pub api_key_file: Option<PathBuf>,
-    /// The GraphQL mutation document that obtains a token (variables `{"input": {"APIKey"}}`).
-    pub token_mutation: String,
-}
-
-impl Default for RestSettings {
-    fn default() -> Self {
-        RestSettings {
-            url: None,
-            token_file: None,
-            auth: AuthScheme::default(),
-            timeout: defaults::REST_TIMEOUT,
-            list_timeout: defaults::REST_LIST_TIMEOUT,
-            concurrency: defaults::REST_CONCURRENCY,
-            rate: defaults::REST_RATE,
-            retries: defaults::REST_RETRIES,
-            backoff: defaults::REST_BACKOFF,
-            graphql_url: None,
-            api_key_file: None,
-            token_mutation: defaults::TOKEN_MUTATION.into(),
-        }
+section! {
+    /// The platform's Data-Import REST service.
+    #[derive(Debug, Clone, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields, default)]
+    pub struct RestSettings in "rest" {
+        /// Base URL of the Data-Import REST service (`/v1/data-import/...` is appended).
+        #[flag("rest-url")]
+        pub url: Option<String> = None,
+        /// File holding the REST token (else EVENT_AUDIT_REST_TOKEN).
+        #[flag("rest-token-file")]
+        pub token_file: Option<PathBuf> = None,
+        /// `token`: `Authorization: Token <token>`; `bare`: `Authorization: <token>`.
+        #[flag("rest-auth")]
+        pub auth: AuthScheme = AuthScheme::default(),
+        /// Timeout of one per-account request.
+        #[flag("rest-timeout")]
+        pub timeout: Dur = defaults::REST_TIMEOUT,
+        /// Timeout of one list request (a list carries the whole batch).
+        #[flag("rest-list-timeout")]
+        pub list_timeout: Dur = defaults::REST_LIST_TIMEOUT,
+        /// Requests in flight at once, 1 to 256.
+        #[flag("rest-concurrency")]
+        pub concurrency: usize = defaults::REST_CONCURRENCY,
+        /// Requests per second, 0 for no limit.
+        #[flag("rest-rate")]
+        pub rate: f64 = defaults::REST_RATE,
+        /// Retries after 5xx, 429, timeouts and connection errors (exponential backoff, jitter).
+        #[flag("rest-retries")]
+        pub retries: u32 = defaults::REST_RETRIES,
+        /// The first backoff, doubled per retry.
+        pub backoff: Dur = defaults::REST_BACKOFF,
+        /// The platform's GraphQL URL: obtain the REST token with the token mutation (and again
+        /// after a 401), authenticated by the organisation API key.
+        #[flag("graphql-url", was = "EVENT_AUDIT_GRAPHQL_URL")]
+        pub graphql_url: Option<String> = None,
+        /// File holding the organisation API key (else EVENT_AUDIT_API_KEY).
+        #[flag("api-key-file", was = "EVENT_AUDIT_API_KEY_FILE")]
+        pub api_key_file: Option<PathBuf> = None,
+        /// The GraphQL mutation document that obtains a token (sent with the variables
+        /// `{"input": {"APIKey": KEY}}`; the token is read from `data.<field>.token`).
+        #[flag("token-mutation")]
+        pub token_mutation: String = defaults::TOKEN_MUTATION.into(),
     }
 }
 
-/// Reconciliation: the daemon's schedule and the CLI's defaults.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct ReconcileSettings {
-    /// Import suppliers to reconcile (the daemon reconciles them on a schedule when set).
-    pub suppliers: Vec<String>,
-    /// Time between scheduled reconciliations.
-    pub interval: Dur,
-    /// Scheduled runs look at this last period only; the whole history when unset.
-    pub window: Option<Dur>,
-    /// An account imported less than this long ago without outcome event is
-    /// `awaiting_event`, not `missing_event`.
-    pub grace: Dur,
-    /// The daemon also reconciles each supplier as a whole (not only its open batches).
-    pub whole_supplier: bool,
-    /// A batch closes by itself once every run has been settled for this long.
-    pub close_after: Dur,
-    /// A registration requested longer ago than this without completion is `stalled`.
-    pub registration_grace: Dur,
-    /// How often the daemon derives the reconciliation metrics from the stored runs.
-    pub poll: Dur,
-}
-
-impl Default for ReconcileSettings {
-    fn default() -> Self {
-        ReconcileSettings {
-            suppliers: Vec::new(),
-            interval: defaults::RECONCILE_INTERVAL,
-            window: None,
-            grace: defaults::RECONCILE_GRACE,
-            whole_supplier: false,
-            close_after: defaults::RECONCILE_CLOSE_AFTER,
-            registration_grace: defaults::REGISTRATION_GRACE,
-            poll: defaults::RECONCILE_POLL,
-        }
+section! {
+    /// Reconciliation: the daemon's schedule and the CLI's defaults.
+    #[derive(Debug, Clone, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields, default)]
+    pub struct ReconcileSettings in "reconcile" {
+        /// Reconcile this import supplier on a schedule (repeatable, or comma-separated); needs
+        /// --rest-url and a REST token.
+        #[flag("reconcile-supplier")]
+        pub suppliers: Vec<String> = Vec::new(),
+        /// Time between scheduled reconciliations (`30s`, `5m`, `1h`).
+        #[flag("reconcile-interval")]
+        pub interval: Dur = defaults::RECONCILE_INTERVAL,
+        /// Scheduled runs look at outcome events (and imports) of this last period only (`7d`);
+        /// without it, at the whole history.
+        #[flag("reconcile-window")]
+        pub window: Option<Dur> = None,
+        /// Grace period of scheduled reconciliations.
+        #[flag("reconcile-grace")]
+        pub grace: Dur = defaults::RECONCILE_GRACE,
+        /// Also reconcile each supplier as a whole (the daemon reconciles each open batch of the
+        /// suppliers; the whole supplier only when asked).
+        #[flag("reconcile-whole-supplier")]
+        pub whole_supplier: bool = false,
+        /// A batch closes by itself once every account has been settled (matched or tolerated,
+        /// every registration registered) this long.
+        #[flag("batch-close-after", was = "EVENT_AUDIT_BATCH_CLOSE_AFTER")]
+        pub close_after: Dur = defaults::RECONCILE_CLOSE_AFTER,
+        /// A registration requested longer ago than this without completion is `stalled`.
+        #[flag("registration-grace", was = "EVENT_AUDIT_REGISTRATION_GRACE")]
+        pub registration_grace: Dur = defaults::REGISTRATION_GRACE,
+        /// How often the reconciliation metrics are derived from the stored runs (CLI runs
+        /// included).
+        #[flag("reconcile-poll")]
+        pub poll: Dur = defaults::RECONCILE_POLL,
     }
 }

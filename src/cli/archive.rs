@@ -7,47 +7,39 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use serde::Serialize;
-
 use super::args::{ConfigArg, StatementDatabaseArgs};
 use super::catalogue::ListFormat;
 use crate::archive::{self, Retained, STATEMENT_FACTOR};
 use crate::db::Db;
 
 /// Options of `event-audit archive`.
-#[derive(clap::Args, Debug, Clone, Serialize)]
+#[derive(clap::Args, Debug, Clone)]
 pub struct ArchiveArgs {
     #[command(flatten)]
-    #[serde(skip)]
     pub(crate) config: ConfigArg,
     #[command(flatten)]
     pub(crate) database: StatementDatabaseArgs,
     /// Archive the monthly partitions that end by this time (RFC 3339, e.g.
     /// 2026-01-01T00:00:00Z).
     #[arg(long, value_parser = super::erase::parse_time)]
-    #[serde(skip)]
     pub(crate) before: chrono::DateTime<chrono::Utc>,
     /// The archive directory (created; its manifest.json keeps other partitions' entries).
     #[arg(long)]
-    #[serde(skip)]
     pub(crate) out: PathBuf,
     /// Then drop each archived partition's rows from the database (their keys, links and row
     /// hashes stay), recorded in the log as an erasure naming the archive file. Runs as the
     /// eraser role.
     #[arg(long, requires = "reason")]
-    #[serde(skip)]
     pub(crate) prune: bool,
     /// Why (recorded in the log with --prune).
     #[arg(long)]
-    #[serde(skip)]
     pub(crate) reason: Option<String>,
     #[arg(long, value_enum, default_value = "table")]
-    #[serde(skip)]
     pub(crate) format: ListFormat,
 }
 
 pub fn run(args: ArchiveArgs) -> anyhow::Result<ExitCode> {
-    let settings = args.config.load(&args)?;
+    let settings = args.config.load()?;
     let instance = settings.ingest.instance_name();
     let bound = settings.database.statement_timeout.get() * STATEMENT_FACTOR;
     let lock_for = settings.retention.archive_lock_for.map(|d| d.get());

@@ -7,7 +7,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use serde::Serialize;
 
 use super::args::{ConfigArg, DatabaseArgs};
 use super::output::find_batch;
@@ -28,61 +27,51 @@ pub enum BatchAction {
 }
 
 /// Options of `event-audit batch register`.
-#[derive(clap::Args, Debug, Clone, Serialize)]
+#[derive(clap::Args, Debug, Clone)]
 pub struct RegisterArgs {
     #[command(flatten)]
-    #[serde(skip)]
     pub(crate) config: ConfigArg,
     #[command(flatten)]
     pub(crate) database: DatabaseArgs,
     /// The import supplier code of the batch.
     #[arg(long)]
-    #[serde(skip)]
     pub(crate) supplier: String,
     /// The batch's name (unique per supplier).
     #[arg(long)]
-    #[serde(skip)]
     pub(crate) name: String,
     /// The manifest: one external account number a line, `order:ID` lines for the batch's
     /// external order ids (`simulate-platform --manifest` writes one).
     #[arg(long)]
-    #[serde(skip)]
     pub(crate) accounts: PathBuf,
     /// A verdict that counts as OK in every run of the batch: `VERDICT` or `VERDICT=N`.
     /// Repeatable.
     #[arg(long = "tolerate")]
-    #[serde(skip)]
     pub(crate) tolerances: Vec<Tolerance>,
 }
 
 /// Options of `event-audit batch close`.
-#[derive(clap::Args, Debug, Clone, Serialize)]
+#[derive(clap::Args, Debug, Clone)]
 pub struct CloseArgs {
     #[command(flatten)]
-    #[serde(skip)]
     pub(crate) config: ConfigArg,
     #[command(flatten)]
     pub(crate) database: DatabaseArgs,
     /// The batch's supplier, when several have a batch of that name.
     #[arg(long)]
-    #[serde(skip)]
     pub(crate) supplier: Option<String>,
     #[arg(long)]
-    #[serde(skip)]
     pub(crate) name: String,
 }
 
 /// Options of `event-audit batch list`.
-#[derive(clap::Args, Debug, Clone, Serialize)]
+#[derive(clap::Args, Debug, Clone)]
 pub struct ListArgs {
     #[command(flatten)]
-    #[serde(skip)]
     pub(crate) config: ConfigArg,
     #[command(flatten)]
     pub(crate) database: DatabaseArgs,
     /// JSON instead of a table.
     #[arg(long)]
-    #[serde(skip)]
     pub(crate) json: bool,
 }
 
@@ -95,7 +84,7 @@ pub fn run(action: BatchAction) -> anyhow::Result<ExitCode> {
 }
 
 fn register(args: RegisterArgs) -> anyhow::Result<ExitCode> {
-    let settings = args.config.load(&args)?;
+    let settings = args.config.load()?;
     if args.supplier.trim().is_empty() {
         anyhow::bail!("--supplier must not be empty");
     }
@@ -164,7 +153,7 @@ fn register(args: RegisterArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn close(args: CloseArgs) -> anyhow::Result<ExitCode> {
-    let settings = args.config.load(&args)?;
+    let settings = args.config.load()?;
     super::runtime()?.block_on(async {
         let store = ReconcileStore::new(Db::open_existing(&settings.database, 1).await?);
         let b = find_batch(&store, args.supplier.as_deref(), &args.name).await?;
@@ -178,7 +167,7 @@ fn close(args: CloseArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn list(args: ListArgs) -> anyhow::Result<ExitCode> {
-    let settings = args.config.load(&args)?;
+    let settings = args.config.load()?;
     super::runtime()?.block_on(async {
         let store = ReconcileStore::new(Db::open_existing(&settings.database, 1).await?);
         let mut out = Vec::new();

@@ -7,7 +7,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use serde::Serialize;
 
 use super::args::{ConfigArg, DatabaseArgs};
 use super::catalogue::ListFormat;
@@ -16,36 +15,30 @@ use crate::decode::catalogue::FINGERPRINT;
 use crate::evolution::drift::{self, store::DriftStore, Range};
 
 /// Options of `event-audit drift`.
-#[derive(clap::Args, Debug, Clone, Serialize)]
+#[derive(clap::Args, Debug, Clone)]
 pub struct DriftArgs {
     #[command(flatten)]
-    #[serde(skip)]
     pub(crate) config: ConfigArg,
     #[command(flatten)]
     pub(crate) database: DatabaseArgs,
     /// From this bus time (RFC 3339, or a date: 2026-11-01).
     #[arg(long, value_parser = drift::parse_time)]
-    #[serde(skip)]
     pub(crate) since: Option<chrono::DateTime<chrono::Utc>>,
     /// Until this bus time, excluded (RFC 3339, or a date).
     #[arg(long, value_parser = drift::parse_time)]
-    #[serde(skip)]
     pub(crate) until: Option<chrono::DateTime<chrono::Utc>>,
     #[arg(long, value_enum, default_value = "table")]
-    #[serde(skip)]
     pub(crate) format: ListFormat,
     /// Print a patch to catalogue/ adding the observed optional fields (never applied).
     #[arg(long)]
-    #[serde(skip)]
     pub(crate) suggest: bool,
     /// The catalogue directory the patch is made against.
     #[arg(long, default_value = "catalogue")]
-    #[serde(skip)]
     pub(crate) catalogue_dir: PathBuf,
 }
 
 pub fn run(args: DriftArgs) -> anyhow::Result<ExitCode> {
-    let settings = args.config.load(&args)?;
+    let settings = args.config.load()?;
     let range = Range {
         since: args.since,
         until: args.until,

@@ -5,19 +5,16 @@
 
 use std::process::ExitCode;
 
-use serde::Serialize;
-
-use super::args::{is_false, ConfigArg, NatsArgs, StatementDatabaseArgs};
+use super::args::{ConfigArg, NatsArgs, StatementDatabaseArgs};
 use super::catalogue::ListFormat;
 use crate::db::Db;
 use crate::erase::{self, EraseError, Selector};
 
 /// Options of `event-audit erase`.
-#[derive(clap::Args, Debug, Clone, Serialize)]
+#[derive(clap::Args, Debug, Clone)]
 #[command(group(clap::ArgGroup::new("which").required(true).args(["account", "stream", "published_before"])))]
 pub struct EraseArgs {
     #[command(flatten)]
-    #[serde(skip)]
     pub(crate) config: ConfigArg,
     #[command(flatten)]
     pub(crate) database: StatementDatabaseArgs,
@@ -26,54 +23,41 @@ pub struct EraseArgs {
     #[command(flatten)]
     pub(crate) nats: NatsArgs,
     #[command(flatten)]
-    #[serde(rename = "stream")]
     pub(crate) owned: OwnedStreamArgs,
     /// Every row of this account number.
     #[arg(long, conflicts_with = "stream")]
-    #[serde(skip)]
     pub(crate) account: Option<String>,
     /// The rows of this stream (with --seq).
     #[arg(long, requires = "seq")]
-    #[serde(skip)]
     pub(crate) stream: Option<String>,
     /// Stream sequences A..B (inclusive).
     #[arg(long, requires = "stream", value_parser = super::reprocess::parse_range)]
-    #[serde(skip)]
     pub(crate) seq: Option<(i64, i64)>,
     /// Every row published before this time (RFC 3339, e.g. 2025-10-22T00:00:00Z): what the
     /// daemon's `retention.payloads_for` does on its schedule, by hand.
     #[arg(long, conflicts_with_all = ["account", "stream"], value_parser = parse_time)]
-    #[serde(skip)]
     pub(crate) published_before: Option<chrono::DateTime<chrono::Utc>>,
     /// Why (recorded in the log: name the request, never the person or their data).
     #[arg(long)]
-    #[serde(skip)]
     pub(crate) reason: String,
     /// Print what would be erased; change nothing.
     #[arg(long)]
-    #[serde(skip)]
     pub(crate) dry_run: bool,
     #[arg(long, value_enum, default_value = "table")]
-    #[serde(skip)]
     pub(crate) format: ListFormat,
 }
 
-/// The stream the daemon owns, as the daemon reads it (`--stream` selects rows here, so the
-/// daemon's stream has a flag of its own; its environment variables are the daemon's).
-#[serde_with::skip_serializing_none]
-#[derive(clap::Args, Debug, Clone, Default, Serialize)]
-pub struct OwnedStreamArgs {
-    /// The daemon's stream (its --stream): erased messages are deleted from it.
-    #[arg(long = "daemon-stream", id = "stream.name", env = "EVENT_AUDIT_STREAM")]
-    pub(crate) name: Option<String>,
-    /// The daemon only binds to the stream (its --bind-only): nothing is deleted from it.
-    #[arg(
-        long = "daemon-bind-only",
-        id = "stream.bind_only",
-        env = "EVENT_AUDIT_BIND_ONLY"
-    )]
-    #[serde(skip_serializing_if = "is_false")]
-    pub(crate) bind_only: bool,
+options_group! {
+    /// The stream the daemon owns, as the daemon reads it (`--stream` selects rows here, so the
+    /// daemon's stream has a flag of its own; its environment variables are the daemon's).
+    pub struct OwnedStreamArgs = [
+        "stream.name" => |a| a
+            .long("daemon-stream")
+            .help("The daemon's stream (its --stream): erased messages are deleted from it"),
+        "stream.bind_only" => |a| a
+            .long("daemon-bind-only")
+            .help("The daemon only binds to the stream (its --bind-only): nothing is deleted from it"),
+    ];
 }
 
 /// The erasure's database error, with what to do when `login` may not erase.
@@ -106,7 +90,7 @@ pub(crate) fn parse_time(s: &str) -> Result<chrono::DateTime<chrono::Utc>, Strin
 }
 
 pub fn run(args: EraseArgs) -> anyhow::Result<ExitCode> {
-    let settings = args.config.load(&args)?;
+    let settings = args.config.load()?;
     let sel = match (&args.account, &args.stream, args.seq) {
         _ if args.published_before.is_some() => {
             Selector::PublishedBefore(args.published_before.unwrap_or_default())

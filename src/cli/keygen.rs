@@ -9,7 +9,6 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use rand::RngCore;
-use serde::Serialize;
 
 use super::args::{ConfigArg, DatabaseUrlArg};
 use crate::files::create_new;
@@ -17,22 +16,18 @@ use crate::tlog::cosign::WitnessSigner;
 use crate::tlog::note::PrivateKey;
 
 /// Options of `event-audit keygen`.
-#[derive(clap::Args, Debug, Clone, Default, Serialize)]
+#[derive(clap::Args, Debug, Clone, Default)]
 pub struct KeygenArgs {
     #[command(flatten)]
-    #[serde(skip)]
     pub(crate) config: ConfigArg,
     /// Writes PREFIX.key (private, 0600) and PREFIX.pub.
     #[arg(long)]
-    #[serde(skip)]
     pub(crate) out: PathBuf,
     /// A witness's cosigning key (for `witness serve`) instead of a log's signing key.
     #[arg(long = "witness", requires = "name")]
-    #[serde(skip)]
     pub(crate) cosigner: bool,
     /// The witness's name (a schema-less URL is recommended, e.g. witness.example.com/w1).
     #[arg(long, requires = "cosigner")]
-    #[serde(skip)]
     pub(crate) name: Option<String>,
     /// The database whose name goes into the default log origin
     /// (event-audit/<database name>/<random>).
@@ -42,14 +37,12 @@ pub struct KeygenArgs {
     pub(crate) witness: OriginArg,
 }
 
-/// Of the witness options, keygen reads only the log's name.
-#[serde_with::skip_serializing_none]
-#[derive(clap::Args, Debug, Clone, Default, Serialize)]
-pub struct OriginArg {
-    /// The key's name, which names the log in its checkpoints (default:
-    /// event-audit/<database name>/<random>).
-    #[arg(long, id = "witness.origin", env = "EVENT_AUDIT_ORIGIN")]
-    pub(crate) origin: Option<String>,
+options_group! {
+    /// Of the witness options, keygen reads only the log's name.
+    pub struct OriginArg = [
+        "witness.origin" => |a| a
+            .help("The key's name, which names the log in its checkpoints (default: event-audit/<database name>/<random>)"),
+    ];
 }
 
 fn with_ext(prefix: &std::path::Path, ext: &str) -> PathBuf {
@@ -59,7 +52,7 @@ fn with_ext(prefix: &std::path::Path, ext: &str) -> PathBuf {
 }
 
 pub fn run(args: KeygenArgs) -> anyhow::Result<ExitCode> {
-    let settings = args.config.load(&args)?;
+    let settings = args.config.load()?;
     let mut seed = [0u8; 32];
     rand::rngs::OsRng.fill_bytes(&mut seed);
     let (secret, public) = if args.cosigner {

@@ -100,7 +100,7 @@ pub(crate) fn links_for_file(html: &str, base: Option<&str>) -> String {
         if let Some(h1) = out.find("</h1>\n") {
             let note = "<p class=\"note\">Saved without the daemon's address: the links to its pages \
                         (accounts' timelines, history, changes) are left out; write it with \
-                        <code>--public-url URL</code> (or EVENT_AUDIT_PUBLIC_URL) to keep them.</p>\n";
+                        <code>--public-url URL</code> (or EVENT_AUDIT_HTTP_PUBLIC_URL) to keep them.</p>\n";
             out.insert_str(h1 + "</h1>\n".len(), note);
         }
     }
@@ -111,7 +111,7 @@ pub(crate) fn links_for_file(html: &str, base: Option<&str>) -> String {
 /// (unsigned, with a note, when no report token is configured: the reports are open).
 pub(crate) fn signed_link(settings: &Settings, path_and_query: &str) -> anyhow::Result<String> {
     let base = settings.http.public_url.as_deref().ok_or_else(|| {
-        anyhow::anyhow!("no --public-url (EVENT_AUDIT_PUBLIC_URL): the daemon's address as a browser reaches it")
+        anyhow::anyhow!("no --public-url (EVENT_AUDIT_HTTP_PUBLIC_URL): the daemon's address as a browser reaches it")
     })?;
     let token = secrets::load_secret(
         settings.http.report_token_file.as_ref(),

@@ -7,8 +7,6 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use serde::Serialize;
-
 use super::args::{ConfigArg, DatabaseArgs, NatsArgs};
 use super::witness_args::PlaceArgs;
 use crate::db::Db;
@@ -18,50 +16,34 @@ use crate::log::tree::TreeStore;
 use crate::witnessed::signer::CheckpointError;
 
 /// Options of `event-audit prove`.
-#[derive(clap::Args, Debug, Clone, Default, Serialize)]
+#[derive(clap::Args, Debug, Clone, Default)]
 pub struct ProveArgs {
     #[command(flatten)]
-    #[serde(skip)]
     pub(crate) config: ConfigArg,
     /// The stream of the event to prove (with --seq).
     #[arg(long, requires = "seq", conflicts_with = "account")]
-    #[serde(skip)]
     pub(crate) stream: Option<String>,
     /// The stream sequence of the event to prove.
     #[arg(long, requires = "stream")]
-    #[serde(skip)]
     pub(crate) seq: Option<i64>,
     /// Prove every event of this account (optionally within --since/--until, by event time).
     #[arg(long, required_unless_present = "stream")]
-    #[serde(skip)]
     pub(crate) account: Option<String>,
     /// Events at or after this time (RFC 3339).
     #[arg(long, requires = "account")]
-    #[serde(skip)]
     pub(crate) since: Option<chrono::DateTime<chrono::Utc>>,
     /// Events before this time (RFC 3339).
     #[arg(long, requires = "account")]
-    #[serde(skip)]
     pub(crate) until: Option<chrono::DateTime<chrono::Utc>>,
     /// An archive directory (`event-audit archive --out`): a row whose partition was pruned
     /// is proven from its archived copy, which must make the row hash the log keeps.
     #[arg(long)]
-    #[serde(skip)]
     pub(crate) archive: Option<PathBuf>,
     /// Write the bundle here (mode 0600) instead of stdout.
     #[arg(short = 'o', long = "output")]
-    #[serde(skip)]
     pub(crate) output: Option<PathBuf>,
-    /// The log's public key: only a checkpoint it verifies is used (and then the database's
-    /// copy of the latest checkpoint may stand in for an unreachable witness).
-    #[arg(long, env = "EVENT_AUDIT_PUBLIC_KEY")]
-    #[serde(skip)]
-    pub(crate) public_key: Option<PathBuf>,
-    /// A witness policy (`witness <vkey> <url>` lines, `quorum <n>`): prove against the newest
-    /// checkpoint that carries the policy's quorum of valid cosignatures.
-    #[arg(long)]
-    #[serde(skip)]
-    pub(crate) witness_policy: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) keys: ProveKeyArgs,
     #[command(flatten)]
     pub(crate) database: DatabaseArgs,
     #[command(flatten)]
@@ -70,18 +52,32 @@ pub struct ProveArgs {
     pub(crate) witness: PlaceArgs,
 }
 
+options_group! {
+    /// What a proof is checked against, as `prove` words it.
+    pub struct ProveKeyArgs = [
+        "witness.public_key" => |a| a.help(
+            "The log's public key: only a checkpoint it verifies is used (and then the \
+             database's copy of the latest checkpoint may stand in for an unreachable witness)",
+        ),
+        "witness.witness_policy" => |a| a.help(
+            "A witness policy (`witness <vkey> <url>` lines, `quorum <n>`): prove against the \
+             newest checkpoint that carries the policy's quorum of valid cosignatures",
+        ),
+    ];
+}
+
 pub fn run(args: ProveArgs) -> anyhow::Result<ExitCode> {
-    let settings = args.config.load(&args)?;
+    let settings = args.config.load()?;
     super::runtime()?.block_on(async {
         let db = Db::open_existing(&settings.database, 2).await?;
-        let key = match &args.public_key {
+        let key = match &settings.witness.public_key {
             Some(p) => Some(crate::witnessed::signer::load_public_key(p)?),
             None => None,
         };
-        let policy = args
+        let policy = settings
+            .witness
             .witness_policy
             .as_deref()
-            .or(settings.witness.witness_policy.as_deref())
             .map(super::verify_proof::read_policy)
             .transpose()?;
         let store = TreeStore::new(db.clone());

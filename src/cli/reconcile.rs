@@ -14,13 +14,10 @@ use std::process::ExitCode;
 use anyhow::Context;
 use chrono::{DateTime, NaiveDate, Utc};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use serde::Serialize;
-use serde_with::skip_serializing_none;
 
 use super::args::{ConfigArg, DatabaseArgs, LinkArgs, RestArgs};
 use super::output::{emit, find_batch, format_of, links_for_file, signed_link};
 use super::runs::{self, RunsAction};
-use crate::config::Dur;
 use crate::db::Db;
 use crate::reconcile::model::Tolerance;
 use crate::reconcile::report::{self, Format};
@@ -29,36 +26,27 @@ use crate::reconcile::rest::RestConfig;
 use crate::reconcile::store::ReconcileStore;
 use crate::reconcile::{compare, execute, Manifest, Params, Progress};
 
-/// The reconciliation settings a run takes from the command line.
-#[skip_serializing_none]
-#[derive(clap::Args, Debug, Clone, Default, Serialize)]
-pub struct RunSettingsArgs {
-    /// Import supplier code (repeatable). Events carry no supplier code: name every supplier
-    /// of the batch (with --batch: the batch's supplier, when several have its name).
-    #[arg(
-        long = "supplier",
-        id = "reconcile.suppliers",
-        required_unless_present = "batch"
-    )]
-    pub(crate) suppliers: Option<Vec<String>>,
-    /// An account imported less than this long ago without outcome event is `awaiting_event`,
-    /// not `missing_event`.
-    #[arg(long, id = "reconcile.grace")]
-    pub(crate) grace: Option<Dur>,
-    /// A registration requested longer ago than this without completion is `stalled`.
-    #[arg(long = "registration-grace", id = "reconcile.registration_grace")]
-    pub(crate) registration_grace: Option<Dur>,
+options_group! {
+    /// The reconciliation settings a run takes from the command line.
+    pub struct RunSettingsArgs = [
+        "reconcile.suppliers" => |a| a
+            .long("supplier")
+            .help("Import supplier code (repeatable). Events carry no supplier code: name every supplier of the batch (with --batch: the batch's supplier, when several have its name)")
+            .required_unless_present("batch"),
+        "reconcile.grace" => |a| a
+            .long("grace")
+            .help("An account imported less than this long ago without outcome event is `awaiting_event`, not `missing_event`"),
+        "reconcile.registration_grace",
+    ];
 }
 
 /// Options of `event-audit reconcile`.
-#[derive(clap::Args, Debug, Clone, Serialize)]
+#[derive(clap::Args, Debug, Clone)]
 #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct ReconcileArgs {
     #[command(subcommand)]
-    #[serde(skip)]
     pub(crate) action: Option<RunsAction>,
     #[command(flatten)]
-    #[serde(skip)]
     pub(crate) config: ConfigArg,
     #[command(flatten)]
     pub(crate) database: DatabaseArgs,
@@ -71,53 +59,42 @@ pub struct ReconcileArgs {
     /// A registered batch (`event-audit batch register`): its accounts, its orders and its
     /// tolerances; meter points followed up.
     #[arg(long, conflicts_with = "accounts")]
-    #[serde(skip)]
     pub(crate) batch: Option<String>,
     /// A manifest: one external account number a line (`order:ID` lines list the batch's
     /// orders). Without it or --batch: every account the suppliers list and every account
     /// with outcome events in the window.
     #[arg(long)]
-    #[serde(skip)]
     pub(crate) accounts: Option<PathBuf>,
     /// Outcome events at or after this time (RFC 3339, or a date: midnight UTC).
     #[arg(long, value_parser = parse_time)]
-    #[serde(skip)]
     pub(crate) since: Option<DateTime<Utc>>,
     /// Outcome events before this time.
     #[arg(long, value_parser = parse_time)]
-    #[serde(skip)]
     pub(crate) until: Option<DateTime<Utc>>,
     /// Output format. [default: table on a terminal, else json; with --output, from its
     /// extension (.html, .csv, .json)]
     #[arg(long, value_enum)]
-    #[serde(skip)]
     pub(crate) format: Option<Format>,
     /// Write the report to this file (created with mode 0600: it holds personal data).
     #[arg(long, short = 'o')]
-    #[serde(skip)]
     pub(crate) output: Option<PathBuf>,
     /// Count a verdict as OK for the exit code: `VERDICT` (any number) or `VERDICT=N` (up to
     /// N accounts). Repeatable.
     #[arg(long = "tolerate")]
-    #[serde(skip)]
     pub(crate) tolerances: Vec<Tolerance>,
     /// Ask account-transfer-status about every pending account too (tells `in_progress` from
     /// `pending` where the platform lists accounts being processed as pending).
     #[arg(long)]
-    #[serde(skip)]
     pub(crate) check_pending: bool,
     /// Follow registrations up: each imported account's meter point statuses joined with its
     /// join-supplier events (one more request per account). On by default for --batch.
     #[arg(long, conflicts_with = "no_meter_points")]
-    #[serde(skip)]
     pub(crate) meter_points: bool,
     /// Do not follow registrations up, not even for --batch.
     #[arg(long)]
-    #[serde(skip)]
     pub(crate) no_meter_points: bool,
     /// List matched accounts in the table too.
     #[arg(long)]
-    #[serde(skip)]
     pub(crate) show_matched: bool,
 }
 
@@ -170,7 +147,7 @@ pub fn run(args: ReconcileArgs) -> anyhow::Result<ExitCode> {
     if let Some(action) = args.action {
         return runs::run(action);
     }
-    let settings = args.config.load(&args)?;
+    let settings = args.config.load()?;
     let format = format_of(args.format, args.output.as_deref())?;
     let rest = RestConfig::from_settings(&settings.rest)?;
     let manifest = match &args.accounts {
@@ -184,8 +161,9 @@ pub fn run(args: ReconcileArgs) -> anyhow::Result<ExitCode> {
         }
         None => None,
     };
-    let supplier_flag = match args.reconcile.suppliers.as_deref() {
-        Some([one]) => Some(one.clone()),
+    // The one supplier the command line (or its environment) named, not the settings file's.
+    let supplier_flag = match args.config.given("reconcile.suppliers") {
+        Some(toml::Value::Array(one)) if one.len() == 1 => one[0].as_str().map(str::to_owned),
         _ => None,
     };
     super::runtime()?.block_on(async {

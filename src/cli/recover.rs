@@ -8,8 +8,6 @@
 
 use std::process::ExitCode;
 
-use serde::Serialize;
-
 use super::args::{ConfigArg, ConsumerArgs, IngestArgs, NatsArgs, StatementDatabaseArgs};
 use super::catalogue::ListFormat;
 use crate::db::Db;
@@ -18,10 +16,9 @@ use crate::ingest::sink::Sink;
 use crate::row::record::Naming;
 
 /// Options of `event-audit recover`.
-#[derive(clap::Args, Debug, Clone, Serialize)]
+#[derive(clap::Args, Debug, Clone)]
 pub struct RecoverArgs {
     #[command(flatten)]
-    #[serde(skip)]
     pub(crate) config: ConfigArg,
     #[command(flatten)]
     pub(crate) database: StatementDatabaseArgs,
@@ -35,23 +32,19 @@ pub struct RecoverArgs {
     pub(crate) ingest: IngestArgs,
     /// Stream sequences A..B (inclusive); default from `stream.start_seq` to the stream's last.
     #[arg(long, value_parser = super::reprocess::parse_range)]
-    #[serde(skip)]
     pub(crate) seq: Option<(i64, i64)>,
     /// Say what would be recorded and what is lost; record nothing.
     #[arg(long)]
-    #[serde(skip)]
     pub(crate) dry_run: bool,
     /// Exit 1 when sequences are lost (the stream no longer holds what the log lacks).
     #[arg(long)]
-    #[serde(skip)]
     pub(crate) fail_on_lost: bool,
     #[arg(long, value_enum, default_value = "table")]
-    #[serde(skip)]
     pub(crate) format: ListFormat,
 }
 
 pub fn run(args: RecoverArgs) -> anyhow::Result<ExitCode> {
-    let settings = args.config.load(&args)?;
+    let settings = args.config.load()?;
     let stream = settings.stream.name.clone();
     let window = match args.seq {
         Some((a, b)) => Window {

@@ -6,8 +6,6 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use serde::Serialize;
-
 use super::args::{ConfigArg, StatementDatabaseArgs};
 use super::catalogue::ListFormat;
 use crate::config::defaults;
@@ -18,51 +16,40 @@ use crate::evolution::drift::parse_time;
 use crate::evolution::reprocess::{self, store::ReprocessStore, Judge, Selection};
 
 /// Options of `event-audit reprocess`.
-#[derive(clap::Args, Debug, Clone, Serialize)]
+#[derive(clap::Args, Debug, Clone)]
 pub struct ReprocessArgs {
     #[command(flatten)]
-    #[serde(skip)]
     pub(crate) config: ConfigArg,
     #[command(flatten)]
     pub(crate) database: StatementDatabaseArgs,
     /// From this bus time (RFC 3339, or a date).
     #[arg(long, value_parser = parse_time)]
-    #[serde(skip)]
     pub(crate) since: Option<chrono::DateTime<chrono::Utc>>,
     /// Until this bus time, excluded.
     #[arg(long, value_parser = parse_time)]
-    #[serde(skip)]
     pub(crate) until: Option<chrono::DateTime<chrono::Utc>>,
     /// Only this stream.
     #[arg(long)]
-    #[serde(skip)]
     pub(crate) stream: Option<String>,
     /// Stream sequences A..B (inclusive; needs --stream).
     #[arg(long, requires = "stream", value_parser = parse_range)]
-    #[serde(skip)]
     pub(crate) seq: Option<(i64, i64)>,
     /// Only rows whose original status is one of these (repeatable).
     #[arg(long = "status", value_parser = parse_status, num_args = 1..)]
-    #[serde(skip)]
     pub(crate) statuses: Vec<String>,
     /// Judge and print the transitions; write nothing.
     #[arg(long)]
-    #[serde(skip)]
     pub(crate) dry_run: bool,
     /// Judge with the catalogue in this directory instead of the built-in one.
     #[arg(long)]
-    #[serde(skip)]
     pub(crate) catalogue_dir: Option<PathBuf>,
     /// Continue a run that stopped before its end (its selection and catalogue are kept).
     #[arg(long, conflicts_with_all = ["since", "until", "stream", "seq", "statuses", "dry_run"])]
-    #[serde(skip)]
     pub(crate) resume: Option<i64>,
     /// Rows per page (one transaction each).
     #[arg(long, default_value_t = defaults::REPROCESS_PAGE)]
-    #[serde(skip)]
     pub(crate) page_size: i64,
     #[arg(long, value_enum, default_value = "table")]
-    #[serde(skip)]
     pub(crate) format: ListFormat,
 }
 
@@ -88,7 +75,7 @@ fn parse_status(s: &str) -> Result<String, String> {
 }
 
 pub fn run(args: ReprocessArgs) -> anyhow::Result<ExitCode> {
-    let settings = args.config.load(&args)?;
+    let settings = args.config.load()?;
     let loaded = match &args.catalogue_dir {
         Some(dir) => Some(compat::dynamic(&compat::load(dir)?)),
         None => None,

@@ -11,8 +11,6 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use serde::Serialize;
-
 use super::args::{ConfigArg, StatementDatabaseArgs};
 use crate::db::Db;
 use crate::log::signed::Memory;
@@ -22,46 +20,39 @@ use crate::restore::{restore, Copies, Target};
 use crate::witnessed::signer::{load_key, load_public_key};
 
 /// Options of `event-audit restore-leaves`.
-#[derive(clap::Args, Debug, Clone, Serialize)]
+#[derive(clap::Args, Debug, Clone)]
 #[command(group(clap::ArgGroup::new("key").required(true).args(["public_key", "signing_key_file"])))]
 pub struct RestoreArgs {
     #[command(flatten)]
-    #[serde(skip)]
     pub(crate) config: ConfigArg,
     #[command(flatten)]
     pub(crate) database: StatementDatabaseArgs,
     /// A copy of the log's tiles: a directory, a file:// URL, or an http(s):// prefix (with or
     /// without a mirror's `<hex sha256(origin)>/` folder); repeat to try several in order.
     #[arg(long = "from", required = true)]
-    #[serde(skip)]
     pub(crate) from: Vec<String>,
     /// The log's public key (its name is the log's origin).
     #[arg(long)]
-    #[serde(skip)]
     pub(crate) public_key: Option<PathBuf>,
     /// The log's signing key: its memory file beside it names the checkpoint to reach.
     #[arg(long)]
-    #[serde(skip)]
     pub(crate) signing_key_file: Option<PathBuf>,
     /// The signer's memory file (default: beside --signing-key-file).
     #[arg(long)]
-    #[serde(skip)]
     pub(crate) signer_state: Option<PathBuf>,
     /// Why (recorded in the log).
     #[arg(
         long,
         default_value = "the database was restored from a backup behind the last signed checkpoint"
     )]
-    #[serde(skip)]
     pub(crate) reason: String,
     /// Say what would be restored and from where; write nothing.
     #[arg(long)]
-    #[serde(skip)]
     pub(crate) dry_run: bool,
 }
 
 pub fn run(args: RestoreArgs) -> anyhow::Result<ExitCode> {
-    let settings = args.config.load(&args)?;
+    let settings = args.config.load()?;
     let (public, state) = match (&args.signing_key_file, &args.public_key) {
         (Some(k), _) => {
             let key = load_key(k)?;

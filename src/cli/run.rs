@@ -3,8 +3,6 @@
 
 use std::process::ExitCode;
 
-use serde::Serialize;
-
 use super::args::{
     ConfigArg, ConsumerArgs, HttpArgs, IngestArgs, NatsArgs, RestArgs, RetentionArgs, ScheduleArgs,
     WriterDatabaseArgs,
@@ -13,10 +11,9 @@ use super::witness_args::SignerArgs;
 use crate::app::{shutdown_signal, App};
 
 /// Options of `event-audit run`.
-#[derive(clap::Args, Debug, Clone, Default, Serialize)]
+#[derive(clap::Args, Debug, Clone, Default)]
 pub struct RunArgs {
     #[command(flatten)]
-    #[serde(skip)]
     pub(crate) config: ConfigArg,
     #[command(flatten)]
     pub(crate) database: WriterDatabaseArgs,
@@ -39,7 +36,7 @@ pub struct RunArgs {
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
-    let settings = args.config.load(&args)?;
+    let settings = args.config.load()?;
     super::runtime()?.block_on(async {
         let app = App::build(settings).await?;
         let stop = app.stop_token();

@@ -7,8 +7,6 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use serde::Serialize;
-
 use super::args::{ConfigArg, DatabaseArgs, LinkArgs};
 use super::output::{emit, find_batch, format_of, links_for_file, signed_link};
 use crate::db::Db;
@@ -27,76 +25,58 @@ pub enum RunsAction {
 }
 
 /// Options of `event-audit reconcile diff`.
-#[derive(clap::Args, Debug, Clone, Serialize)]
+#[derive(clap::Args, Debug, Clone)]
 pub struct DiffArgs {
     #[command(flatten)]
-    #[serde(skip)]
     pub(crate) config: ConfigArg,
     #[command(flatten)]
     pub(crate) database: DatabaseArgs,
     /// Compare the latest two completed runs of this batch.
     #[arg(long, conflicts_with = "runs", required_unless_present = "runs")]
-    #[serde(skip)]
     pub(crate) batch: Option<String>,
     /// The batch's supplier, when several have a batch of that name.
     #[arg(long, requires = "batch")]
-    #[serde(skip)]
     pub(crate) supplier: Option<String>,
     /// Two run ids of the same scope (the earlier first, or either order).
     #[arg(num_args = 2, value_names = ["RUN_A", "RUN_B"])]
-    #[serde(skip)]
     pub(crate) runs: Vec<i64>,
     /// Output format (`table`, `json` or `html`). [default: table on a terminal, else json;
     /// with --output, from its extension]
     #[arg(long, value_enum)]
-    #[serde(skip)]
     pub(crate) format: Option<Format>,
     /// Write the changes to this file (mode 0600).
     #[arg(long, short = 'o')]
-    #[serde(skip)]
     pub(crate) output: Option<PathBuf>,
     #[command(flatten)]
-    #[serde(rename = "http")]
     pub(crate) http: PublicUrlArg,
 }
 
-/// Where the daemon's pages are, for the links of an HTML page written here.
-#[serde_with::skip_serializing_none]
-#[derive(clap::Args, Debug, Clone, Default, Serialize)]
-pub struct PublicUrlArg {
-    /// The daemon's address as a browser reaches it (`https://audit.internal:9187`): the HTML
-    /// page's links point under it (without it, they are left out).
-    #[arg(
-        long = "public-url",
-        id = "http.public_url",
-        env = "EVENT_AUDIT_PUBLIC_URL"
-    )]
-    pub(crate) public_url: Option<String>,
+options_group! {
+    /// Where the daemon's pages are, for the links of an HTML page written here.
+    pub struct PublicUrlArg = [
+        "http.public_url" => |a| a
+            .help("The daemon's address as a browser reaches it (`https://audit.internal:9187`): the HTML page's links point under it (without it, they are left out)"),
+    ];
 }
 
 /// Options of `event-audit reconcile link`.
-#[derive(clap::Args, Debug, Clone, Serialize)]
+#[derive(clap::Args, Debug, Clone)]
 pub struct LinkCmdArgs {
     #[command(flatten)]
-    #[serde(skip)]
     pub(crate) config: ConfigArg,
     #[command(flatten)]
     pub(crate) http: LinkArgs,
     /// A run's report (default: the latest run).
     #[arg(long, conflicts_with = "batch")]
-    #[serde(skip)]
     pub(crate) run: Option<i64>,
     /// The latest report of this batch (whatever run it is when the link is opened).
     #[arg(long)]
-    #[serde(skip)]
     pub(crate) batch: Option<String>,
     /// The batch's supplier, when several have a batch of that name.
     #[arg(long, requires = "batch")]
-    #[serde(skip)]
     pub(crate) supplier: Option<String>,
     /// The changes between the batch's latest two runs instead of its report.
     #[arg(long, requires = "batch")]
-    #[serde(skip)]
     pub(crate) changes: bool,
 }
 
@@ -108,7 +88,7 @@ pub fn run(action: RunsAction) -> anyhow::Result<ExitCode> {
 }
 
 fn diff(args: DiffArgs) -> anyhow::Result<ExitCode> {
-    let settings = args.config.load(&args)?;
+    let settings = args.config.load()?;
     let format = format_of(args.format, args.output.as_deref())?;
     if format == Format::Csv {
         anyhow::bail!("changes are shown as table, json or html (not csv)");
@@ -140,7 +120,7 @@ fn diff(args: DiffArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn link(args: LinkCmdArgs) -> anyhow::Result<ExitCode> {
-    let settings = args.config.load(&args)?;
+    let settings = args.config.load()?;
     let enc = crate::reconcile::report::html::segment;
     let path = match (&args.batch, args.run, args.changes) {
         (Some(name), _, changes) => {

@@ -7,17 +7,14 @@
 
 use std::process::ExitCode;
 
-use serde::Serialize;
-
-use super::args::{is_false, ConfigArg, NatsArgs, PooledDatabaseArgs};
+use super::args::{ConfigArg, NatsArgs, PooledDatabaseArgs};
 use super::witness_args::ReaderArgs;
 use crate::verify::{CouldNotVerify, Recorded, VerifyOptions, VerifyReport};
 
 /// Options of `event-audit verify`.
-#[derive(clap::Args, Debug, Clone, Default, Serialize)]
+#[derive(clap::Args, Debug, Clone, Default)]
 pub struct VerifyArgs {
     #[command(flatten)]
-    #[serde(skip)]
     pub(crate) config: ConfigArg,
     #[command(flatten)]
     pub(crate) database: PooledDatabaseArgs,
@@ -25,39 +22,27 @@ pub struct VerifyArgs {
     pub(crate) nats: NatsArgs,
     #[command(flatten)]
     pub(crate) verify: VerifyGroup,
-    #[command(flatten)]
-    pub(crate) witness: ReaderArgs,
-}
-
-/// What `verify` checks besides the chain.
-#[derive(clap::Args, Debug, Clone, Default, Serialize)]
-pub struct VerifyGroup {
-    /// Skip the completeness report (which needs NATS for the streams' state).
-    #[arg(
-        long,
-        id = "verify.skip_completeness",
-        env = "EVENT_AUDIT_SKIP_COMPLETENESS"
-    )]
-    #[serde(skip_serializing_if = "is_false")]
-    pub(crate) skip_completeness: bool,
-    /// An auditor's mirror directory (`event-audit mirror --dir`), or a copy of the log's
-    /// tiles: every row's hash must equal the mirror's entry at its leaf index; leaves the
-    /// mirror holds and the database lost are named. Needs no witness.
-    #[arg(long, id = "verify.mirror", env = "EVENT_AUDIT_VERIFY_MIRROR")]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) mirror: Option<std::path::PathBuf>,
     /// An archive directory (`event-audit archive --out`): every archived row must make its
     /// row hash again and match the row the log keeps at its place (pruned or not), every file
     /// its manifest's digest, a pruned partition's file the one its prune record names.
     #[arg(long)]
-    #[serde(skip)]
     pub(crate) archive: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub(crate) witness: ReaderArgs,
+}
+
+options_group! {
+    /// What `verify` checks besides the chain, of its settings.
+    pub struct VerifyGroup = [
+        "verify.skip_completeness",
+        "verify.mirror",
+    ];
 }
 
 pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
-    let settings = args.config.load(&args)?;
+    let settings = args.config.load()?;
     let options = VerifyOptions {
-        archive: args.verify.archive.clone(),
+        archive: args.archive.clone(),
     };
     match super::runtime()?.block_on(crate::verify::run(&settings, &options)) {
         Ok(report) => render(report),

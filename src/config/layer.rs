@@ -138,11 +138,6 @@ fn merge(into: &mut toml::Table, from: toml::Table) {
     }
 }
 
-/// Serializes a clap arguments struct (whose `None` fields are skipped) into overrides.
-pub(crate) fn overrides<T: serde::Serialize>(args: &T) -> Result<toml::Table, LoadError> {
-    toml::Table::try_from(args).map_err(|e| LoadError::Override(e.to_string()))
-}
-
 /// The default of the setting at a dotted path (`ingest.batch_size`), as `--help` shows it.
 pub(crate) fn default_of(path: &str) -> Option<String> {
     let tree = toml::Table::try_from(Settings::default()).ok()?;

@@ -8,42 +8,31 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use super::options::section;
 use super::validate::Check;
 use super::{defaults, Dur};
 
-/// An S3-compatible store (AWS S3, MinIO, Ceph RGW, ...).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct ObjectStoreSettings {
-    /// The store's address (`https://minio.internal:9000`): scheme, host and port; default
-    /// AWS's regional endpoint, `https://s3.<region>.amazonaws.com`.
-    pub endpoint: Option<String>,
-    /// The region requests are signed for (`us-east-1` for most stores that are not AWS).
-    pub region: String,
-    /// Address buckets as `endpoint/bucket/key` (most self-hosted stores) rather than
-    /// `bucket.endpoint/key` (AWS's default).
-    pub path_style: bool,
-    /// File holding the access key id (else the environment variable AWS_ACCESS_KEY_ID).
-    pub access_key_id_file: Option<PathBuf>,
-    /// File holding the secret access key (else AWS_SECRET_ACCESS_KEY).
-    pub secret_access_key_file: Option<PathBuf>,
-    /// File holding a session token of temporary credentials (else AWS_SESSION_TOKEN).
-    pub session_token_file: Option<PathBuf>,
-    /// How long one request may take, connecting and the whole body included.
-    pub request_timeout: Dur,
-}
-
-impl Default for ObjectStoreSettings {
-    fn default() -> Self {
-        ObjectStoreSettings {
-            endpoint: None,
-            region: defaults::OBJECT_STORE_REGION.into(),
-            path_style: false,
-            access_key_id_file: None,
-            secret_access_key_file: None,
-            session_token_file: None,
-            request_timeout: defaults::OBJECT_STORE_REQUEST_TIMEOUT,
-        }
+section! {
+    /// An S3-compatible store (AWS S3, MinIO, Ceph RGW, ...).
+    #[derive(Debug, Clone, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields, default)]
+    pub struct ObjectStoreSettings in "object_store" {
+        /// The store's address (`https://minio.internal:9000`): scheme, host and port; default
+        /// AWS's regional endpoint, `https://s3.<region>.amazonaws.com`.
+        pub endpoint: Option<String> = None,
+        /// The region requests are signed for (`us-east-1` for most stores that are not AWS).
+        pub region: String = defaults::OBJECT_STORE_REGION.into(),
+        /// Address buckets as `endpoint/bucket/key` (most self-hosted stores) rather than
+        /// `bucket.endpoint/key` (AWS's default).
+        pub path_style: bool = false,
+        /// File holding the access key id (else the environment variable AWS_ACCESS_KEY_ID).
+        pub access_key_id_file: Option<PathBuf> = None,
+        /// File holding the secret access key (else AWS_SECRET_ACCESS_KEY).
+        pub secret_access_key_file: Option<PathBuf> = None,
+        /// File holding a session token of temporary credentials (else AWS_SESSION_TOKEN).
+        pub session_token_file: Option<PathBuf> = None,
+        /// How long one request may take, connecting and the whole body included.
+        pub request_timeout: Dur = defaults::OBJECT_STORE_REQUEST_TIMEOUT,
     }
 }
 

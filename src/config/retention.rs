@@ -5,41 +5,37 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use super::options::section;
 use super::validate::Check;
 use super::{defaults, Dur};
 
 /// The longest retention period accepted: past it `now - period` leaves the calendar.
 const LONGEST: Dur = Dur::secs(36_500 * 86_400);
 
-/// What the daemon erases or archives on a schedule; every period off by default.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct RetentionSettings {
-    /// Rows published longer ago than this lose their personal data (payload, raw message,
-    /// headers, ...), recorded as an erasure by publication time; kept while unset.
-    pub payloads_for: Option<Dur>,
-    /// Rows published longer ago than this are archived to `archive_dir`, then leave the
-    /// database; kept while unset.
-    pub rows_for: Option<Dur>,
-    /// Where rows are archived before they leave the database (needed by `rows_for`): a
-    /// directory, or `s3://bucket/prefix` with `[object_store]`.
-    pub archive_dir: Option<PathBuf>,
-    /// `archive --out s3://...`: each archive object is put under S3 Object Lock (compliance
-    /// mode) for this long; a bucket that does not keep the lock is refused.
-    pub archive_lock_for: Option<Dur>,
-    /// Time between retention runs (the first runs shortly after start).
-    pub interval: Dur,
-}
-
-impl Default for RetentionSettings {
-    fn default() -> Self {
-        RetentionSettings {
-            payloads_for: None,
-            rows_for: None,
-            archive_dir: None,
-            archive_lock_for: None,
-            interval: defaults::RETENTION_INTERVAL,
-        }
+section! {
+    /// What the daemon erases or archives on a schedule; every period off by default.
+    #[derive(Debug, Clone, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields, default)]
+    pub struct RetentionSettings in "retention" {
+        /// Erase the personal data of rows published longer ago than this (`400d`), recorded as
+        /// one erasure per run; without it, payloads are kept.
+        #[flag("retention-payloads-for")]
+        pub payloads_for: Option<Dur> = None,
+        /// Archive rows published longer ago than this to --retention-archive-dir, then drop them
+        /// from the database; without it, rows are kept.
+        #[flag("retention-rows-for")]
+        pub rows_for: Option<Dur> = None,
+        /// Where rows are archived before they leave the database: a directory, or
+        /// s3://BUCKET/PREFIX with the settings file's [object_store].
+        #[flag("retention-archive-dir")]
+        pub archive_dir: Option<PathBuf> = None,
+        /// `archive --out s3://...` and a scheduled archive to a bucket: each archive object is
+        /// put under S3 Object Lock (compliance mode) for this long; a bucket that does not keep
+        /// the lock is refused.
+        pub archive_lock_for: Option<Dur> = None,
+        /// Time between retention runs.
+        #[flag("retention-interval")]
+        pub interval: Dur = defaults::RETENTION_INTERVAL,
     }
 }
 

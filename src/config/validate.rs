@@ -423,7 +423,7 @@ impl Settings {
             c.fail(
                 "nats.password_file",
                 "<given>",
-                "needs `nats.user` (--nats-user or NATS_USER)",
+                "needs `nats.user` (--nats-user or EVENT_AUDIT_NATS_USER)",
             );
         }
         if n.user.as_deref().is_some_and(str::is_empty) {

@@ -6,118 +6,112 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use super::options::section;
 use super::{defaults, Dur};
 
-/// `witness serve`: the independent witness (C2SP tlog-witness), run by someone other than the
-/// log's operators.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct WitnessServerSettings {
-    /// The witness's private key file (`keygen --witness`).
-    pub key_file: Option<PathBuf>,
-    /// The public key files of the logs it witnesses (each trusted for its name as origin and
-    /// for `<name>/reverdicts`).
-    pub log_keys: Vec<PathBuf>,
-    /// Where it keeps the latest checkpoint it cosigned per log.
-    pub state_dir: Option<PathBuf>,
-    /// Listen address of `POST /add-checkpoint` and `/metrics`.
-    pub listen: std::net::SocketAddr,
-    /// How long one connection may stay open: then it closes after its request in progress
-    /// (a client reconnects; a hostile one cannot hold a connection forever).
-    pub max_connection_age: Dur,
-}
-
-impl Default for WitnessServerSettings {
-    fn default() -> Self {
-        WitnessServerSettings {
-            key_file: None,
-            log_keys: Vec::new(),
-            state_dir: None,
-            listen: defaults::WITNESS_LISTEN
-                .parse()
-                .unwrap_or_else(|_| std::net::SocketAddr::from(([127, 0, 0, 1], 0))),
-            max_connection_age: defaults::WITNESS_CONNECTION_AGE,
-        }
+section! {
+    /// `witness serve`: the independent witness (C2SP tlog-witness), run by someone other than the
+    /// log's operators.
+    #[derive(Debug, Clone, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields, default)]
+    pub struct WitnessServerSettings in "witness_server" {
+        /// The witness's private key file (`keygen --witness`; mode 0600).
+        #[flag("key", was = "EVENT_AUDIT_WITNESS_KEY_FILE")]
+        pub key_file: Option<PathBuf> = None,
+        /// A log's public key file (`keygen`'s .pub); repeat for each log. The key is trusted for
+        /// its name as origin and for `<name>/reverdicts`.
+        #[flag("log-key")]
+        pub log_keys: Vec<PathBuf> = Vec::new(),
+        /// Where the latest checkpoint cosigned per log is kept (one witness process per directory).
+        #[flag("state-dir")]
+        pub state_dir: Option<PathBuf> = None,
+        /// Listen address.
+        #[flag("listen", was = "EVENT_AUDIT_WITNESS_LISTEN")]
+        pub listen: std::net::SocketAddr = super::addr(defaults::WITNESS_LISTEN),
+        /// How long one connection may stay open; then it closes after its request in progress.
+        #[flag("max-connection-age", was = "EVENT_AUDIT_WITNESS_MAX_CONNECTION_AGE")]
+        pub max_connection_age: Dur = defaults::WITNESS_CONNECTION_AGE,
     }
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct WitnessSettings {
-    /// The daemon's private key file (`keygen`); without it, checkpoints are off.
-    pub signing_key_file: Option<PathBuf>,
-    /// How often the daemon signs a checkpoint (only when the tree grew).
-    pub checkpoint_interval: Dur,
-    /// The JetStream stream that witnesses checkpoints (deny delete, deny purge).
-    pub checkpoint_stream: String,
-    /// Replicas of the checkpoint stream when `run` creates it.
-    pub checkpoint_replicas: usize,
-    /// A directory each checkpoint is also written to (one file per checkpoint).
-    pub checkpoint_dir: Option<PathBuf>,
-    /// Where the daemon writes the log as C2SP tlog-tiles at each published checkpoint (and
-    /// serves it under `/log/`); an existing log is backfilled on the first round.
-    pub tiles_dir: Option<PathBuf>,
-    /// The same in an S3 bucket, `s3://bucket/prefix` (with `[object_store]`), instead of
-    /// `tiles_dir`; served under `/log/` too.
-    pub tiles_url: Option<String>,
-    /// With `tiles_url`: each full tile and bundle is put under S3 Object Lock (compliance
-    /// mode) for this long (a bucket without Object Lock is refused).
-    pub tiles_lock_for: Option<Dur>,
-    /// The log's name in its checkpoints; default: the signing key's name (which `keygen`
-    /// makes `event-audit/<database name>`).
-    pub origin: Option<String>,
-    /// The public key file of the log (`verify`, `prove`).
-    pub public_key: Option<PathBuf>,
-    /// `verify`: rehash every row (the default; kept so that older settings files still load).
-    pub full: bool,
-    /// `verify`: rehash only the rows after the checkpoint checked last time (the state
-    /// file's); the rows before it are not rehashed, and the report says so. Never the default.
-    pub incremental: bool,
-    /// `verify`: acknowledge the break the state file remembers, by its id; the state records
-    /// when. Until then every run exits 1 and names it.
-    pub acknowledge_break: Option<String>,
-    /// `verify`: where the last checked checkpoint is remembered; default
-    /// `$HOME/.local/state/event-audit/<origin>.json`.
-    pub state_file: Option<PathBuf>,
-    /// How long one publish to (or read of) the witness may take, and one witness request.
-    pub publish_timeout: Dur,
-    /// The signer's memory of what it signed (default: the signing key file's path with
-    /// `.state` appended).
-    pub signer_state: Option<PathBuf>,
-    /// The witnesses that cosign checkpoints and the quorum readers require (`witness <vkey>
-    /// <url>` lines, `quorum <n>`): `run` submits to them, readers check the quorum.
-    pub witness_policy: Option<PathBuf>,
-    /// `verify`: neither read nor write the state file.
-    pub no_state: bool,
-    /// Copies of the log's tiles (directories or URLs: another daemon's `/log/`, an auditor's
-    /// mirror) the daemon restores lost leaves from, after `tiles_dir`, when the database's
-    /// tree is behind the checkpoint its key signed.
-    pub restore_from: Vec<String>,
-}
-
-impl Default for WitnessSettings {
-    fn default() -> Self {
-        WitnessSettings {
-            signing_key_file: None,
-            checkpoint_interval: defaults::CHECKPOINT_INTERVAL,
-            checkpoint_stream: defaults::CHECKPOINT_STREAM.into(),
-            checkpoint_replicas: defaults::CHECKPOINT_REPLICAS,
-            checkpoint_dir: None,
-            tiles_dir: None,
-            tiles_url: None,
-            tiles_lock_for: None,
-            origin: None,
-            public_key: None,
-            full: false,
-            incremental: false,
-            acknowledge_break: None,
-            state_file: None,
-            publish_timeout: defaults::CHECKPOINT_PUBLISH_TIMEOUT,
-            signer_state: None,
-            witness_policy: None,
-            no_state: false,
-            restore_from: Vec::new(),
-        }
+section! {
+    #[derive(Debug, Clone, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields, default)]
+    pub struct WitnessSettings in "witness" {
+        /// Private key file (`event-audit keygen`); without it checkpoints are off. The key is
+        /// never stored in the database, passed in argv or logged.
+        #[flag("signing-key-file", was = "EVENT_AUDIT_SIGNING_KEY_FILE")]
+        pub signing_key_file: Option<PathBuf> = None,
+        /// How often a checkpoint is signed (only when the log grew), and once at shutdown.
+        #[flag("checkpoint-interval", was = "EVENT_AUDIT_CHECKPOINT_INTERVAL")]
+        pub checkpoint_interval: Dur = defaults::CHECKPOINT_INTERVAL,
+        /// JetStream stream witnessing the checkpoints (created with deny-delete, deny-purge).
+        #[flag("checkpoint-stream", was = "EVENT_AUDIT_CHECKPOINT_STREAM")]
+        pub checkpoint_stream: String = defaults::CHECKPOINT_STREAM.into(),
+        /// Replicas of the checkpoint stream when it is created, 1 to 5 (3 in a three-node
+        /// JetStream cluster).
+        #[flag("checkpoint-replicas", was = "EVENT_AUDIT_CHECKPOINT_REPLICAS")]
+        pub checkpoint_replicas: usize = defaults::CHECKPOINT_REPLICAS,
+        /// Directory of checkpoint files (the daemon writes each one there too; `verify` and
+        /// `prove` read it instead of the stream).
+        #[flag("checkpoint-dir", was = "EVENT_AUDIT_CHECKPOINT_DIR")]
+        pub checkpoint_dir: Option<PathBuf> = None,
+        /// Directory the log is written to as C2SP tlog-tiles at each published checkpoint (tiles,
+        /// then the checkpoint) and served from under /log/; an existing log is backfilled first.
+        #[flag("tiles-dir", was = "EVENT_AUDIT_TILES_DIR")]
+        pub tiles_dir: Option<PathBuf> = None,
+        /// The same in an S3 bucket, s3://BUCKET/PREFIX (endpoint, region and credential files
+        /// from the settings file's [object_store], or AWS_* in the environment), served under /log/.
+        #[flag("tiles-url", was = "EVENT_AUDIT_TILES_URL")]
+        pub tiles_url: Option<String> = None,
+        /// With `tiles_url`: each full tile and bundle is put under S3 Object Lock (compliance
+        /// mode) for this long (a bucket without Object Lock is refused).
+        pub tiles_lock_for: Option<Dur> = None,
+        /// The log's name in its checkpoints (default: the key's name; keygen's default is
+        /// event-audit/<database name>/<random>).
+        #[flag("origin", was = "EVENT_AUDIT_ORIGIN")]
+        pub origin: Option<String> = None,
+        /// The log's public key file (`keygen`'s .pub): verify against the witnessed checkpoints.
+        #[flag("public-key", was = "EVENT_AUDIT_PUBLIC_KEY")]
+        pub public_key: Option<PathBuf> = None,
+        /// Rehash every row and rebuild the tree from every row hash: the default, accepted so that
+        /// scripts written for older versions keep working.
+        #[flag("full", env = false; conflicts_with("witness.incremental"))]
+        pub full: bool = false,
+        /// Rehash only the rows after the checkpoint checked last time (remembered in the state
+        /// file): faster, but an edit of an older row that leaves its stored hash alone is not
+        /// seen. The summary and the JSON say which rows were not rehashed.
+        #[flag("incremental", env = false; conflicts_with("witness.no_state"))]
+        pub incremental: bool = false,
+        /// Acknowledge the break the state file remembers (its id, as every run prints it) once it
+        /// has been dealt with; the state records when. Until then every run exits 1 naming it.
+        #[flag("acknowledge-break", env = false; value_name("ID"))]
+        pub acknowledge_break: Option<String> = None,
+        /// Where the last checked checkpoint is remembered (default
+        /// $HOME/.local/state/event-audit/<origin>+<key id>.json). Keep it, and a copy of the
+        /// checkpoints, out of the log operators' reach.
+        #[flag("state-file")]
+        pub state_file: Option<PathBuf> = None,
+        /// How long one publish to (or read of) the witness may take, and one witness request.
+        pub publish_timeout: Dur = defaults::CHECKPOINT_PUBLISH_TIMEOUT,
+        /// The signer's memory of the last checkpoint it signed, outside the database (default:
+        /// the key file's path with `.state` appended). Keep it with the key.
+        #[flag("signer-state", was = "EVENT_AUDIT_SIGNER_STATE")]
+        pub signer_state: Option<PathBuf> = None,
+        /// Witness policy file: `witness <vkey> <url>` lines and `quorum <n>` (default: all).
+        /// `run` submits every checkpoint to these witnesses and publishes it with their
+        /// cosignatures; readers require the quorum (URLs ignored).
+        #[flag("witness-policy", was = "EVENT_AUDIT_WITNESS_POLICY")]
+        pub witness_policy: Option<PathBuf> = None,
+        /// Neither read nor write the state file (a first look at a log, or a state deliberately
+        /// set aside); without it, an unreadable state, or one of another log, is exit 2.
+        #[flag("no-state", env = false; conflicts_with("witness.state_file"))]
+        pub no_state: bool = false,
+        /// Copies of the log's tiles (directories or URLs; an auditor's mirror) to restore lost
+        /// leaves from when the database's tree is behind the checkpoint the key signed (after
+        /// --tiles-dir); repeat, or comma-separate.
+        #[flag("restore-from", was = "EVENT_AUDIT_RESTORE_FROM")]
+        pub restore_from: Vec<String> = Vec::new(),
     }
 }
 

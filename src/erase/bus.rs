@@ -52,7 +52,7 @@ pub(crate) fn plan(rows: &[Erased], own: &StreamSettings) -> Vec<OnTheBus> {
 }
 
 fn not_owned(stream: &str) -> String {
-    format!("the daemon does not own stream {stream} (not its stream.name: pass --daemon-stream or EVENT_AUDIT_STREAM as the daemon has it; or stream.bind_only)")
+    format!("the daemon does not own stream {stream} (not its stream.name: pass --daemon-stream or EVENT_AUDIT_STREAM_NAME as the daemon has it; or stream.bind_only)")
 }
 
 /// Stream sequences as sorted ranges: `1-500,502,504-1099`.

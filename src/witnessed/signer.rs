@@ -473,7 +473,7 @@ pub(crate) fn from_settings(
 ) -> Result<Option<Signer>, CheckpointError> {
     let w = &s.witness;
     let Some(path) = &w.signing_key_file else {
-        tracing::info!("checkpoints are off: no signing key (--signing-key-file or EVENT_AUDIT_SIGNING_KEY_FILE); the log is not witnessed outside the database");
+        tracing::info!("checkpoints are off: no signing key (--signing-key-file or EVENT_AUDIT_WITNESS_SIGNING_KEY_FILE); the log is not witnessed outside the database");
         return Ok(None);
     };
     let key = load_key(path)?;

@@ -1,5 +1,5 @@
-//! Every command's `--help`, held to what it printed before options were declared once: the
-//! same flags, help texts, defaults and environment names (recorded under `help_golden/`, one
+//! Every command's `--help`, held to what it printed when recorded: the same flags, help texts,
+//! defaults and environment names (recorded under `help_golden/`, one
 //! file per command path, `root_batch_list.txt` for `event-audit batch list --help`). Run with
 //! an empty environment, so that no variable's value shows. A deliberate change of the interface
 //! is recorded again with `EVENT_AUDIT_WRITE_HELP=1 cargo test --features dev --test it help_golden`.

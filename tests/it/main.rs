@@ -37,6 +37,7 @@ mod mirror_s3;
 mod observability;
 mod operations_files;
 mod operator_tools;
+mod options_env;
 mod reconcile;
 mod reconcile_http;
 mod recover;
