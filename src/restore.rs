@@ -82,13 +82,16 @@ impl Outcome {
     }
 }
 
-/// Where the lost leaves may be: a copy of the log's tiles (a directory or a URL, with or
-/// without a mirror's `<hex sha256(origin)>/` folder).
+/// Where the lost leaves may be: a copy of the log's tiles (a directory, a URL, or an
+/// `s3://bucket/prefix` read with the object store's settings; with or without a mirror's
+/// `<hex sha256(origin)>/` folder).
 pub(crate) struct Copies {
     pub(crate) key: PublicKey,
     pub(crate) origin: String,
     pub(crate) copies: Vec<String>,
     pub(crate) timeout: Duration,
+    /// How an `s3://` copy is reached (endpoint, region, credentials' files).
+    pub(crate) object_store: crate::config::ObjectStoreSettings,
 }
 
 impl Copies {
@@ -113,7 +116,7 @@ impl Copies {
 
     /// The copy's read path and its checkpoint: as given, else under its origin's folder.
     async fn open(&self, copy: &str) -> Result<(Source, String), String> {
-        let src = Source::parse(copy, self.timeout)?;
+        let src = Source::open(copy, self.timeout, &self.object_store)?;
         match src.checkpoint().await {
             Ok(n) => Ok((src, n)),
             Err(FetchError::NotFound { .. }) => {

@@ -27,8 +27,9 @@ pub struct RestoreArgs {
     pub(crate) config: ConfigArg,
     #[command(flatten)]
     pub(crate) database: StatementDatabaseArgs,
-    /// A copy of the log's tiles: a directory, a file:// URL, or an http(s):// prefix (with or
-    /// without a mirror's `<hex sha256(origin)>/` folder); repeat to try several in order.
+    /// A copy of the log's tiles: a directory, a file:// URL, an http(s):// prefix, or
+    /// s3://BUCKET/PREFIX (with the settings file's [object_store]); with or without a mirror's
+    /// `<hex sha256(origin)>/` folder; repeat to try several in order.
     #[arg(long = "from", required = true)]
     pub(crate) from: Vec<String>,
     /// The log's public key (its name is the log's origin).
@@ -70,6 +71,7 @@ pub fn run(args: RestoreArgs) -> anyhow::Result<ExitCode> {
         key: public.clone(),
         copies: args.from.clone(),
         timeout: COPY_TIMEOUT,
+        object_store: settings.object_store.clone(),
     };
     let out = super::runtime()?.block_on(async {
         let remembered = match &state {

@@ -107,9 +107,9 @@ section! {
         /// set aside); without it, an unreadable state, or one of another log, is exit 2.
         #[flag("no-state", env = false; conflicts_with("witness.state_file"))]
         pub no_state: bool = false,
-        /// Copies of the log's tiles (directories or URLs; an auditor's mirror) to restore lost
-        /// leaves from when the database's tree is behind the checkpoint the key signed (after
-        /// --tiles-dir); repeat, or comma-separate.
+        /// Copies of the log's tiles (directories, URLs or s3://BUCKET/PREFIX; an auditor's mirror)
+        /// to restore lost leaves from when the database's tree is behind the checkpoint the key
+        /// signed (after --tiles-dir or --tiles-url); repeat, or comma-separate.
         #[flag("restore-from", was = "EVENT_AUDIT_RESTORE_FROM")]
         pub restore_from: Vec<String> = Vec::new(),
     }

@@ -7,9 +7,12 @@
 //! and in a directory only regular files inside it (no symlink out, no device or FIFO). A
 //! partial tile the log no longer serves is read from the full tile at its place (tlog-tiles
 //! lets a log delete partial tiles once the full one is there). A mirror's copy is found under
-//! its `<hex SHA-256 of the origin>/` folder when the prefix holds no checkpoint itself.
+//! its `<hex SHA-256 of the origin>/` folder when the prefix holds no checkpoint itself. Where
+//! the settings of an object store are at hand (a restore), an `s3://bucket/prefix` is read with
+//! the store's signed client, each object bounded the same way.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::tlog::merkle::Hash;
@@ -101,6 +104,12 @@ pub(crate) enum Source {
         timeout: Duration,
     },
     Dir(PathBuf),
+    /// Objects under `prefix` (empty, or ending with `/`) of a store: a bucket the log's tiles
+    /// are written to (`run --tiles-url`).
+    Store {
+        store: Arc<crate::blobs::Store>,
+        prefix: String,
+    },
 }
 
 pub(crate) use crate::log::tiles::origin_dir;
@@ -144,6 +153,24 @@ impl Source {
         Ok(Source::Dir(PathBuf::from(s)))
     }
 
+    /// As [`Source::parse`], and `s3://bucket/prefix` too, with the object store `settings`
+    /// (their request timeout bounds each read there).
+    pub(crate) fn open(
+        s: &str,
+        timeout: Duration,
+        settings: &crate::config::ObjectStoreSettings,
+    ) -> Result<Source, String> {
+        if !s.starts_with("s3://") {
+            return Source::parse(s, timeout);
+        }
+        let at = crate::blobs::Location::parse(s)?;
+        let store = crate::blobs::Store::open(&at, settings).map_err(|e| e.to_string())?;
+        Ok(Source::Store {
+            store: Arc::new(store),
+            prefix: String::new(),
+        })
+    }
+
     /// The source under `sub` (a mirror's copy of one origin).
     pub(crate) fn child(&self, sub: &str) -> Source {
         match self {
@@ -159,6 +186,10 @@ impl Source {
                 timeout: *timeout,
             },
             Source::Dir(d) => Source::Dir(d.join(sub)),
+            Source::Store { store, prefix } => Source::Store {
+                store: store.clone(),
+                prefix: format!("{prefix}{sub}/"),
+            },
         }
     }
 
@@ -170,6 +201,9 @@ impl Source {
                 Err(_) => crate::config::redact_url(base.as_str()),
             },
             Source::Dir(d) => d.join(rel).display().to_string(),
+            Source::Store { store, prefix } => {
+                format!("{}/{prefix}{rel}", store.place().trim_end_matches('/'))
+            }
         }
     }
 
@@ -294,6 +328,19 @@ impl Source {
                     Err(e) => Err(FetchError::Unreachable {
                         url,
                         why: format!("the read stopped: {e}"),
+                    }),
+                }
+            }
+            Source::Store { store, prefix } => {
+                match store.get(&format!("{prefix}{rel}"), limit).await {
+                    Ok(Some(bytes)) => Ok(bytes.to_vec()),
+                    Ok(None) => Err(FetchError::NotFound { url }),
+                    Err(crate::blobs::BlobError::TooLarge { .. }) => {
+                        Err(FetchError::TooLarge { url, limit, what })
+                    }
+                    Err(e) => Err(FetchError::Unreachable {
+                        url,
+                        why: e.to_string(),
                     }),
                 }
             }

@@ -1,8 +1,8 @@
 //! What the daemon does at start-up, before its signer and its ingest: with a signing key, it
 //! reads what the key signed last (its memory file; when that is missing, the newest checkpoint
 //! a copy of the tiles holds that opens with the key, said in a line), and when the database's
-//! tree is behind it, restores the lost leaves from its tiles directory or a copy named in its
-//! settings. Each finding is one line and a metric; nothing here stops the daemon (the signer
+//! tree is behind it, restores the lost leaves from its own tiles (a directory or a bucket) or a
+//! copy named in its settings. Each finding is one line and a metric; nothing here stops the daemon (the signer
 //! refuses to sign a tree that contradicts what the key signed, whatever happened here).
 
 use std::time::Duration;
@@ -21,7 +21,8 @@ pub(crate) const COPY_TIMEOUT: Duration = Duration::from_secs(30);
 /// The reason a restore at start-up records.
 const REASON: &str = "at start-up, the database's tree was behind the checkpoint the log's key signed (a database restored from a backup)";
 
-/// The copies the daemon restores from: its tiles directory, then the configured ones.
+/// The copies the daemon restores from: its own tiles (a directory or a bucket), then the
+/// configured ones.
 pub(crate) fn copies_of(s: &Settings) -> Vec<String> {
     let mut out: Vec<String> = s
         .witness
@@ -29,6 +30,7 @@ pub(crate) fn copies_of(s: &Settings) -> Vec<String> {
         .iter()
         .map(|d| d.display().to_string())
         .collect();
+    out.extend(s.witness.tiles_url.iter().cloned());
     out.extend(s.witness.restore_from.iter().cloned());
     out
 }
@@ -47,6 +49,7 @@ pub(crate) async fn at_start(s: &Settings, log: &Log, m: &RestoreMetrics) {
         origin: key.name.clone(),
         copies: copies_of(s),
         timeout: COPY_TIMEOUT,
+        object_store: s.object_store.clone(),
     };
     let remembered = s.witness.signer_state_path().and_then(|p| {
         Memory::load(&p, &key.public())

@@ -1,7 +1,7 @@
 //! Honest disasters against real PostgreSQL, NATS, a witness process and the daemon: a
 //! database restored from an older `pg_dump` behind the witnessed checkpoint gets its lost
-//! leaves back from the daemon's tiles (or, with the tiles lost too, from an auditor's mirror),
-//! records the restore, then the events the bus still holds; every sequence is recorded once,
+//! leaves back from the daemon's tiles (in a directory or a bucket; with the tiles lost too,
+//! from an auditor's mirror), records the restore, then the events the bus still holds; every sequence is recorded once,
 //! the witness cosigns the next checkpoint, the auditor's state from before verifies with the
 //! restore named, and the mirror from before takes the new checkpoint. Two daemons starting
 //! together restore once. A copy that is not the signed log is refused; rows removed with no
@@ -9,9 +9,13 @@
 
 use std::path::{Path, PathBuf};
 
+use bytes::Bytes;
+use event_audit::test_support::blobs::Put;
+
 use crate::support::app::{run_until_idle, settings};
 use crate::support::cli::{event_audit, Run};
 use crate::support::db::as_superuser;
+use crate::support::s3::{Server, TestBucket};
 use crate::support::witness::{verify_witness, witness_with_policy, write_keys, Witness};
 use crate::support::{seq_stats, TestDb, TestStream};
 use event_audit::config::{Dur, Settings};
@@ -183,6 +187,98 @@ async fn with_the_tiles_lost_too_the_leaves_come_from_an_auditors_mirror() {
     s.witness.restore_from = vec![copy.display().to_string()];
     let log = run_until_idle(s).await.log;
     resumed(&b, &restored, &log, copy.to_str().expect("utf-8")).await;
+}
+
+/// Every file of the tiles directory `dir` put into `bucket` at the same key.
+async fn upload(dir: &Path, bucket: &TestBucket) -> usize {
+    let (mut todo, mut n) = (vec![dir.to_owned()], 0);
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).expect("read the tiles").flatten() {
+            let path = e.path();
+            if path.is_dir() {
+                todo.push(path);
+                continue;
+            }
+            let rel = path.strip_prefix(dir).expect("under the tiles");
+            let key = bucket.key(rel.to_str().expect("utf-8"));
+            let bytes = Bytes::from(std::fs::read(&path).expect("a tile"));
+            bucket
+                .store
+                .put(&key, bytes, &Put::default())
+                .await
+                .expect("put the tile");
+            n += 1;
+        }
+    }
+    n
+}
+
+/// The daemon's tiles in a bucket (`--tiles-url`): a database restored from the backup gets its
+/// lost leaves back from the bucket, read with the object store's signed client at start-up
+/// (the bucket answers no unsigned read), and the auditor's state from before verifies.
+#[tokio::test]
+async fn a_restored_database_resumes_from_its_tiles_in_a_bucket() {
+    let b = before("dr_bucket", 61).await;
+    let bucket = TestBucket::new(Server::S3sFs, false).await;
+    let tiles = b.tmp.path().join("tiles");
+    assert!(
+        upload(&tiles, &bucket).await > 2,
+        "the tiles and the checkpoint"
+    );
+    std::fs::remove_dir_all(&tiles).expect("the directory is not the copy");
+    let restored = TestDb::restored(&b.nightly).await;
+    // By hand first, dry: `restore-leaves --from s3://...` with the settings file's store.
+    let config = bucket.config_file(b.tmp.path());
+    let (url, from) = (bucket.url(), config.display().to_string());
+    let key = b.tmp.path().join("log.key").display().to_string();
+    let d = event_audit(
+        &[
+            "restore-leaves",
+            "--database-url",
+            &restored.url,
+            "--config",
+            &from,
+            "--from",
+            &url,
+            "--signing-key-file",
+            &key,
+            "--dry-run",
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(d.code, Some(0), "{d:?}");
+    assert!(
+        d.stdout
+            .contains("leaves 30..50 would be restored from s3://"),
+        "{d:?}"
+    );
+    b.ts.publish_load(5, 5).await;
+    let mut s = signing(&restored, &b.ts, b.tmp.path(), &b.cps, &b.policy);
+    s.witness.tiles_dir = None;
+    s.witness.tiles_url = Some(bucket.url());
+    s.object_store = bucket.settings.object_store.clone();
+    let log = run_until_idle(s).await.log;
+    assert_eq!(
+        seq_stats(&restored.pool, &b.ts.name).await,
+        (55, 55, Some(1), Some(55))
+    );
+    assert!(
+        log.contains("leaves 30..50 restored from s3://") && log.contains(&bucket.name()),
+        "{log}"
+    );
+    let a = audit(
+        &restored,
+        &b.public,
+        &b.cps,
+        &b.policy,
+        &b.tmp.path().join("auditor.json"),
+    )
+    .await;
+    assert_eq!(a.code, Some(0), "{a:?}");
+    assert!(a.stderr.contains("leaves 30..50 restored from"), "{a:?}");
+    bucket.name_every_key().await;
+    bucket.remove().await.expect("remove the bucket");
 }
 
 #[tokio::test]
