@@ -2,6 +2,16 @@
 //! `--help` lists only the database and witness options it reads.
 use clap::CommandFactory;
 
+/// Calls `f` with every argument of `cmd` and of its subcommands, and the command it is in.
+fn every_argument(cmd: &clap::Command, f: &mut dyn FnMut(&clap::Command, &clap::Arg)) {
+    for arg in cmd.get_arguments() {
+        f(cmd, arg);
+    }
+    for sub in cmd.get_subcommands() {
+        every_argument(sub, f);
+    }
+}
+
 /// The long options of a subcommand (`["batch", "list"]`).
 fn longs(path: &[&str]) -> Vec<String> {
     let mut cmd = crate::cli::Cli::command();
@@ -74,25 +84,19 @@ fn each_command_shows_only_the_database_options_it_reads() {
 /// from the field it sets), so flags, file and defaults cannot drift apart.
 #[test]
 fn every_settings_id_is_a_declared_option() {
-    fn walk(cmd: &clap::Command, seen: &mut usize) {
-        for arg in cmd.get_arguments() {
-            let id = arg.get_id().as_str();
-            if id.contains('.') {
-                *seen += 1;
-                assert!(
-                    crate::config::options::find(id).is_some(),
-                    "{} --{:?}: `{id}` is not a declared option",
-                    cmd.get_name(),
-                    arg.get_long()
-                );
-            }
-        }
-        for sub in cmd.get_subcommands() {
-            walk(sub, seen);
-        }
-    }
     let mut seen = 0;
-    walk(&crate::cli::Cli::command(), &mut seen);
+    every_argument(&crate::cli::Cli::command(), &mut |cmd, arg| {
+        let id = arg.get_id().as_str();
+        if id.contains('.') {
+            seen += 1;
+            assert!(
+                crate::config::options::find(id).is_some(),
+                "{} --{:?}: `{id}` is not a declared option",
+                cmd.get_name(),
+                arg.get_long()
+            );
+        }
+    });
     assert!(seen > 100, "{seen}");
     // Each declared option's path is a key of the settings file (its section named right): the
     // default tree holds it, or (an option without default) a file setting it alone loads.
@@ -227,29 +231,23 @@ fn every_old_environment_name_is_still_read() {
 /// shows it (none for one run's acts); the other arguments with a variable are these few.
 #[test]
 fn every_environment_name_is_derived() {
-    fn walk(cmd: &clap::Command, seen: &mut usize) {
-        for arg in cmd.get_arguments() {
-            let env = arg.get_env().map(|e| e.to_string_lossy().into_owned());
-            let id = arg.get_id().as_str();
-            match crate::config::options::find(id) {
-                Some(o) => {
-                    *seen += 1;
-                    assert_eq!(env, o.env_name(), "{} --{id}", cmd.get_name());
-                }
-                None => assert!(
-                    env.is_none()
-                        || ["EVENT_AUDIT_CONFIG", "EVENT_AUDIT_LOG_JSON", "NATS_URL"]
-                            .contains(&env.as_deref().unwrap_or_default()),
-                    "{} --{id}: {env:?} is named by hand",
-                    cmd.get_name()
-                ),
-            }
-        }
-        for sub in cmd.get_subcommands() {
-            walk(sub, seen);
-        }
-    }
     let mut seen = 0;
-    walk(&crate::cli::Cli::command(), &mut seen);
+    every_argument(&crate::cli::Cli::command(), &mut |cmd, arg| {
+        let env = arg.get_env().map(|e| e.to_string_lossy().into_owned());
+        let id = arg.get_id().as_str();
+        match crate::config::options::find(id) {
+            Some(o) => {
+                seen += 1;
+                assert_eq!(env, o.env_name(), "{} --{id}", cmd.get_name());
+            }
+            None => assert!(
+                env.is_none()
+                    || ["EVENT_AUDIT_CONFIG", "EVENT_AUDIT_LOG_JSON", "NATS_URL"]
+                        .contains(&env.as_deref().unwrap_or_default()),
+                "{} --{id}: {env:?} is named by hand",
+                cmd.get_name()
+            ),
+        }
+    });
     assert!(seen > 100, "{seen}");
 }

@@ -118,9 +118,9 @@ async fn before(tag: &str, seed: u8) -> Before {
     }
 }
 
-/// After the restart: every sequence once, the restore and the witness's cosignature seen by
-/// the auditor's state from before, the mirror from before consistent.
-async fn resumed(b: &Before, restored: &TestDb, log: &str, from: &str) {
+/// After the restart: every sequence once, the restore from `from` in the daemon's `log` and
+/// named by the auditor's state from before. Returns the auditor's run.
+async fn recorded_and_audited(b: &Before, restored: &TestDb, log: &str, from: &str) -> Run {
     assert_eq!(
         seq_stats(&restored.pool, &b.ts.name).await,
         (55, 55, Some(1), Some(55))
@@ -142,6 +142,13 @@ async fn resumed(b: &Before, restored: &TestDb, log: &str, from: &str) {
         a.stderr.contains("restore 1 at") && a.stderr.contains("leaves 30..50 restored from"),
         "{a:?}"
     );
+    a
+}
+
+/// As [`recorded_and_audited`], and the witness cosigned the checkpoint after the restore, and
+/// the mirror from before takes it.
+async fn resumed(b: &Before, restored: &TestDb, log: &str, from: &str) {
+    let a = recorded_and_audited(b, restored, log, from).await;
     assert!(
         a.stderr.contains("checkpoint(s) trusted, up to size 76"),
         "the witness cosigned the checkpoint after the restore: {a:?}"
@@ -259,24 +266,7 @@ async fn a_restored_database_resumes_from_its_tiles_in_a_bucket() {
     s.witness.tiles_url = Some(bucket.url());
     s.object_store = bucket.settings.object_store.clone();
     let log = run_until_idle(s).await.log;
-    assert_eq!(
-        seq_stats(&restored.pool, &b.ts.name).await,
-        (55, 55, Some(1), Some(55))
-    );
-    assert!(
-        log.contains("leaves 30..50 restored from s3://") && log.contains(&bucket.name()),
-        "{log}"
-    );
-    let a = audit(
-        &restored,
-        &b.public,
-        &b.cps,
-        &b.policy,
-        &b.tmp.path().join("auditor.json"),
-    )
-    .await;
-    assert_eq!(a.code, Some(0), "{a:?}");
-    assert!(a.stderr.contains("leaves 30..50 restored from"), "{a:?}");
+    recorded_and_audited(&b, &restored, &log, &bucket.url()).await;
     bucket.name_every_key().await;
     bucket.remove().await.expect("remove the bucket");
 }
