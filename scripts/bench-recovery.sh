@@ -3,7 +3,8 @@
 # a signed log of N events (tiles written) whose nightly backup lacks the last M; the database is
 # restored from that backup and the daemon started on it. Its own lines say how long the restore
 # of the M leaves from its tiles took, and how long recording the M events again from the bus
-# took; this prints both as rates.
+# took; this prints both as rates. With TILES=s3 the daemon's tiles are in a bucket of the S3
+# server scripts/services.sh starts (s3s-fs; --tiles-url), and the leaves come back from there.
 #   scripts/bench-recovery.sh [N] [M]      (default 1000000 200000; BIN=path for another build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,6 +20,18 @@ DB=bench_recovery_$$
 STREAM=BENCH_RECOVERY_$$
 URL=postgres://postgres@127.0.0.1:5432/$DB
 WORK=$(mktemp -d /tmp/bench-recovery.XXXXXX)
+S3_DATA=${S3_DATA:-/var/lib/event-audit-s3s}
+BUCKET=ea-bench-recovery-$$
+TILES_ARGS=(--tiles-dir "$WORK/tiles")
+if [ "${TILES:-dir}" = s3 ]; then
+    mkdir -p "$S3_DATA/$BUCKET"
+    printf 'event-audit-test' >"$WORK/s3-id"
+    printf 'event-audit-test-secret' >"$WORK/s3-secret"
+    chmod 600 "$WORK/s3-id" "$WORK/s3-secret"
+    printf '[object_store]\nendpoint = "%s"\npath_style = true\naccess_key_id_file = "%s"\nsecret_access_key_file = "%s"\n' \
+        "${S3:-http://127.0.0.1:9000}" "$WORK/s3-id" "$WORK/s3-secret" >"$WORK/settings.toml"
+    TILES_ARGS=(--tiles-url "s3://$BUCKET/tiles" --config "$WORK/settings.toml")
+fi
 cleanup() {
     dropdb -h 127.0.0.1 -U postgres --if-exists --force "$DB" 2>/dev/null || true
     python3 - "$NATS" "$STREAM" <<'EOF' >/dev/null 2>&1 || true
@@ -35,6 +48,8 @@ async def main(url, *streams):
 asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[2] + "_CP"))
 EOF
     rm -rf "$WORK"
+    [ "${TILES:-dir}" = s3 ] && rm -rf "${S3_DATA:?}/$BUCKET"
+    true
 }
 trap cleanup EXIT
 python3 -c "import nats" 2>/dev/null || python3 -m pip install --quiet nats-py
@@ -44,7 +59,7 @@ publish() { "$BIN" publish --nats-url "$NATS" --stream "$STREAM" --subjects "$ST
 run() {
     DATABASE_URL=$URL "$BIN" --log-json run --nats-url "$NATS" --stream "$STREAM" --subjects "$STREAM.>" \
         --consumer "${STREAM}_C" --signing-key-file "$WORK/log.key" --checkpoint-stream "${STREAM}_CP" \
-        --checkpoint-interval 1h --tiles-dir "$WORK/tiles" --http-addr 127.0.0.1:0 --exit-when-idle \
+        --checkpoint-interval 1h "${TILES_ARGS[@]}" --http-addr 127.0.0.1:0 --exit-when-idle \
         --batch-size 2000 >"$WORK/$1.log" 2>&1
 }
 

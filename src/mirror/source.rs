@@ -108,6 +108,8 @@ pub(crate) enum Source {
     /// are written to (`run --tiles-url`).
     Store {
         store: Arc<crate::blobs::Store>,
+        /// The location as given (`s3://bucket/prefix`), for messages.
+        at: String,
         prefix: String,
     },
 }
@@ -167,6 +169,7 @@ impl Source {
         let store = crate::blobs::Store::open(&at, settings).map_err(|e| e.to_string())?;
         Ok(Source::Store {
             store: Arc::new(store),
+            at: s.trim_end_matches('/').to_owned(),
             prefix: String::new(),
         })
     }
@@ -186,8 +189,9 @@ impl Source {
                 timeout: *timeout,
             },
             Source::Dir(d) => Source::Dir(d.join(sub)),
-            Source::Store { store, prefix } => Source::Store {
+            Source::Store { store, at, prefix } => Source::Store {
                 store: store.clone(),
+                at: at.clone(),
                 prefix: format!("{prefix}{sub}/"),
             },
         }
@@ -201,9 +205,7 @@ impl Source {
                 Err(_) => crate::config::redact_url(base.as_str()),
             },
             Source::Dir(d) => d.join(rel).display().to_string(),
-            Source::Store { store, prefix } => {
-                format!("{}/{prefix}{rel}", store.place().trim_end_matches('/'))
-            }
+            Source::Store { at, prefix, .. } => format!("{at}/{prefix}{rel}"),
         }
     }
 
@@ -331,7 +333,7 @@ impl Source {
                     }),
                 }
             }
-            Source::Store { store, prefix } => {
+            Source::Store { store, prefix, .. } => {
                 match store.get(&format!("{prefix}{rel}"), limit).await {
                     Ok(Some(bytes)) => Ok(bytes.to_vec()),
                     Ok(None) => Err(FetchError::NotFound { url }),
@@ -456,6 +458,44 @@ mod tests {
     use super::*;
 
     const T: Duration = Duration::from_secs(1);
+
+    #[test]
+    fn a_bucket_is_read_with_the_object_store_s_settings_and_named_by_its_location() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut settings = crate::config::ObjectStoreSettings {
+            endpoint: Some("http://127.0.0.1:9".into()),
+            path_style: true,
+            ..Default::default()
+        };
+        for (file, set) in [("id", true), ("secret", false)] {
+            let path = dir.path().join(file);
+            std::fs::write(&path, "k").expect("write a credential file");
+            if set {
+                settings.access_key_id_file = Some(path);
+            } else {
+                settings.secret_access_key_file = Some(path);
+            }
+        }
+        let s = Source::open("s3://bucket/log/tiles/", T, &settings).expect("a bucket");
+        assert!(matches!(s, Source::Store { .. }));
+        assert_eq!(s.shown("checkpoint"), "s3://bucket/log/tiles/checkpoint");
+        assert_eq!(
+            s.child("ab12").shown("tile/0/000"),
+            "s3://bucket/log/tiles/ab12/tile/0/000"
+        );
+        // Without credentials (neither files nor AWS_* here), refused, naming what to set.
+        if std::env::var_os("AWS_ACCESS_KEY_ID").is_none() {
+            let err = Source::open("s3://bucket/log", T, &Default::default())
+                .err()
+                .unwrap_or_default();
+            assert!(err.contains("no S3 credentials"), "{err}");
+        }
+        // Elsewhere, as before.
+        assert!(matches!(
+            Source::open("/var/tiles", T, &settings),
+            Ok(Source::Dir(_))
+        ));
+    }
 
     #[test]
     fn a_log_is_a_url_prefix_a_file_url_or_a_directory() {
