@@ -3,7 +3,8 @@
 # a signed log of N events (tiles written) whose nightly backup lacks the last M; the database is
 # restored from that backup and the daemon started on it. Its own lines say how long the restore
 # of the M leaves from its tiles took, and how long recording the M events again from the bus
-# took; this prints both as rates. With TILES=s3 the daemon's tiles are in a bucket of the S3
+# took; this prints both as rates. Checkpoints are signed every CP_INTERVAL (5s), so that the
+# tiles keep up with ingest and the last round at shutdown is short. With TILES=s3 the daemon's tiles are in a bucket of the S3
 # server scripts/services.sh starts (s3s-fs; --tiles-url), and the leaves come back from there.
 #   scripts/bench-recovery.sh [N] [M]      (default 1000000 200000; BIN=path for another build)
 set -euo pipefail
@@ -59,7 +60,7 @@ publish() { "$BIN" publish --nats-url "$NATS" --stream "$STREAM" --subjects "$ST
 run() {
     DATABASE_URL=$URL "$BIN" --log-json run --nats-url "$NATS" --stream "$STREAM" --subjects "$STREAM.>" \
         --consumer "${STREAM}_C" --signing-key-file "$WORK/log.key" --checkpoint-stream "${STREAM}_CP" \
-        --checkpoint-interval 1h "${TILES_ARGS[@]}" --http-addr 127.0.0.1:0 --exit-when-idle \
+        --checkpoint-interval "${CP_INTERVAL:-5s}" "${TILES_ARGS[@]}" --http-addr 127.0.0.1:0 --exit-when-idle \
         --batch-size 2000 >"$WORK/$1.log" 2>&1
 }
 

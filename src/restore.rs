@@ -14,6 +14,7 @@ pub(crate) mod start;
 
 use std::time::Duration;
 
+use futures::StreamExt;
 use sha2::{Digest, Sha256};
 
 use crate::log::restored::AppendError;
@@ -24,6 +25,9 @@ use crate::row::restore::Restore;
 use crate::tlog::merkle::{leaf_hash, Hash};
 use crate::tlog::note::{self, PublicKey};
 use crate::tlog::tile::{parse_bundle, TileId, TILE_WIDTH};
+
+/// Bundles of a copy fetched at once (as the mirror's pull).
+const IN_FLIGHT: usize = 8;
 
 /// Why the lost leaves were not restored.
 #[derive(Debug, thiserror::Error)]
@@ -145,22 +149,27 @@ impl Copies {
             ));
         }
         let mut out = Vec::with_capacity(usize::try_from(to - from).unwrap_or(0).min(1 << 24));
-        let mut i = from / TILE_WIDTH;
-        while i * TILE_WIDTH < to {
+        // The bundles holding leaves from..to, named lazily, a few fetched at once, taken in order.
+        let bundles = (from / TILE_WIDTH..to.div_ceil(TILE_WIDTH)).map(|i| {
             let start = i * TILE_WIDTH;
             let width = u16::try_from((cp.size - start).min(TILE_WIDTH)).unwrap_or(0);
             let id = TileId::entries(i, width);
-            let bytes = src.tile(id).await.map_err(|e| e.to_string())?;
+            let src = &src;
+            async move { (start, id, src.tile(id).await) }
+        });
+        let mut fetched = futures::stream::iter(bundles).buffered(IN_FLIGHT);
+        while let Some((start, id, bytes)) = fetched.next().await {
+            let bytes = bytes.map_err(|e| e.to_string())?;
             let entries = parse_bundle(&id, &bytes).map_err(|e| e.to_string())?;
+            let width = u64::from(id.width);
             let lo = usize::try_from(from.saturating_sub(start)).unwrap_or(0);
-            let hi = usize::try_from((to - start).min(u64::from(width))).unwrap_or(0);
+            let hi = usize::try_from((to - start).min(width)).unwrap_or(0);
             for (k, e) in entries.iter().enumerate().take(hi).skip(lo) {
                 let h: Hash = (*e).try_into().map_err(|_| {
                     format!("leaf {} is not a row hash (32 bytes)", start + k as u64)
                 })?;
                 out.push(h);
             }
-            i += 1;
         }
         Ok(out)
     }
