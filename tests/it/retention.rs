@@ -216,6 +216,19 @@ async fn wait_pruned(db: &TestDb, app: &TestApp, stream: &str, live: usize) -> V
     }
 }
 
+/// The old month's rows of the rows' retention tests, in a partition of their own (its name).
+async fn old_month(db: &TestDb) -> String {
+    write_old_rows(
+        db,
+        OLD_STREAM,
+        1,
+        OLD_ROWS as u64,
+        OLD_EMAIL,
+        month_before_last(),
+    )
+    .await
+}
+
 #[tokio::test]
 async fn rows_past_retention_are_archived_and_pruned_by_the_daemon() {
     let db = TestDb::create().await;
@@ -223,15 +236,7 @@ async fn rows_past_retention_are_archived_and_pruned_by_the_daemon() {
     let tmp = tempfile::tempdir().expect("tmp");
     let dir = tmp.path().join("archive");
     // An old month's rows, in its own partition; today's, through the bus, in this month's.
-    let partition = write_old_rows(
-        &db,
-        OLD_STREAM,
-        1,
-        OLD_ROWS as u64,
-        OLD_EMAIL,
-        month_before_last(),
-    )
-    .await;
+    let partition = old_month(&db).await;
     let subject = ts.subject("crafted");
     let mut live = Vec::new();
     for i in 0..3 {
@@ -347,15 +352,7 @@ async fn rows_past_retention_are_archived_to_a_bucket_and_pruned_by_the_daemon()
     let ts = TestStream::create("retention-s3").await;
     let tmp = tempfile::tempdir().expect("tmp");
     let bucket = TestBucket::new(Server::S3sFs, false).await;
-    let partition = write_old_rows(
-        &db,
-        OLD_STREAM,
-        1,
-        OLD_ROWS as u64,
-        OLD_EMAIL,
-        month_before_last(),
-    )
-    .await;
+    let partition = old_month(&db).await;
     let bytes = created("live-s3", "R-LIVE-S3", LIVE_EMAIL);
     ts.publish(&ts.subject("crafted"), &[], &bytes).await;
 
