@@ -2,6 +2,7 @@
 
 mod emit;
 mod fingerprint;
+mod identifiers;
 mod model;
 #[path = "../src/decode/catalogue/names.rs"]
 mod names;
@@ -12,7 +13,12 @@ fn main() {
     let dir =
         PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"))
             .join("catalogue");
-    for f in ["shapes.toml", "field_sets.toml", "events.toml"] {
+    for f in [
+        "shapes.toml",
+        "field_sets.toml",
+        "events.toml",
+        "identifiers.toml",
+    ] {
         println!("cargo:rerun-if-changed={}", dir.join(f).display());
     }
     println!("cargo:rerun-if-changed=build");
@@ -53,5 +59,11 @@ fn main() {
     }
     let out =
         PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("catalogue.rs");
-    std::fs::write(&out, emit::emit(&cat)).expect("write generated catalogue");
+    let ids = match identifiers::expand(&dir, &cat) {
+        Ok(p) => p,
+        Err(e) => panic!("catalogue/identifiers.toml is inconsistent: {e}"),
+    };
+    let mut code = emit::emit(&cat);
+    identifiers::emit(&mut code, &ids);
+    std::fs::write(&out, code).expect("write generated catalogue");
 }

@@ -1,14 +1,21 @@
-//! `event-audit erase`: one account's, or one stream range's, personal data removed from every
-//! place the database keeps it, in one transaction as the eraser role
-//! (`event_audit_eraser`): the rows' raw message, salt, payload, headers, envelope id, account
-//! number and errors (a version 3 row's hash still holds through its commitment; a version 1 or
-//! 2 row's contents become unverifiable), their envelope-id claims and findings, and, for an
-//! account, its reconciliation results and batch memberships. The erasure is recorded first, as
-//! a row of the log itself (`row::erasure`) appended through the chain and the tree like a
-//! batch, and in `audit.erasures`. What the bus, the backups and the WAL keep is the
-//! operator's to remove: the report says what.
+//! `event-audit erase`: one person's (`--account`, by any number the log links to them:
+//! [`identity`]), or one stream range's, personal data removed from every place the database
+//! keeps it, in one transaction as the eraser role (`event_audit_eraser`): the rows' raw
+//! message, salt, payload, headers, envelope id, account number and errors (a version 3 row's
+//! hash still holds through its commitment; a version 1 or 2 row's contents become
+//! unverifiable), their envelope-id claims and findings, and, for a person, their
+//! reconciliation results and batch memberships (each replaced by the person's tombstone
+//! `erased:<erasure>`), remembered only as keyed hashes (`audit.erased_subjects`) so that no
+//! later reconciliation asks about or stores them again. The erasure is recorded first, as a
+//! row of the log itself (`row::erasure`) appended through the chain and the tree like a batch,
+//! and in `audit.erasures`; it names the person only by commitments whose openings the report
+//! hands to the requester. What the bus, the backups and the WAL keep is the operator's to
+//! remove: the report says what.
 
 pub(crate) mod bus;
+pub(crate) mod identity;
+pub(crate) mod metrics;
+mod person;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -26,8 +33,12 @@ pub(crate) const ERASER_ROLE: &str = "event_audit_eraser";
 /// Which rows.
 #[derive(Debug, Clone)]
 pub(crate) enum Selector {
-    /// Every row of this account number.
-    Account(String),
+    /// A person: every row, result and membership holding any identifier the log links to
+    /// this number (platform or external; `supplier` where an external number is ambiguous).
+    Account {
+        number: String,
+        supplier: Option<String>,
+    },
     /// Stream sequences `A..=B` of a stream.
     Range { stream: String, seq: (i64, i64) },
     /// Every row published before this time (payload retention): recorded as the range, a
@@ -39,7 +50,7 @@ impl Selector {
     /// The rows it names, as the log finds them.
     fn which(&self) -> Which<'_> {
         match self {
-            Selector::Account(a) => Which::Account(a),
+            Selector::Account { number, .. } => Which::Account(number),
             Selector::Range { stream, seq } => Which::Range { stream, seq: *seq },
             Selector::PublishedBefore(t) => Which::PublishedBefore(*t),
         }
@@ -48,7 +59,7 @@ impl Selector {
     /// How the record names it: never the account number.
     fn recorded(&self) -> String {
         match self {
-            Selector::Account(_) => "account".into(),
+            Selector::Account { .. } => "account".into(),
             Selector::Range { stream, seq } => format!("stream {stream} seq {}..{}", seq.0, seq.1),
             Selector::PublishedBefore(t) => format!("published before {}", erasure::stamp(*t)),
         }
@@ -70,6 +81,13 @@ pub(crate) struct Outcome {
     pub(crate) findings_removed: u64,
     pub(crate) reconcile_results: u64,
     pub(crate) batch_members: u64,
+    /// A person's erasure: their identifiers, and what holds each.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) person: Option<person::Found>,
+    /// The openings of the record's commitments, one per identifier (hex), in the order of
+    /// `person.identifiers`: for whoever made the request, never stored.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) openings: Vec<String>,
     /// The bus's copy, per stream (set by the caller: [`bus::delete`], or [`bus::plan`]).
     pub(crate) bus: Vec<bus::OnTheBus>,
 }
@@ -79,6 +97,8 @@ pub(crate) struct Outcome {
 pub(crate) enum EraseError {
     #[error("no row with personal data matches {0}: nothing erased")]
     NothingMatched(String),
+    #[error(transparent)]
+    Identity(#[from] identity::IdentityError),
     /// An erasure by time whose bound lies past the time its record is written: it covers only
     /// the rows recorded before it, so a later bound would name rows it does not erase.
     #[error("--published-before {0} lies in the future (now {1}): an erasure covers only the rows recorded before it; give a time in the past")]
@@ -118,8 +138,14 @@ pub(crate) async fn erase(
     if !dry_run {
         hold_the_head(&mut tx).await?;
     }
-    let found = erasure_rows::targets(&mut tx, &sel.which()).await?;
-    if found.is_empty() {
+    let (found, person) = match sel {
+        Selector::Account { number, supplier } => {
+            let p = person::find(&mut tx, number, supplier.as_deref(), dry_run).await?;
+            (p.rows, Some(p.found))
+        }
+        _ => (erasure_rows::targets(&mut tx, &sel.which()).await?, None),
+    };
+    if found.is_empty() && person.as_ref().is_none_or(|p| p.is_empty()) {
         return Err(EraseError::NothingMatched(sel.recorded()));
     }
     let rows: Vec<Erased> = found
@@ -140,6 +166,8 @@ pub(crate) async fn erase(
         findings_removed: 0,
         reconcile_results: 0,
         batch_members: 0,
+        person,
+        openings: Vec::new(),
         bus: Vec::new(),
     };
     if dry_run {
@@ -177,12 +205,22 @@ async fn record(
         }
         _ => (out.rows.clone(), None),
     };
+    let mut subjects = Vec::new();
+    if let Some(p) = &out.person {
+        for id in &p.identifiers {
+            let mut opening = [0u8; 32];
+            rand::RngCore::fill_bytes(&mut rand::rngs::OsRng, &mut opening);
+            subjects.push(hex(&erasure::commit(&opening, &id.value)));
+            out.openings.push(hex(&opening));
+        }
+    }
     let e = Erasure {
         erasure: 0,
         at: String::new(),
         reason: reason.to_owned(),
         selector: sel.recorded(),
         rows,
+        subjects,
         published,
         archive: None,
     };
@@ -211,39 +249,50 @@ async fn remove(
     out: &mut Outcome,
 ) -> Result<(), DbError> {
     (out.claims_removed, out.findings_removed) = erasure_rows::forget_ids(tx, found).await?;
-    if let Selector::Account(a) = sel {
-        account_data(tx, a, out).await?;
+    if let (Selector::Account { supplier, .. }, Some(p), Some(n)) =
+        (sel, out.person.as_ref(), out.erasure)
+    {
+        let (results, members) = person::forget(tx, p, supplier.as_deref(), n).await?;
+        (out.reconcile_results, out.batch_members) = (results, members);
     }
     erasure_rows::empty(tx, found).await
 }
 
-/// The account number, its envelope ids and details in reconciliation results, and its
-/// membership of batches, replaced by `erased` (each membership by a value of its own).
-async fn account_data(
-    tx: &mut PgConnection,
-    account: &str,
-    out: &mut Outcome,
-) -> Result<(), DbError> {
-    out.reconcile_results = sqlx::query(
-        "UPDATE audit.reconcile_results SET external_account_number = 'erased', \
-           platform_account_number = NULL, event_id = NULL, event_identifier = NULL, detail = NULL \
-         WHERE external_account_number = $1 OR platform_account_number = $1",
-    )
-    .bind(account)
-    .execute(&mut *tx)
-    .await
-    .ctx("erase the account from reconciliation results")?
-    .rows_affected();
-    out.batch_members = sqlx::query(
-        "UPDATE audit.batch_members SET external_id = 'erased:' || md5(random()::text || clock_timestamp()::text) \
-         WHERE kind = 'account' AND external_id = $1",
-    )
-    .bind(account)
-    .execute(&mut *tx)
-    .await
-    .ctx("erase the account from batch memberships")?
-    .rows_affected();
-    Ok(())
+/// A person's identifiers, what held each, and (after the erasure) the openings of the
+/// record's commitments.
+fn person_lines(s: &mut String, p: &person::Found, o: &Outcome) {
+    use std::fmt::Write;
+    let _ = writeln!(
+        s,
+        "the person: {} identifier(s){}",
+        p.identifiers.len(),
+        p.supplier
+            .as_deref()
+            .map(|x| format!(" (supplier {x})"))
+            .unwrap_or_default()
+    );
+    for (i, id) in p.identifiers.iter().enumerate() {
+        let _ = writeln!(s, "  {} {} (via {})", id.kind.as_str(), id.shown, id.via);
+        for (stream, seqs) in &id.events {
+            let _ = writeln!(s, "    audit.events: stream {stream} sequences {seqs}");
+        }
+        if !id.reconcile_runs.is_empty() {
+            let _ = writeln!(s, "    audit.reconcile_results: runs {}", id.reconcile_runs);
+        }
+        if !id.batches.is_empty() {
+            let _ = writeln!(
+                s,
+                "    audit.batch_members: batches {}",
+                id.batches.join(", ")
+            );
+        }
+        if let Some(opening) = o.openings.get(i) {
+            let _ = writeln!(s, "    commitment opening: {opening}");
+        }
+    }
+    if !o.openings.is_empty() {
+        let _ = writeln!(s, "hand each opening with its number to whoever made the request: with both, anyone can check the erasure record's commitment (docs/auditors.md#an-erasure-request); the openings are not stored");
+    }
 }
 
 /// The report: what was erased, and what the operator must still do.
@@ -257,6 +306,9 @@ pub(crate) fn report(o: &Outcome) -> String {
         o.rows.len(),
         o.rows_before_v3
     );
+    if let Some(p) = &o.person {
+        person_lines(&mut s, p, o);
+    }
     if let (Some(n), Some(link)) = (o.erasure, o.link_seq) {
         let _ = writeln!(s, "recorded as erasure {n}: a row of the log (stream {}, seq {n}) in chain link {link}; the next signed checkpoint covers it", erasure::STREAM);
         let _ = writeln!(

@@ -186,7 +186,7 @@ async fn payloads(
             );
             Outcome::Done
         }
-        Ok(Err(EraseError::NothingMatched(_))) => {
+        Ok(Err(EraseError::NothingMatched(_) | EraseError::Identity(_))) => {
             tracing::debug!(published_before = %shown, "retention: no payload past its period");
             Outcome::Nothing
         }

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use crate::erase::metrics::ErasureMetrics;
 use crate::ingest::metrics::IngestMetrics;
 use crate::ingest::recover::metrics::RecoverMetrics;
 use crate::reconcile::metrics::ReconcileMetrics;
@@ -24,6 +25,7 @@ pub struct Metrics {
     pub(crate) witness: Arc<WitnessMetrics>,
     pub(crate) retention: Arc<RetentionMetrics>,
     pub(crate) restore: RestoreMetrics,
+    pub(crate) erasure: ErasureMetrics,
 }
 
 impl Metrics {
@@ -57,6 +59,7 @@ impl Metrics {
             witness: Arc::new(WitnessMetrics::new(&registry)),
             retention: Arc::new(RetentionMetrics::new(&registry)),
             restore: RestoreMetrics::new(&registry),
+            erasure: ErasureMetrics::new(&registry),
             registry,
         }
     }

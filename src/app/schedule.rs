@@ -145,9 +145,9 @@ pub(super) async fn once(
 }
 
 /// Derives the reconciliation metrics from the stored runs every `every` until stopped:
-/// the only writer of `event_audit_reconcile_*`.
+/// the only writer of `event_audit_reconcile_*`; and the people erased from the stored erasures.
 async fn poll(db: Db, metrics: Arc<Metrics>, every: Duration, stop: CancellationToken) {
-    let store = ReconcileStore::new(db);
+    let store = ReconcileStore::new(db.clone());
     let mut poller = Poller::default();
     let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -161,6 +161,9 @@ async fn poll(db: Db, metrics: Arc<Metrics>, every: Duration, stop: Cancellation
             .await
         {
             tracing::warn!(error = %e, "cannot derive the reconciliation metrics from the stored runs");
+        }
+        if let Err(e) = metrics.erasure.poll(&db).await {
+            tracing::warn!(error = %e, "cannot count the people erased");
         }
     }
 }

@@ -97,6 +97,7 @@ pub(crate) async fn prune(
         reason: reason.to_owned(),
         selector: format!("{}{}", super::write::PRUNED_SELECTOR, entry.partition),
         rows: Vec::new(),
+        subjects: Vec::new(),
         published: Some(Published {
             from: Some(from.clone()),
             before: to.clone(),

@@ -104,6 +104,18 @@ fn register(args: RegisterArgs) -> anyhow::Result<ExitCode> {
             args.accounts.display()
         );
     }
+    if let Some(line) = manifest
+        .accounts
+        .iter()
+        .position(|a| a.starts_with(crate::reconcile::batch::TOMBSTONE_PREFIX))
+    {
+        anyhow::bail!(
+            "the manifest {} lists an account number starting with `{}` (account {} of the list): that prefix marks an erased member; remove the line",
+            args.accounts.display(),
+            crate::reconcile::batch::TOMBSTONE_PREFIX,
+            line + 1
+        );
+    }
     let tolerances: Vec<String> = args
         .tolerances
         .iter()

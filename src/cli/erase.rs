@@ -24,9 +24,16 @@ pub struct EraseArgs {
     pub(crate) nats: NatsArgs,
     #[command(flatten)]
     pub(crate) owned: OwnedStreamArgs,
-    /// Every row of this account number.
+    /// A person, by any account number the log links to them: the platform's account number
+    /// or the external one the migrating supplier knows (its manifests, its import events).
+    /// Every row, reconciliation result and batch membership holding any of their
+    /// identifiers is erased.
     #[arg(long, conflicts_with = "stream")]
     pub(crate) account: Option<String>,
+    /// The supplier whose external account number --account is, where the number is in the
+    /// batches or results of several suppliers.
+    #[arg(long, requires = "account")]
+    pub(crate) supplier: Option<String>,
     /// The rows of this stream (with --seq).
     #[arg(long, requires = "seq")]
     pub(crate) stream: Option<String>,
@@ -95,7 +102,10 @@ pub fn run(args: EraseArgs) -> anyhow::Result<ExitCode> {
         _ if args.published_before.is_some() => {
             Selector::PublishedBefore(args.published_before.unwrap_or_default())
         }
-        (Some(a), _, _) => Selector::Account(a.clone()),
+        (Some(a), _, _) => Selector::Account {
+            number: a.clone(),
+            supplier: args.supplier.clone(),
+        },
         (None, Some(s), Some(seq)) => Selector::Range {
             stream: s.clone(),
             seq,
@@ -129,7 +139,7 @@ pub fn run(args: EraseArgs) -> anyhow::Result<ExitCode> {
             eprintln!("no row with personal data matches {what}: nothing changed");
             return Ok(ExitCode::from(2));
         }
-        Err(e @ EraseError::FutureBound(..)) => {
+        Err(e @ (EraseError::FutureBound(..) | EraseError::Identity(_))) => {
             eprintln!("{e}");
             return Ok(ExitCode::from(2));
         }

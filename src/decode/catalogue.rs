@@ -13,7 +13,7 @@ mod generated {
     include!(concat!(env!("OUT_DIR"), "/catalogue.rs"));
 }
 
-pub use generated::{events, fields, shapes, Event, EVENTS, SHAPES};
+pub use generated::{events, fields, shapes, Event, EVENTS, IDENTIFIER_PATHS, SHAPES};
 
 /// The fingerprint of the catalogue built into this binary: the first 16 hex digits of a
 /// SHA-256 over its data (names, fields, types, requiredness; not quotes or notes). Every

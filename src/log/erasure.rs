@@ -8,6 +8,7 @@ use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
 
 use crate::db::{Ctx, DbError};
+use crate::decode::catalogue::IDENTIFIER_PATHS;
 use crate::row::erasure::{self, Erasure};
 
 /// A row an erasure empties, as found.
@@ -22,23 +23,35 @@ pub(crate) struct Target {
 
 /// Which rows an erasure names.
 pub(crate) enum Which<'a> {
-    /// Every row of this account number.
+    /// Every row of this account number (the `account_number` column).
     Account(&'a str),
+    /// Every row holding any of a person's identifiers: the `account_number` column, every
+    /// catalogue path of `catalogue/identifiers.toml`, any equal string in a payload the
+    /// catalogue could not type, the raw bytes of a message that was not JSON.
+    Person(&'a [String]),
     /// Stream sequences `A..=B` of a stream.
     Range { stream: &'a str, seq: (i64, i64) },
     /// Every row published before this time.
     PublishedBefore(DateTime<Utc>),
 }
 
+/// A row that still holds personal data.
+pub(crate) const HELD: &str =
+    "(octet_length(e.raw) > 0 OR e.salt IS NOT NULL OR e.payload IS NOT NULL \
+     OR e.headers IS NOT NULL OR e.event_id IS NOT NULL OR e.account_number IS NOT NULL \
+     OR e.errors IS NOT NULL)";
+
+/// The columns a [`Target`] is read from.
+const COLS: &str =
+    "e.stream, e.stream_seq, e.published_at, e.row_hash, e.commitment IS NOT NULL AS v3";
+
 /// The rows the selector names that still hold personal data, in log order.
 pub(crate) async fn targets(
     tx: &mut PgConnection,
     sel: &Which<'_>,
 ) -> Result<Vec<Target>, DbError> {
-    let held = "(octet_length(e.raw) > 0 OR e.salt IS NOT NULL OR e.payload IS NOT NULL \
-         OR e.headers IS NOT NULL OR e.event_id IS NOT NULL OR e.account_number IS NOT NULL \
-         OR e.errors IS NOT NULL)";
-    let cols = "e.stream, e.stream_seq, e.published_at, e.row_hash, e.commitment IS NOT NULL AS v3";
+    let held = HELD;
+    let cols = COLS;
     let found = match sel {
         Which::Account(a) => {
             let sql = format!(
@@ -47,6 +60,7 @@ pub(crate) async fn targets(
             );
             sqlx::query_as(&sql).bind(*a).fetch_all(&mut *tx).await
         }
+        Which::Person(ids) => return rows_holding(tx, ids).await,
         Which::Range { stream, seq } => {
             let sql = format!(
                 "SELECT {cols} FROM audit.events e WHERE e.stream = $1 \
@@ -74,6 +88,79 @@ pub(crate) async fn targets(
         }
     };
     found.ctx("find the rows to erase")
+}
+
+/// The rows that still hold personal data and hold any of `ids` (in log order).
+async fn rows_holding(tx: &mut PgConnection, ids: &[String]) -> Result<Vec<Target>, DbError> {
+    let held = HELD;
+    let (mut types, mut versions, mut paths) = (Vec::new(), Vec::new(), Vec::new());
+    for (t, v, path, _) in IDENTIFIER_PATHS {
+        types.push(*t);
+        versions.push(*v);
+        paths.push(format!("{path} ? (@ == $ids[*])"));
+    }
+    let vars = serde_json::json!({ "ids": ids });
+    let sql = format!(
+        "SELECT {COLS} FROM audit.events e \
+         WHERE {held} AND e.stream <> $6 AND ( \
+           e.account_number = ANY($1) \
+           OR (e.payload IS NOT NULL AND EXISTS ( \
+                 SELECT 1 FROM unnest($2::text[], $3::text[], $4::text[]) AS p(t, v, path) \
+                 WHERE p.t = e.event_type AND p.v = e.event_version \
+                   AND jsonb_path_exists(e.payload, p.path::jsonpath, $5, true))) \
+           OR (e.payload IS NOT NULL AND e.status <> 'decoded' \
+               AND jsonb_path_exists(e.payload, '$.** ? (@ == $ids[*])', $5, true)) \
+           OR (e.payload IS NULL AND octet_length(e.raw) > 0 AND EXISTS ( \
+                 SELECT 1 FROM unnest($1::text[]) AS i(id) \
+                 WHERE position(convert_to(i.id, 'UTF8') IN e.raw) > 0))) \
+         ORDER BY e.batch_id, e.stream, e.stream_seq"
+    );
+    sqlx::query_as(&sql)
+        .bind(ids)
+        .bind(&types)
+        .bind(&versions)
+        .bind(&paths)
+        .bind(&vars)
+        .bind(erasure::STREAM)
+        .fetch_all(&mut *tx)
+        .await
+        .ctx("find the rows holding the person's identifiers")
+}
+
+/// The import events (`data_import.import_process.*` of `resource_type` account) that name any
+/// of `ids`: each one's `(external_identifier, identifier, event name)`, which link a person's
+/// external account number to the platform's.
+pub(crate) async fn import_links(
+    tx: &mut PgConnection,
+    ids: &[String],
+) -> Result<Vec<(Option<String>, Option<String>, String)>, DbError> {
+    use crate::decode::catalogue::fields::data_import_import_process_complete_v1 as import;
+    // `event_type LIKE 'data_import.%'` is the partial index's predicate
+    // (events_data_import_ext_idx), repeated verbatim.
+    let sql = format!(
+        "SELECT DISTINCT e.payload ->> '{ext}' AS ext, e.payload ->> '{plat}' AS plat, \
+           e.event_type || '-' || e.event_version AS via \
+         FROM audit.events e \
+         WHERE e.event_type LIKE 'data_import.%' AND e.event_type LIKE 'data_import.import_process.%' \
+           AND e.payload ->> '{rt}' = 'account' \
+           AND (e.payload ->> '{ext}' = ANY($1) OR e.payload ->> '{plat}' = ANY($1))",
+        ext = import::EXTERNAL_IDENTIFIER,
+        plat = import::IDENTIFIER,
+        rt = import::RESOURCE_TYPE,
+    );
+    sqlx::query_as(&sql)
+        .bind(ids)
+        .fetch_all(&mut *tx)
+        .await
+        .ctx("follow the import events' links between account numbers")
+}
+
+/// How many people `erase --account` erased (erasure records whose selector is `account`).
+pub(crate) async fn people_erased(db: &crate::db::Db) -> Result<i64, DbError> {
+    sqlx::query_scalar("SELECT count(*) FROM audit.erasures WHERE selector = 'account'")
+        .fetch_one(db.pool())
+        .await
+        .ctx("count the people erased")
 }
 
 /// Locks the chain head before the rows are chosen and until the commit, so that no batch

@@ -15,6 +15,28 @@ use super::rest::records::MeterPointStatus;
 use super::store::OutcomeRow;
 use super::verdict::{self, EventKind, Platform, Verdict};
 
+/// An erased member's result: its tombstone, the verdict `erased`, nothing else (the platform
+/// is not asked, nothing of the person is kept).
+pub(super) fn erased(tombstone: String, supplier: &str) -> AccountResult {
+    AccountResult {
+        supplier: supplier.to_owned(),
+        verdict: Verdict::Erased,
+        event_outcome: None,
+        event_type: None,
+        event_id: None,
+        event_identifier: None,
+        event_time: None,
+        platform_status: "erased".into(),
+        platform_account_number: None,
+        platform_created_at: None,
+        account_created_event: false,
+        detail: None,
+        registration: None,
+        meter_points: None,
+        external_account_number: tombstone,
+    }
+}
+
 /// One account's result from both sides.
 pub(super) fn result(
     ext: String,

@@ -9,6 +9,10 @@ use serde::Serialize;
 
 use super::model::{BatchRef, Tolerance};
 
+/// The prefix of an erased member's tombstone (`erased:<erasure>`): the member keeps its place
+/// in the batch, its number is gone; no manifest may list a number that starts with it.
+pub(crate) const TOMBSTONE_PREFIX: &str = "erased:";
+
 /// A registered batch.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Batch {

@@ -145,7 +145,7 @@ pub(crate) fn outcome(counts: &BTreeMap<String, u64>, tolerances: &[Tolerance]) 
         let Some(v) = Verdict::parse(name) else {
             continue;
         };
-        if n == 0 || v == Verdict::Matched || allowed(v, n) {
+        if n == 0 || v == Verdict::Matched || v == Verdict::Erased || allowed(v, n) {
             continue;
         }
         if v == Verdict::Unverified {

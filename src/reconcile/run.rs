@@ -27,7 +27,7 @@ pub(super) async fn reconcile(
     client.begin_run().await?;
     let (events, orders, lists) = read_both_sides(store, client, p).await?;
     clock.lap("events_and_lists");
-    let accounts = accounts_of(p, &events, &lists);
+    let (accounts, erased) = without_erased(store, accounts_of(p, &events, &lists)).await?;
     let resolved = resolve(client, p, &accounts, &events, &lists, progress).await?;
     clock.lap("account_requests");
     let lookup = created_lookup(&accounts, &resolved, &events);
@@ -52,6 +52,8 @@ pub(super) async fn reconcile(
             &created,
         ));
     }
+    let supplier = p.suppliers.first().map_or("", String::as_str);
+    results.extend(erased.into_iter().map(|t| assemble::erased(t, supplier)));
     clock.lap("verdicts");
     if p.meter_points {
         follow_registrations(store, client, p, &mut results, now, &mut clock).await?;
@@ -107,6 +109,30 @@ fn accounts_of(p: &Params, events: &HashMap<String, OutcomeRow>, lists: &Lists) 
             .cloned()
             .collect(),
     }
+}
+
+/// The run's accounts less its erased members (a batch's tombstones, and any number
+/// `event-audit erase` erased): the live ones, and the erased members' tombstones (each once).
+/// Nothing is asked of the platform, nor stored, about an erased member.
+async fn without_erased(
+    store: &ReconcileStore,
+    accounts: Vec<String>,
+) -> Result<(Vec<String>, Vec<String>), ReconcileError> {
+    let (tombs, candidates): (Vec<String>, Vec<String>) = accounts
+        .into_iter()
+        .partition(|a| a.starts_with(super::batch::TOMBSTONE_PREFIX));
+    let hashed = store.erased_among(&candidates).await?;
+    let mut erased: BTreeSet<String> = tombs.into_iter().collect();
+    let mut live = Vec::with_capacity(candidates.len());
+    for a in candidates {
+        match hashed.get(&a) {
+            Some(t) => {
+                erased.insert(t.clone());
+            }
+            None => live.push(a),
+        }
+    }
+    Ok((live, erased.into_iter().collect()))
 }
 
 /// Each account's platform side: settled by the lists where they can, else asked of the

@@ -10,7 +10,7 @@
 mod batches;
 mod runs;
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -169,6 +169,28 @@ impl ReconcileStore {
             .await
             .ctx("count order outcomes")?;
         Ok(rows.into_iter().map(|(k, n)| (k, to_u64(n))).collect())
+    }
+
+    /// Which of `numbers` were erased on request (`event-audit erase`), each with the tombstone
+    /// that stands for the person: matched by their keyed hashes in `audit.erased_subjects`,
+    /// so no number is stored in clear.
+    pub(crate) async fn erased_among(
+        &self,
+        numbers: &[String],
+    ) -> Result<HashMap<String, String>, DbError> {
+        if numbers.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let rows: Vec<(String, String)> = sqlx::query_as(
+            "SELECT n.num, s.tombstone FROM unnest($1::text[]) AS n(num) \
+             CROSS JOIN audit.erasure_pepper p \
+             JOIN audit.erased_subjects s ON s.subject = sha256(p.pepper || convert_to(n.num, 'UTF8'))",
+        )
+        .bind(numbers)
+        .fetch_all(self.pool())
+        .await
+        .ctx("look up which accounts were erased")?;
+        Ok(rows.into_iter().collect())
     }
 
     /// Which of `numbers` have a decoded `account.created` event with `is_imported: true`.

@@ -10,6 +10,9 @@
 //! - An imported account whose creation time the platform did not give is treated as older than
 //!   the grace period (`missing_event`, never a silent `awaiting_event`).
 //! - `in_progress` and `unverified` win over every event-side outcome, as the table says "any".
+//! - `erased`: a member whose personal data was erased on request (`event-audit erase`): the
+//!   platform is not asked about it, nothing of it is stored, it never counts as a mismatch and
+//!   has no registration.
 
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
@@ -32,11 +35,12 @@ pub enum Verdict {
     InProgress,
     NotFound,
     Unverified,
+    Erased,
 }
 
 impl Verdict {
     /// Every verdict, in report order.
-    pub(crate) const ALL: [Verdict; 14] = [
+    pub(crate) const ALL: [Verdict; 15] = [
         Verdict::Matched,
         Verdict::IdentifierMismatch,
         Verdict::MissingInPlatform,
@@ -51,6 +55,7 @@ impl Verdict {
         Verdict::InProgress,
         Verdict::NotFound,
         Verdict::Unverified,
+        Verdict::Erased,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -69,6 +74,7 @@ impl Verdict {
             Verdict::InProgress => "in_progress",
             Verdict::NotFound => "not_found",
             Verdict::Unverified => "unverified",
+            Verdict::Erased => "erased",
         }
     }
 

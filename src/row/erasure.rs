@@ -46,6 +46,11 @@ pub(crate) struct Erasure {
     pub(crate) selector: String,
     /// The rows it names one by one (empty for an erasure by publication time).
     pub(crate) rows: Vec<Erased>,
+    /// An erasure of a person: one commitment per identifier erased, lowercase hex of
+    /// SHA-256(`event-audit erasure subject v1\n` ‖ opening ‖ identifier), the 32-byte opening
+    /// handed to whoever made the request; never the identifier itself ([`commit`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) subjects: Vec<String>,
     /// An erasure by publication time (payload retention, or a pruned partition): every row
     /// published in the range is covered, whether named or not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -97,6 +102,19 @@ pub(crate) struct Archived {
     pub(crate) file_sha256: String,
     /// The file's name in the archive directory.
     pub(crate) file: String,
+}
+
+/// The domain of a subject's commitment.
+pub(crate) const SUBJECT_DOMAIN: &[u8] = b"event-audit erasure subject v1\n";
+
+/// The commitment to one erased identifier: SHA-256(domain ‖ opening ‖ identifier).
+pub(crate) fn commit(opening: &[u8; 32], identifier: &str) -> [u8; 32] {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(SUBJECT_DOMAIN);
+    h.update(opening);
+    h.update(identifier.as_bytes());
+    h.finalize().into()
 }
 
 /// A time as records write it: RFC 3339, UTC, microseconds.
@@ -175,6 +193,7 @@ mod tests {
                 stream_seq: 9,
                 row_hash: "ab".repeat(32),
             }],
+            subjects: Vec::new(),
             published: None,
             archive: None,
         };
@@ -195,6 +214,7 @@ mod tests {
             reason: "retention: payloads_for 400d".into(),
             selector: "published before 2025-10-22T00:00:00.000000Z".into(),
             rows: Vec::new(),
+            subjects: Vec::new(),
             published: Some(Published {
                 from: None,
                 before: "2025-10-22T00:00:00.000000Z".into(),

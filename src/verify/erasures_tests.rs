@@ -16,6 +16,7 @@ fn named(n: i64, stream: &str, seq: i64) -> Erasure {
             stream_seq: seq,
             row_hash: hex(&H),
         }],
+        subjects: Vec::new(),
         published: None,
         archive: None,
     }
@@ -28,6 +29,7 @@ fn by_time(n: i64, before: &str, count: i64) -> Erasure {
         reason: "r".into(),
         selector: "published before".into(),
         rows: Vec::new(),
+        subjects: Vec::new(),
         published: Some(Published {
             from: None,
             before: before.into(),

@@ -22,6 +22,7 @@ mod demo_leave;
 mod disaster;
 mod drift;
 mod erase;
+mod erase_person;
 mod erasure_scope;
 mod fuzz_corpus;
 mod help_golden;

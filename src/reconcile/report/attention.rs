@@ -10,7 +10,7 @@
 //!    `never_requested`, `no_meter_points`, then `unverified`;
 //! 3. what is expected to settle by itself: `awaiting_event`, `in_progress`, `pending`, then
 //!    matched accounts whose registration is `in_flight`;
-//! 4. matched and settled (`registered`, or not followed up).
+//! 4. matched and settled (`registered`, or not followed up), and `erased` members.
 //!
 //! The HTML page and the terminal table use it; CSV and JSON keep the account-number order (a
 //! file compared line by line between runs).
@@ -39,7 +39,8 @@ fn verdict_weight(v: Verdict) -> u8 {
         Verdict::AwaitingEvent => 12,
         Verdict::InProgress => 11,
         Verdict::Pending => 10,
-        Verdict::Matched => 0,
+        // Needs nothing: the person asked to be forgotten; last of all.
+        Verdict::Matched | Verdict::Erased => 0,
     }
 }
 

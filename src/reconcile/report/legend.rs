@@ -2,7 +2,7 @@
 //! the HTML report (and the tables of docs/operators.md say the same).
 
 /// What each verdict means and what to do next (the HTML legend, docs/operators.md's table).
-pub const LEGEND: [(&str, &str, &str); 14] = [
+pub const LEGEND: [(&str, &str, &str); 15] = [
     ("matched", "The outcome event and the platform agree: imported, with the account number the event names.", "Nothing."),
     ("identifier_mismatch", "The complete event names one platform account; the platform imported another.", "Find out which account holds the customer's data; fix the mapping and re-run."),
     ("missing_in_platform", "A complete event, but the platform has no imported account.", "Ask the platform team whether the import was rolled back; re-import the account."),
@@ -17,6 +17,7 @@ pub const LEGEND: [(&str, &str, &str); 14] = [
     ("in_progress", "The platform is creating the account now.", "Wait, and re-run."),
     ("not_found", "No outcome event and no platform record: a manifest line nobody knows.", "Check the number in the manifest; stage the account if it was missed."),
     ("unverified", "The REST service did not answer for this account after retries.", "Re-run; if it persists, check the platform's health."),
+    ("erased", "The person's data was erased on request (event-audit erase): the member keeps its place in the batch, under a tombstone; the platform is not asked about it.", "Nothing: never act on an erased member."),
 ];
 
 /// What each registration state means and what to do next.
