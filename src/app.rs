@@ -1,4 +1,5 @@
-//! The daemon as a value: [`App::build`] binds the HTTP listener (port 0 in tests), checks that
+//! The daemon as a value: [`App::build`] reads and checks its files (tokens, signing key,
+//! witness policy, the tiles' place), binds the HTTP listener (port 0 in tests), checks that
 //! PostgreSQL and NATS answer, then creates the database and stream and binds the consumer;
 //! [`App::run_until_stopped`] runs ingest with its background tasks (probers, chain poller,
 //! checkpoint signer, scheduled reconciliation of each open batch, the reconciliation metrics
@@ -54,6 +55,10 @@ pub enum StartError {
     Descriptors(#[from] crate::server::limits::DescriptorError),
     #[error("scheduled reconciliation: {0}")]
     RestClient(#[from] RestError),
+    #[error(transparent)]
+    Signer(#[from] crate::witnessed::signer::CheckpointError),
+    #[error("the log's tiles: {0}")]
+    Tiles(#[from] crate::log::tiles::TilesError),
 }
 
 /// How long the last acks may take to reach the server.
@@ -74,6 +79,8 @@ pub struct App {
     health: Arc<Health>,
     rest: Option<(RestConfig, Arc<Tokens>)>,
     report_token: crate::server::reports::ReportToken,
+    signer: Option<crate::witnessed::signer::Checked>,
+    tiles: Option<crate::log::tiles::Tiles>,
     stop: CancellationToken,
 }
 
@@ -105,6 +112,10 @@ impl App {
             "report token",
         )?
         .map(Arc::new);
+        // Every file and setting is checked before anything is touched: the signing key (and
+        // its origin and witness policy) and the tiles' place, as the tokens above.
+        let signer = crate::witnessed::signer::check(&settings)?;
+        let tiles = crate::log::tiles::configured(&settings)?;
         crate::server::limits::reserve_descriptors(settings.http.max_connections)?;
         // Check before creating anything: the port, that PostgreSQL and NATS answer; then create.
         let addr = settings.http.addr;
@@ -139,6 +150,8 @@ impl App {
             health,
             rest,
             report_token,
+            signer,
+            tiles,
             stop: CancellationToken::new(),
         })
     }
@@ -171,6 +184,8 @@ impl App {
             health,
             rest,
             report_token,
+            signer,
+            tiles,
             stop,
         } = self;
         // Before the signer and ingest: the log's lost leaves back from a copy of its tiles
@@ -178,8 +193,8 @@ impl App {
         let log = crate::log::Log::new(db.clone(), &settings.ingest.instance_name());
         crate::restore::start::at_start(&settings, &log, &metrics.restore).await;
         // The log's tiles (a directory or a bucket), written by the signer, served at /log/.
-        let tiles = crate::log::tiles::configured(&settings)?;
-        let signer = crate::witnessed::signer::from_settings(
+        let signer = crate::witnessed::signer::from_checked(
+            signer,
             &settings,
             &db,
             &bus,

@@ -461,16 +461,17 @@ fn remember(memory: &mut Memory, log: &str, origin: &str, r: Remembered) -> Resu
         })
 }
 
-/// The daemon's signer when a signing key file is configured (an unreadable or malformed key,
-/// or policy, stops the daemon before ingest starts); says at start-up whether checkpoints are
-/// on. The signer runs at each interval, and once more when ingest has ended.
-pub(crate) fn from_settings(
-    s: &crate::config::Settings,
-    db: &Db,
-    bus: &Bus,
-    metrics: &Arc<crate::witnessed::metrics::WitnessMetrics>,
-    tiles: Option<Tiles>,
-) -> Result<Option<Signer>, CheckpointError> {
+/// The signer's files, read and checked before the daemon touches PostgreSQL or NATS: its key
+/// (refused when missing, malformed, readable by others, or named other than the origin), its
+/// witness policy. None when no signing key is configured. (A memory file that cannot be read
+/// is a refusal to sign, not a reason to stop recording.)
+pub(crate) struct Checked {
+    key: PrivateKey,
+    origin: String,
+}
+
+/// See [`Checked`]; says at start-up whether checkpoints are on.
+pub(crate) fn check(s: &crate::config::Settings) -> Result<Option<Checked>, CheckpointError> {
     let w = &s.witness;
     let Some(path) = &w.signing_key_file else {
         tracing::info!("checkpoints are off: no signing key (--signing-key-file or EVENT_AUDIT_WITNESS_SIGNING_KEY_FILE); the log is not witnessed outside the database");
@@ -487,6 +488,27 @@ pub(crate) fn from_settings(
             })
         }
         _ => key.name.clone(),
+    };
+    if let Some(p) = &w.witness_policy {
+        load_policy(p)?;
+    }
+    Ok(Some(Checked { key, origin }))
+}
+
+/// The daemon's signer from its [`check`]ed files (an unreadable or malformed key, or policy,
+/// stops the daemon before it touches PostgreSQL or NATS). The signer runs at each interval,
+/// and once more when ingest has ended.
+pub(crate) fn from_checked(
+    checked: Option<Checked>,
+    s: &crate::config::Settings,
+    db: &Db,
+    bus: &Bus,
+    metrics: &Arc<crate::witnessed::metrics::WitnessMetrics>,
+    tiles: Option<Tiles>,
+) -> Result<Option<Signer>, CheckpointError> {
+    let w = &s.witness;
+    let Some(Checked { key, origin }) = checked else {
+        return Ok(None);
     };
     let mut signer = Signer::new(key, origin, db.clone(), bus.clone(), w, metrics.clone())?;
     if let Some(t) = tiles {
