@@ -61,3 +61,4 @@ mod verify_mirror;
 mod verify_output;
 mod witness;
 mod witness_server;
+mod wrong_places;
