@@ -200,7 +200,8 @@ impl App {
             &bus,
             &metrics.witness,
             tiles.clone(),
-        )?;
+        )?
+        .map(|s| s.clears_when_remembered(metrics.restore.memory_missing.clone()));
         let tasks = TaskTracker::new();
         // Background tasks end when ingest has ended; HTTP last, after the acks are flushed.
         let background = CancellationToken::new();

@@ -102,6 +102,8 @@ pub struct Signer {
     tiles: Option<Mutex<TileWriter>>,
     /// The row hashes the last round read, from which size: the tiles' new leaves, most often.
     tapped: Mutex<Option<(u64, Vec<crate::tlog::merkle::Hash>)>>,
+    /// `event_audit_signer_memory_missing`, set to 0 once the memory file exists.
+    memory_missing: Option<prometheus::IntGauge>,
 }
 
 impl Signer {
@@ -132,6 +134,7 @@ impl Signer {
         Ok(Signer {
             tiles,
             tapped: Mutex::new(None),
+            memory_missing: None,
             public: key.public(),
             key: Arc::new(key),
             origin,
@@ -161,6 +164,13 @@ impl Signer {
             public,
             self.metrics.clone(),
         )));
+        self
+    }
+
+    /// The signer sets `gauge` (start-up's finding that the memory file was missing) to 0 at
+    /// the end of each round once the file exists.
+    pub(crate) fn clears_when_remembered(mut self, gauge: prometheus::IntGauge) -> Signer {
+        self.memory_missing = Some(gauge);
         self
     }
 
@@ -243,6 +253,12 @@ impl Signer {
         self.metrics
             .backlog
             .set(i64::try_from(out.backlog).unwrap_or(i64::MAX));
+        if let Some(g) = &self.memory_missing {
+            if g.get() != 0 && self.state.exists() {
+                g.set(0);
+                tracing::info!(state = %self.state.display(), "the signer's memory file exists again");
+            }
+        }
         let mut last = self.last_refusal.lock().await;
         match refusal {
             Some(r) => {
