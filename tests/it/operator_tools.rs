@@ -55,6 +55,41 @@ async fn publish_paces_every_message() {
     );
 }
 
+#[tokio::test]
+async fn publish_without_a_subject_uses_one_of_the_streams_and_names_a_wrong_one() {
+    let ts = TestStream::create("pubsubj").await;
+    let (subjects, url) = (ts.subjects(), crate::support::nats_url());
+    let base = [
+        "publish",
+        "--stream",
+        ts.name.as_str(),
+        "--subjects",
+        subjects.as_str(),
+        "--nats-url",
+        url.as_str(),
+        "-n",
+        "3",
+    ];
+    let run = event_audit(&base, &[]).await;
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert!(
+        run.stderr
+            .contains(&format!("published 3 messages to {}", ts.subject("load"))),
+        "{run:?}"
+    );
+    let mut wrong = base.to_vec();
+    wrong.extend(["--subject", "elsewhere.load"]);
+    let run = event_audit(&wrong, &[]).await;
+    assert_eq!(run.code, Some(2), "{run:?}");
+    assert!(
+        run.stderr.contains("`elsewhere.load`")
+            && run.stderr.contains(&subjects)
+            && run.stderr.contains("--subject"),
+        "{run:?}"
+    );
+    assert_eq!(run.stderr.trim().lines().count(), 1, "{run:?}");
+}
+
 async fn ids(pool: &sqlx::PgPool) -> (i64, i64, i64) {
     sqlx::query_as(
         "SELECT count(*), count(DISTINCT event_id), \
