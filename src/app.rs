@@ -191,7 +191,8 @@ impl App {
         // Before the signer and ingest: the log's lost leaves back from a copy of its tiles
         // (a database restored from a backup), then ingest records what the bus still holds.
         let log = crate::log::Log::new(db.clone(), &settings.ingest.instance_name());
-        crate::restore::start::at_start(&settings, &log, &metrics.restore).await;
+        crate::restore::start::at_start(&settings, &log, &metrics.restore, &metrics.ingest.rows)
+            .await;
         // The log's tiles (a directory or a bucket), written by the signer, served at /log/.
         let signer = crate::witnessed::signer::from_checked(
             signer,
@@ -252,7 +253,7 @@ impl App {
         {
             tracing::warn!("background tasks did not end in time; leaving them");
         }
-        stopped(totals)
+        stopped(totals, metrics.restore.leaves.get())
     }
 }
 
@@ -318,8 +319,9 @@ async fn flush_acks(client: &async_nats::Client, shutdown_timeout: Duration) {
     }
 }
 
-/// The run's end, logged: its totals, or the error ingest stopped with.
-fn stopped(totals: Result<Totals, IngestError>) -> anyhow::Result<Totals> {
+/// The run's end, logged: its totals (with the rows recorded by recovery from the bus and the
+/// leaves restored from a copy of the tiles at start-up), or the error ingest stopped with.
+fn stopped(totals: Result<Totals, IngestError>, restored: u64) -> anyhow::Result<Totals> {
     let totals = match totals {
         Ok(t) => t,
         Err(e) => {
@@ -335,6 +337,8 @@ fn stopped(totals: Result<Totals, IngestError>) -> anyhow::Result<Totals> {
         messages = totals.messages,
         inserted = totals.inserted,
         batches = totals.batches,
+        recovered = totals.recovered,
+        restored_leaves = restored,
         busy_secs = busy,
         per_busy_sec = totals.rate(busy),
         span_secs = span,

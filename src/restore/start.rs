@@ -38,7 +38,14 @@ pub(crate) fn copies_of(s: &Settings) -> Vec<String> {
 }
 
 /// See the module.
-pub(crate) async fn at_start(s: &Settings, log: &Log, m: &RestoreMetrics) {
+/// The rows it appends (the restored leaves and the restore's record) are counted in `rows`
+/// (`event_audit_audit_rows_total`).
+pub(crate) async fn at_start(
+    s: &Settings,
+    log: &Log,
+    m: &RestoreMetrics,
+    rows: &prometheus::IntCounter,
+) {
     let Some(path) = &s.witness.signing_key_file else {
         return;
     };
@@ -110,6 +117,7 @@ pub(crate) async fn at_start(s: &Settings, log: &Log, m: &RestoreMetrics) {
             if let Outcome::Restored { record, .. } = &o {
                 m.restores.inc();
                 m.leaves.inc_by(record.size - record.database_size);
+                rows.inc_by(record.size - record.database_size + 1);
             }
             m.behind.set(0);
             tracing::warn!("restore: {}", o.line());

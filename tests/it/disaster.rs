@@ -172,6 +172,8 @@ async fn a_restored_database_resumes_the_witnessed_evidence_from_its_tiles() {
     // Two daemons start together on the restored database: one restores, once.
     let (x, y) = tokio::join!(run_until_idle(s.clone()), run_until_idle(s));
     let log = format!("{}{}", x.log, y.log);
+    // The 20 restored leaves are in the `stopped` line of the daemon that restored them.
+    assert!(log.contains("\"restored_leaves\":20"), "{log}");
     let tiles = b.tmp.path().join("tiles");
     resumed(&b, &restored, &log, tiles.to_str().expect("utf-8")).await;
     let restores: i64 = sqlx::query_scalar(

@@ -39,7 +39,12 @@ async fn a_restored_database_gets_back_what_the_bus_still_holds() {
         run_until_idle(settings(&restored, &ts))
     );
     assert_eq!(counts(&restored, &ts.name).await, (35, 35));
+    // The recovered rows are in the run's totals and its `stopped` line, apart from the
+    // messages the consumer delivered.
+    assert_eq!(a.totals.recovered + b.totals.recovered, 20, "{a:?} {b:?}");
+    assert_eq!(a.totals.messages + b.totals.messages, 5, "{a:?} {b:?}");
     let log = format!("{}{}", a.log, b.log);
+    assert!(log.contains("\"recovered\":20"), "{log}");
     assert!(
         log.contains("the log lacked 20 sequence(s) the stream still holds (11-30)"),
         "{log}"
