@@ -203,6 +203,9 @@ impl App {
             tiles.clone(),
         )?
         .map(|s| s.clears_when_remembered(metrics.restore.memory_missing.clone()));
+        if signer.is_none() {
+            metrics.witness.checkpoints_off();
+        }
         let tasks = TaskTracker::new();
         // Background tasks end when ingest has ended; HTTP last, after the acks are flushed.
         let background = CancellationToken::new();

@@ -362,3 +362,23 @@ async fn a_new_key_is_no_lost_memory_and_the_gauge_clears_once_the_file_exists()
     assert!(state.exists());
     app.stop().await;
 }
+
+/// Without a signing key the signer's and the checkpoint stream's gauges say "off" (-1), not
+/// "good" (1): nothing signs, and no alert reads -1 as a refusal.
+#[tokio::test]
+async fn without_a_key_the_signer_gauges_say_off() {
+    let db = TestDb::create().await;
+    let ts = TestStream::create("signer_off").await;
+    let app = spawn_app(settings(&db, &ts)).await;
+    let text = app
+        .metrics_with(
+            "event_audit_checkpoint_signer_ok -1",
+            Duration::from_secs(10),
+        )
+        .await;
+    assert!(
+        text.contains("event_audit_checkpoint_stream_ok -1"),
+        "{text}"
+    );
+    app.stop().await;
+}
