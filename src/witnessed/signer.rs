@@ -104,6 +104,8 @@ pub struct Signer {
     tapped: Mutex<Option<(u64, Vec<crate::tlog::merkle::Hash>)>>,
     /// `event_audit_signer_memory_missing`, set to 0 once the memory file exists.
     memory_missing: Option<prometheus::IntGauge>,
+    /// The backlog the last round left (a line says when it drains).
+    last_backlog: std::sync::atomic::AtomicUsize,
 }
 
 impl Signer {
@@ -135,6 +137,7 @@ impl Signer {
             tiles,
             tapped: Mutex::new(None),
             memory_missing: None,
+            last_backlog: std::sync::atomic::AtomicUsize::new(0),
             public: key.public(),
             key: Arc::new(key),
             origin,
@@ -253,6 +256,15 @@ impl Signer {
         self.metrics
             .backlog
             .set(i64::try_from(out.backlog).unwrap_or(i64::MAX));
+        let before = self
+            .last_backlog
+            .swap(out.backlog, std::sync::atomic::Ordering::Relaxed);
+        if before > 0 && out.backlog == 0 {
+            tracing::info!(
+                published = out.published,
+                "the checkpoint backlog drained: every signed checkpoint is published"
+            );
+        }
         if let Some(g) = &self.memory_missing {
             if g.get() != 0 && self.state.exists() {
                 g.set(0);
