@@ -115,7 +115,7 @@ after() {
     local held lost
     held=$(psql "$PGURL" -Atc "SELECT count(*) FROM audit.events WHERE stream = '$STREAM'")
     lost=$(DATABASE_URL=$PGURL "$BIN" recover --nats-url "$NATS" --stream "$STREAM" --dry-run --format json 2>/dev/null \
-        | python3 -c 'import json,sys; r=json.load(sys.stdin); print(",".join(f"{a}-{b}" for a,b in r["lost"]) or "none")')
+        | python3 -c 'import json,sys; r=json.load(sys.stdin); print(",".join(f"{a}..{b}" for a,b in r["lost"]) or "none")')
     ROWS+=("$CASE|$((2 * N + 50))|$held|$lost|$BEFORE|$(signed)|$code")
 }
 

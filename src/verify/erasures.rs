@@ -88,7 +88,11 @@ impl Summary {
         for r in &self.restores {
             parts.push(format!(
                 "restore {} at {}: leaves {}..{} restored from {} (row hashes kept, contents lost)",
-                r.restore, r.at, r.leaves[0], r.leaves[1], r.from
+                r.restore,
+                r.at,
+                r.leaves[0],
+                r.leaves[1].saturating_sub(1),
+                r.from
             ));
         }
         parts.join("; ")

@@ -46,7 +46,7 @@ async fn a_restored_database_gets_back_what_the_bus_still_holds() {
     let log = format!("{}{}", a.log, b.log);
     assert!(log.contains("\"recovered\":20"), "{log}");
     assert!(
-        log.contains("the log lacked 20 sequence(s) the stream still holds (11-30)"),
+        log.contains("the log lacked 20 sequence(s) the stream still holds (11..30)"),
         "{log}"
     );
     let v = verify(&restored.url).await;
@@ -80,7 +80,7 @@ async fn recover_says_what_it_would_record_and_names_what_is_lost() {
     assert_eq!(d.code, Some(0), "{d:?}");
     assert!(
         d.stdout
-            .contains("the log lacks 4 sequence(s) the stream still holds (6,8-10)")
+            .contains("the log lacks 4 sequence(s) the stream still holds (6,8..10)")
             && d.stdout
                 .contains("1 sequence(s) the log lacks are no longer on the stream (7)"),
         "{d:?}"
