@@ -174,6 +174,11 @@ pub(crate) async fn ensure_stream(
     Ok(s.cached_info().config.subjects.clone())
 }
 
+/// Connects to NATS (for callers outside the daemon).
+pub async fn connect(nats: &NatsSettings) -> anyhow::Result<Bus> {
+    Ok(Bus::connect(nats).await?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -197,9 +202,4 @@ mod tests {
             "{err}"
         );
     }
-}
-
-/// Connects to NATS (for callers outside the daemon).
-pub async fn connect(nats: &NatsSettings) -> anyhow::Result<Bus> {
-    Ok(Bus::connect(nats).await?)
 }
