@@ -8,6 +8,7 @@
 # Each case: N events signed and backed up, N more signed (an auditor's verify state and mirror
 # follow), the disaster, 50 events more, the daemon restarted (it restores what it can and
 # records again what the bus holds), then the auditor's verify with the state from before.
+# At the end (also on failure or Ctrl-C) it drops its databases and deletes its streams.
 #   scripts/dr-drill.sh [N]        (default 300; BIN=path to use another build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,13 +20,29 @@ BIN=${BIN:-target/release/event-audit}
 PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}
 NATS=${NATS_URL:-nats://127.0.0.1:4222}
 scripts/services.sh
-python3 -c "import nats" 2>/dev/null || python3 -m pip install --quiet nats-py
-JS="python3 $ROOT/scripts/soak_js.py $NATS"
+# nats-py for the JetStream chores (scripts/soak_js.py): the system's when it has it, else in a
+# virtual environment of the drill's own (as scripts/test-deps.sh installs moto), said first.
+PY=python3
+if ! python3 -c "import nats" 2>/dev/null; then
+    VENV=$HOME/.local/share/event-audit/nats-py
+    if [ ! -x "$VENV/bin/python3" ] || ! "$VENV/bin/python3" -c "import nats" 2>/dev/null; then
+        echo "installing nats-py 2.16.0 (PyPI) in a virtual environment at $VENV, for the drill's JetStream chores" >&2
+        python3 -m venv "$VENV"
+        "$VENV/bin/pip" install --quiet --disable-pip-version-check 'nats-py==2.16.0'
+    fi
+    PY=$VENV/bin/python3
+fi
+JS="$PY $ROOT/scripts/soak_js.py $NATS"
 WORK=$(mktemp -d /tmp/dr-drill.XXXXXX)
 ROWS=()
 PIDS=()
+# Every stream a case made (DR_<CASE>_<pid> and its checkpoint stream `_CP`), deleted at the end.
+STREAMS=()
 cleanup() {
     for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+    for s in "${STREAMS[@]}"; do
+        "$BIN" bench delete-stream --nats-url "$NATS" --stream "$s" >/dev/null 2>&1 || true
+    done
     for db in $(psql -h 127.0.0.1 -U postgres -Atc "SELECT datname FROM pg_database WHERE datname LIKE 'dr\\_%\\_$$'" postgres 2>/dev/null); do
         dropdb -h 127.0.0.1 -U postgres --if-exists --force "$db" 2>/dev/null || true
     done
@@ -38,6 +55,7 @@ setup() {
     CASE=$1
     DB=dr_${CASE}_$$
     STREAM=DR_${CASE^^}_$$
+    STREAMS+=("$STREAM" "${STREAM}_CP")
     DIR=$WORK/$CASE
     PGURL=${2:-postgres://postgres@127.0.0.1:5432}/$DB
     mkdir -p "$DIR"
@@ -97,7 +115,7 @@ after() {
     local held lost
     held=$(psql "$PGURL" -Atc "SELECT count(*) FROM audit.events WHERE stream = '$STREAM'")
     lost=$(DATABASE_URL=$PGURL "$BIN" recover --nats-url "$NATS" --stream "$STREAM" --dry-run --format json 2>/dev/null \
-        | python3 -c 'import json,sys; r=json.load(sys.stdin); print(",".join(f"{a}-{b}" for a,b in r["lost"]) or "none")')
+        | python3 -c 'import json,sys; r=json.load(sys.stdin); print(",".join(f"{a}..{b}" for a,b in r["lost"]) or "none")')
     ROWS+=("$CASE|$((2 * N + 50))|$held|$lost|$BEFORE|$(signed)|$code")
 }
 

@@ -2,8 +2,12 @@
 # Starts PostgreSQL and NATS (JetStream) on this machine if they are not running, and the S3-compatible
 # servers of tests/it/blobs.rs: s3s-fs on 127.0.0.1:9000 (data in /var/lib/event-audit-s3s, the
 # fixed test credentials below, SigV4 checked) and moto on 127.0.0.1:9001 (in memory, Object Lock
-# emulated), when scripts/test-deps.sh installed them; waits for each.
+# emulated), when scripts/test-deps.sh installed them; waits for each. `--no-s3` starts
+# PostgreSQL and NATS alone (scripts/demo.sh: the demo needs no object store, and leaves no
+# server of its own running after Ctrl-C).
 set -euo pipefail
+no_s3=0
+if [ "${1:-}" = "--no-s3" ]; then no_s3=1; fi
 if ! pg_isready -q -h 127.0.0.1 -p 5432; then
     pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -1)" main start || true
 fi
@@ -21,6 +25,7 @@ S3_TEST_SECRET_KEY=event-audit-test-secret
 s3s=$(command -v s3s-fs || echo "$HOME/.cargo/bin/s3s-fs")
 moto="$HOME/.local/share/event-audit/moto/bin/moto_server"
 wait_for=(4222)
+if [ "$no_s3" = 1 ]; then s3s=/nonexistent moto=/nonexistent; fi
 if [ -x "$s3s" ]; then
     wait_for+=(9000)
     # A server that is running but slow to accept is left alone: its directory is never

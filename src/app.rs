@@ -1,4 +1,5 @@
-//! The daemon as a value: [`App::build`] binds the HTTP listener (port 0 in tests), checks that
+//! The daemon as a value: [`App::build`] reads and checks its files (tokens, signing key,
+//! witness policy, the tiles' place), binds the HTTP listener (port 0 in tests), checks that
 //! PostgreSQL and NATS answer, then creates the database and stream and binds the consumer;
 //! [`App::run_until_stopped`] runs ingest with its background tasks (probers, chain poller,
 //! checkpoint signer, scheduled reconciliation of each open batch, the reconciliation metrics
@@ -54,6 +55,10 @@ pub enum StartError {
     Descriptors(#[from] crate::server::limits::DescriptorError),
     #[error("scheduled reconciliation: {0}")]
     RestClient(#[from] RestError),
+    #[error(transparent)]
+    Signer(#[from] crate::witnessed::signer::CheckpointError),
+    #[error("the log's tiles: {0}")]
+    Tiles(#[from] crate::log::tiles::TilesError),
 }
 
 /// How long the last acks may take to reach the server.
@@ -74,6 +79,8 @@ pub struct App {
     health: Arc<Health>,
     rest: Option<(RestConfig, Arc<Tokens>)>,
     report_token: crate::server::reports::ReportToken,
+    signer: Option<crate::witnessed::signer::Checked>,
+    tiles: Option<crate::log::tiles::Tiles>,
     stop: CancellationToken,
 }
 
@@ -105,6 +112,10 @@ impl App {
             "report token",
         )?
         .map(Arc::new);
+        // Every file and setting is checked before anything is touched: the signing key (and
+        // its origin and witness policy) and the tiles' place, as the tokens above.
+        let signer = crate::witnessed::signer::check(&settings)?;
+        let tiles = crate::log::tiles::configured(&settings)?;
         crate::server::limits::reserve_descriptors(settings.http.max_connections)?;
         // Check before creating anything: the port, that PostgreSQL and NATS answer; then create.
         let addr = settings.http.addr;
@@ -139,6 +150,8 @@ impl App {
             health,
             rest,
             report_token,
+            signer,
+            tiles,
             stop: CancellationToken::new(),
         })
     }
@@ -171,21 +184,28 @@ impl App {
             health,
             rest,
             report_token,
+            signer,
+            tiles,
             stop,
         } = self;
         // Before the signer and ingest: the log's lost leaves back from a copy of its tiles
         // (a database restored from a backup), then ingest records what the bus still holds.
         let log = crate::log::Log::new(db.clone(), &settings.ingest.instance_name());
-        crate::restore::start::at_start(&settings, &log, &metrics.restore).await;
+        crate::restore::start::at_start(&settings, &log, &metrics.restore, &metrics.ingest.rows)
+            .await;
         // The log's tiles (a directory or a bucket), written by the signer, served at /log/.
-        let tiles = crate::log::tiles::configured(&settings)?;
-        let signer = crate::witnessed::signer::from_settings(
+        let signer = crate::witnessed::signer::from_checked(
+            signer,
             &settings,
             &db,
             &bus,
             &metrics.witness,
             tiles.clone(),
-        )?;
+        )?
+        .map(|s| s.clears_when_remembered(metrics.restore.memory_missing.clone()));
+        if signer.is_none() {
+            metrics.witness.checkpoints_off();
+        }
         let tasks = TaskTracker::new();
         // Background tasks end when ingest has ended; HTTP last, after the acks are flushed.
         let background = CancellationToken::new();
@@ -236,7 +256,7 @@ impl App {
         {
             tracing::warn!("background tasks did not end in time; leaving them");
         }
-        stopped(totals)
+        stopped(totals, metrics.restore.leaves.get())
     }
 }
 
@@ -302,8 +322,9 @@ async fn flush_acks(client: &async_nats::Client, shutdown_timeout: Duration) {
     }
 }
 
-/// The run's end, logged: its totals, or the error ingest stopped with.
-fn stopped(totals: Result<Totals, IngestError>) -> anyhow::Result<Totals> {
+/// The run's end, logged: its totals (with the rows recorded by recovery from the bus and the
+/// leaves restored from a copy of the tiles at start-up), or the error ingest stopped with.
+fn stopped(totals: Result<Totals, IngestError>, restored: u64) -> anyhow::Result<Totals> {
     let totals = match totals {
         Ok(t) => t,
         Err(e) => {
@@ -319,6 +340,8 @@ fn stopped(totals: Result<Totals, IngestError>) -> anyhow::Result<Totals> {
         messages = totals.messages,
         inserted = totals.inserted,
         batches = totals.batches,
+        recovered = totals.recovered,
+        restored_leaves = restored,
         busy_secs = busy,
         per_busy_sec = totals.rate(busy),
         span_secs = span,

@@ -51,6 +51,7 @@ mod batch;
 mod catalogue;
 mod decode;
 mod drift;
+mod environment;
 mod erase;
 mod keygen;
 mod mirror;
@@ -187,7 +188,23 @@ pub enum Command {
 pub fn parse() -> Cli {
     let cmd = crate::config::layer::show_defaults(Cli::command());
     let cmd = crate::config::options::env_aliases(cmd, &|name| std::env::var_os(name).is_some());
-    let matches = cmd.get_matches();
+    let names: Vec<String> = std::env::vars_os()
+        .filter_map(|(k, _)| k.into_string().ok())
+        .collect();
+    for line in environment::unknown(&cmd, names.iter().map(String::as_str)) {
+        eprintln!("{line}");
+    }
+    let argv: Vec<String> = std::env::args().collect();
+    let matches = match cmd.try_get_matches() {
+        Ok(m) => m,
+        Err(e) => {
+            if let Some(why) = environment::bad_value(&e, &argv, &|n| std::env::var(n).ok()) {
+                eprintln!("{why}");
+                std::process::exit(2);
+            }
+            e.exit()
+        }
+    };
     if let Some((_, sub)) = matches.subcommand() {
         if let Some(why) = credentials_in_argv(sub) {
             eprintln!("event-audit: {why}");
@@ -199,9 +216,17 @@ pub fn parse() -> Cli {
 
 /// Why a command line holds a credential, if it does.
 fn credentials_in_argv(m: &clap::ArgMatches) -> Option<String> {
-    for (id, flag, env) in [
-        ("database.url", "--database-url", "DATABASE_URL"),
-        ("nats.url", "--nats-url", "NATS_URL"),
+    for (id, flag, instead) in [
+        (
+            "database.url",
+            "--database-url",
+            "give the URL without its password and the password in a PostgreSQL password file (~/.pgpass, or PGPASSFILE) or PGPASSWORD, or the whole URL in EVENT_AUDIT_DATABASE_URL or the --config file",
+        ),
+        (
+            "nats.url",
+            "--nats-url",
+            "give the credentials with --nats-user and --nats-password-file (or NATS_PASSWORD), --nats-creds or --nats-token-file, or the whole URL in EVENT_AUDIT_NATS_URL or the --config file",
+        ),
     ] {
         // `try_get_one` first: it answers for commands without the option, where
         // `value_source` would panic.
@@ -226,7 +251,7 @@ fn credentials_in_argv(m: &clap::ArgMatches) -> Option<String> {
         });
         if secret {
             return Some(format!(
-                "{flag} holds credentials, and the command line is visible to every user of the machine; pass the URL in the environment ({env}) or the --config file instead"
+                "{flag} holds credentials, and the command line is visible to every user of the machine; {instead}"
             ));
         }
     }

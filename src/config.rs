@@ -81,6 +81,32 @@ impl Settings {
         .flatten()
         .collect()
     }
+
+    /// Every field of every section, with its doc comment (docs/options.md).
+    #[cfg(all(test, feature = "dev"))]
+    pub(crate) fn fields() -> Vec<(&'static str, &'static [&'static str])> {
+        [
+            DatabaseSettings::fields(),
+            NatsSettings::fields(),
+            StreamSettings::fields(),
+            IngestSettings::fields(),
+            HttpSettings::fields(),
+            RestSettings::fields(),
+            ReconcileSettings::fields(),
+            RetentionSettings::fields(),
+            ObjectStoreSettings::fields(),
+            PublishSettings::fields(),
+            SimulatorSettings::fields(),
+            SimRates::fields(),
+            DemoSettings::fields(),
+            VerifySettings::fields(),
+            WitnessSettings::fields(),
+            WitnessServerSettings::fields(),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
+    }
 }
 
 fn addr(s: &str) -> SocketAddr {

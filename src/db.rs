@@ -135,6 +135,11 @@ impl Db {
                 .await
                 .map_err(|e| e.at(&place))?;
             let ran = sqlx::migrate!("./migrations").run(&mut conn).await;
+            if let Err(sqlx::migrate::MigrateError::VersionMissing(_)) = &ran {
+                let newer = error::newer_schema(&mut conn, &place).await;
+                let _ = conn.close().await;
+                return Err(newer);
+            }
             let _ = conn.close().await;
             match ran {
                 Ok(()) => break,

@@ -42,4 +42,8 @@ impl Log {
     pub(crate) fn pool(&self) -> &sqlx::PgPool {
         self.db.pool()
     }
+
+    pub(crate) fn db(&self) -> &Db {
+        &self.db
+    }
 }

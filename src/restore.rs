@@ -77,10 +77,10 @@ impl Outcome {
             }
             Outcome::Restored { record, link, seconds } => format!(
                 "the database's tree had {} leaves, fewer than the checkpoint of size {} the log's key signed: leaves {}..{} restored from {} in {seconds:.1} s (their row hashes; their contents are lost), recorded as restore {} in chain link {}; the events the bus still holds are recorded again after it",
-                record.database_size, record.size, record.database_size, record.size, record.from, record.restore, link
+                record.database_size, record.size, record.database_size, record.size.saturating_sub(1), record.from, record.restore, link
             ),
             Outcome::Would { from, to, copy } => format!(
-                "the database's tree has {from} leaves, fewer than the checkpoint of size {to} the log's key signed: leaves {from}..{to} would be restored from {copy}"
+                "the database's tree has {from} leaves, fewer than the checkpoint of size {to} the log's key signed: leaves {from}..{} would be restored from {copy}", to.saturating_sub(1)
             ),
         }
     }
@@ -205,7 +205,7 @@ pub(crate) async fn restore(
             t.append(leaf_hash(h), |_, _| {});
         }
         if t.root() != target.root {
-            tried.push(format!("{shown}: its leaves {n}..{} do not make the root the key signed at size {} (another log's tiles, or a copy that was changed)", target.size, target.size));
+            tried.push(format!("{shown}: its leaves {n}..{} do not make the root the key signed at size {} (another log's tiles, or a copy that was changed)", target.size.saturating_sub(1), target.size));
             continue;
         }
         if dry_run {

@@ -178,10 +178,10 @@ pub(crate) fn simulate(args: SimArgs) -> anyhow::Result<ExitCode> {
 
 pub(crate) fn publish(args: PublishArgs) -> anyhow::Result<ExitCode> {
     let settings = args.config.load()?;
-    let (n, secs) = super::runtime()?.block_on(crate::dev::publish::run(&settings, None))?;
+    let (n, secs, subject) =
+        super::runtime()?.block_on(crate::dev::publish::run_to(&settings, None))?;
     eprintln!(
-        "published {n} messages to {} in {secs:.2}s ({:.0}/s)",
-        settings.publish.subject,
+        "published {n} messages to {subject} in {secs:.2}s ({:.0}/s)",
         n as f64 / secs.max(1e-9)
     );
     Ok(ExitCode::SUCCESS)

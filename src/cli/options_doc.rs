@@ -79,6 +79,15 @@ pub(crate) fn render() -> String {
             paths.push(o.path.to_owned());
         }
     }
+    // Fields without a flag whose default is none (a file to read, a lock period) are in no
+    // default's tree: the declarations list them.
+    let fields = crate::config::Settings::fields();
+    for (path, _) in &fields {
+        let table = paths.iter().any(|p| p.starts_with(&format!("{path}.")));
+        if !table && !paths.iter().any(|p| p == path) {
+            paths.push((*path).to_owned());
+        }
+    }
     let mut sections: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for p in paths {
         let section = p.rsplit_once('.').map_or("", |(s, _)| s).to_owned();
@@ -113,10 +122,19 @@ pub(crate) fn render() -> String {
                     );
                 }
                 None => {
+                    let help = fields
+                        .iter()
+                        .find(|(f, _)| f == p)
+                        .map(|(_, doc)| {
+                            let (short, long) = options::help_of(doc);
+                            long.unwrap_or(short).replace('\n', " ")
+                        })
+                        .unwrap_or_default();
                     let _ = writeln!(
                         out,
-                        "| `{key}` | settings file only | | {} | | |",
-                        cell(&default)
+                        "| `{key}` | settings file only | | {} | | {} |",
+                        cell(&default),
+                        cell(&help)
                     );
                 }
             }

@@ -127,7 +127,7 @@ pub(crate) fn signed_link(settings: &Settings, path_and_query: &str) -> anyhow::
             chrono::Utc::now(),
         ),
         None => {
-            eprintln!("note: no report token configured, so the reports are open and the link is not signed");
+            eprintln!("note: no report token configured, so the reports are open and the link is not signed (it does not expire)");
             format!("{}{path_and_query}", base.trim_end_matches('/'))
         }
     })

@@ -139,6 +139,15 @@ fn link(args: LinkCmdArgs) -> anyhow::Result<ExitCode> {
         (None, None, _) => "/reports/reconciliation?format=html".to_owned(),
     };
     println!("{}", signed_link(&settings, &path)?);
-    eprintln!("valid for {}", settings.http.link_ttl);
+    // An unsigned link (no report token) does not expire: no validity to state.
+    if crate::config::secrets::load_secret(
+        settings.http.report_token_file.as_ref(),
+        crate::config::secrets::REPORT_TOKEN_ENV,
+        "report token",
+    )?
+    .is_some()
+    {
+        eprintln!("valid for {}", settings.http.link_ttl);
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -43,6 +43,12 @@ impl ObjectStoreSettings {
         if let Some(e) = &self.endpoint {
             if let Some(why) = endpoint_problem(e) {
                 c.fail("object_store.endpoint", super::redact_url(e), why);
+            } else if !self.path_style && on_ip_address(e) {
+                c.fail(
+                    "object_store.path_style",
+                    "false",
+                    format!("must be true for an endpoint on an IP address ({}): a bucket cannot be addressed as `bucket.<IP address>`; set path_style = true in [object_store] (EVENT_AUDIT_OBJECT_STORE_PATH_STYLE=true)", super::redact_url(e)),
+                );
             }
         }
         let region_ok = !self.region.is_empty()
@@ -65,6 +71,16 @@ impl ObjectStoreSettings {
             Dur::secs(600),
         );
     }
+}
+
+/// Whether the endpoint `e` (a valid one) names its host by an IPv4 or IPv6 address.
+fn on_ip_address(e: &str) -> bool {
+    url::Url::parse(e).is_ok_and(|u| {
+        matches!(
+            u.host(),
+            Some(url::Host::Ipv4(_)) | Some(url::Host::Ipv6(_))
+        )
+    })
 }
 
 /// Why `e` cannot be an endpoint.
@@ -114,6 +130,14 @@ mod tests {
         assert!(!err.contains("S3cret-key"), "{err}");
         let err = refused(|s| s.object_store.endpoint = Some("https://h/bucket".into()));
         assert!(err.contains("scheme, host and port only"), "{err}");
+        let err = refused(|s| s.object_store.endpoint = Some("http://127.0.0.1:9000".into()));
+        assert!(
+            err.contains("object_store.path_style") && err.contains("127.0.0.1:9000"),
+            "{err}"
+        );
+        let mut named = Settings::default();
+        named.object_store.endpoint = Some("http://minio.internal:9000".into());
+        assert_eq!(named.validate(), Ok(()));
         let err = refused(|s| s.object_store.region = "EU West".into());
         assert!(err.contains("object_store.region"), "{err}");
         let err = refused(|s| s.object_store.request_timeout = Dur::secs(0));

@@ -309,6 +309,13 @@ macro_rules! section {
                 )?)*
                 opts
             }
+
+            /// Every field of this section, with or without a flag: its settings path and
+            /// its doc comment (docs/options.md lists the settings-file-only ones with it).
+            #[cfg(all(test, feature = "dev"))]
+            pub(crate) fn fields() -> Vec<(&'static str, &'static [&'static str])> {
+                vec![$((concat!($section, ".", stringify!($field)), &[$($doc),*] as &'static [&'static str])),*]
+            }
         }
     };
 }

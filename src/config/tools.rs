@@ -17,7 +17,8 @@ section! {
         /// Messages to publish.
         #[flag("count"; short('n'))]
         pub count: usize = defaults::PUBLISH_COUNT,
-        /// Subject to publish to (must be captured by the stream).
+        /// Subject to publish to, one the stream captures (the default, when the stream does
+        /// not capture it, becomes `<prefix>.load` of the stream's first subject).
         #[flag("subject")]
         pub subject: String = defaults::PUBLISH_SUBJECT.into(),
         /// Messages per second, each message paced; 0 = as fast as the server acknowledges.

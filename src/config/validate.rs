@@ -53,7 +53,11 @@ impl Check {
 
     pub(super) fn dur(&mut self, key: &str, v: Dur, lo: Dur, hi: Dur) {
         if v < lo || v > hi {
-            self.fail(key, v, format!("must be between {lo} and {hi}"));
+            self.fail(
+                key,
+                v,
+                format!("must be between {lo} and {hi} (a bare number is seconds: write the unit, `50ms`, `30s`, `5m`)"),
+            );
         }
     }
 

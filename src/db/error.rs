@@ -21,7 +21,7 @@ pub enum Class {
 #[derive(Debug, thiserror::Error)]
 pub enum DbError {
     /// `cause` is not a `#[source]`: the message already says it, once.
-    #[error("PostgreSQL {action}{}: {}", at_place(.place), describe(.cause))]
+    #[error("PostgreSQL {action}{}: {}", at_place(.place), describe(.action, .cause))]
     Sql {
         action: &'static str,
         place: Option<String>,
@@ -35,6 +35,13 @@ pub enum DbError {
     },
     #[error("applying migrations at {place}: {message}")]
     Migrate { place: String, message: String },
+    #[error("database {place} was upgraded by a newer event-audit: its schema is at migration {version} ({description}), and this release knows migrations up to {known}; run the event-audit release that upgraded it (or a newer one), never an older one")]
+    Newer {
+        place: String,
+        version: i64,
+        description: String,
+        known: i64,
+    },
     #[error("invalid database URL {url}: {reason}")]
     Url { url: String, reason: String },
     #[error("database {place} does not exist; check the database name (reading commands never create it)")]
@@ -54,8 +61,32 @@ fn at_place(place: &Option<String>) -> String {
         .map_or_else(String::new, |p| format!(" at {p}"))
 }
 
+/// The actions of a first contact with the server, where an answer in another protocol means
+/// the URL names another service's port.
+const FIRST_CONTACT: &[&str] = &["connect", "look up the database", "create the database"];
+
+/// Whether `e`, met at first contact, is the server answering in another protocol than
+/// PostgreSQL's (sqlx reads the first bytes as a message header: `expected to read 1414811696
+/// bytes` from an HTTP server, or an unknown message type).
+fn not_postgres(action: &str, e: &sqlx::Error) -> bool {
+    if !FIRST_CONTACT.contains(&action) {
+        return false;
+    }
+    match e {
+        sqlx::Error::Io(io) => {
+            io.kind() == std::io::ErrorKind::UnexpectedEof
+                && io.to_string().starts_with("expected to read")
+        }
+        sqlx::Error::Protocol(_) => true,
+        _ => false,
+    }
+}
+
 /// One line per cause, without repeating it (sqlx's `Display` already includes its source).
-fn describe(e: &sqlx::Error) -> String {
+fn describe(action: &str, e: &sqlx::Error) -> String {
+    if not_postgres(action, e) {
+        return "the server there answered, but not as PostgreSQL (another service listens on this port); check the host and port of the database URL (PostgreSQL's usual port is 5432)".into();
+    }
     match e {
         sqlx::Error::Database(db) => match db.code() {
             Some(code) if code == "25006" => format!(
@@ -139,6 +170,7 @@ impl DbError {
             },
             DbError::Timeout { .. } => Class::Transient,
             DbError::Migrate { .. }
+            | DbError::Newer { .. }
             | DbError::Url { .. }
             | DbError::Missing { .. }
             | DbError::NotMigrated { .. }
@@ -151,6 +183,33 @@ fn sqlstate_of(e: &sqlx::Error) -> Option<String> {
     match e {
         sqlx::Error::Database(db) => db.code().map(|c| c.into_owned()),
         _ => None,
+    }
+}
+
+/// The database holds a migration this release does not know (sqlx's "previously applied but is
+/// missing"): a newer event-audit upgraded it. Names its newest migration and this release's.
+pub(crate) async fn newer_schema(conn: &mut sqlx::PgConnection, place: &str) -> DbError {
+    let known = sqlx::migrate!("./migrations")
+        .iter()
+        .map(|m| m.version)
+        .max()
+        .unwrap_or(0);
+    let newest: Result<(i64, String), _> = sqlx::query_as(
+        "SELECT version, description FROM public._sqlx_migrations ORDER BY version DESC LIMIT 1",
+    )
+    .fetch_one(conn)
+    .await;
+    match newest {
+        Ok((version, description)) => DbError::Newer {
+            place: place.to_owned(),
+            version,
+            description,
+            known,
+        },
+        Err(e) => DbError::Migrate {
+            place: place.to_owned(),
+            message: format!("the database holds a migration this release does not know (a newer event-audit upgraded it; run that release), and its newest cannot be read: {e}"),
+        },
     }
 }
 

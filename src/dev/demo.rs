@@ -37,6 +37,18 @@ const STREAM: &str = "EVENT_AUDIT_DEMO";
 const SUPPLIER: &str = "DEMO";
 const DEFAULT_DB: &str = "event_audit_demo";
 
+/// The demo's suffix: what follows `event_audit_demo` in its database's name (`_2` for
+/// `event_audit_demo_2`; empty for the default one), when it is lowercase letters, digits and
+/// `_`. Its stream, subjects and consumer carry it, so that two demos, each with its own
+/// database, `--http-addr` and `--platform-addr`, share PostgreSQL and NATS without a clash.
+pub(crate) fn suffix(db_url: &str) -> Option<String> {
+    let name = db_url.rsplit('/').next()?.split('?').next()?;
+    let rest = name.strip_prefix(DEFAULT_DB)?;
+    rest.bytes()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        .then(|| rest.to_owned())
+}
+
 /// A random token for the simulator and the daemon, in a file only this user can read.
 fn token_file(dir: &Path) -> anyhow::Result<std::path::PathBuf> {
     use std::io::Write;
@@ -59,10 +71,12 @@ fn plan(base: &Settings, token: &Path, seed: u64) -> Settings {
     let d = &base.demo;
     let mut s = base.clone();
     s.database.url = d.database_url.clone();
-    s.stream.name = STREAM.into();
-    s.stream.subjects = vec!["demo.>".into()];
-    s.stream.consumer = "event-audit-demo".into();
-    s.stream.subject_prefix = "demo.".into();
+    let tail = suffix(&d.database_url).unwrap_or_default();
+    let demo = format!("demo{tail}");
+    s.stream.name = format!("{STREAM}{}", tail.to_uppercase());
+    s.stream.subjects = vec![format!("{demo}.>")];
+    s.stream.consumer = format!("event-audit-{demo}");
+    s.stream.subject_prefix = format!("{demo}.");
     s.rest.url = Some(format!("http://{}", d.platform_addr));
     s.rest.token_file = Some(token.to_owned());
     s.reconcile.suppliers = vec![SUPPLIER.into()];
@@ -75,7 +89,7 @@ fn plan(base: &Settings, token: &Path, seed: u64) -> Settings {
     s.simulator.orders = 20;
     // The batch ran an hour ago: registrations requested then and not completed are stalled.
     s.reconcile.registration_grace = Dur::secs(1800);
-    s.simulator.subject = "demo.platform".into();
+    s.simulator.subject = format!("{demo}.platform");
     s.simulator.token_file = Some(token.to_owned());
     s.simulator.rest_5xx = 0.05;
     s.simulator.rates = SimRates {
@@ -95,7 +109,7 @@ fn plan(base: &Settings, token: &Path, seed: u64) -> Settings {
         ..SimRates::default()
     };
     s.publish.count = 10_000_000;
-    s.publish.subject = "demo.load".into();
+    s.publish.subject = format!("{demo}.load");
     s.publish.rate = d.load_rate;
     // Another stream of ids than the batch's.
     s.publish.seed = Some(seed ^ 0x5EED_10AD);
@@ -110,7 +124,15 @@ pub async fn run(base: Settings, stop: CancellationToken) -> anyhow::Result<()> 
     let s = plan(&base, &token, seed);
     let played = play(&s, &token, seed, &stop).await;
     let own_db = owned_database(&s.database.url).is_some();
-    for line in leave(&s.nats, STREAM, &s.database.url, own_db, base.demo.keep).await {
+    for line in leave(
+        &s.nats,
+        &s.stream.name,
+        &s.database.url,
+        own_db,
+        base.demo.keep,
+    )
+    .await
+    {
         match line {
             Ok(said) => println!("{said}"),
             Err(warning) => eprintln!("event-audit demo: {warning}"),
@@ -138,7 +160,7 @@ async fn play(
     // The stream holds the played batch alone until the load starts.
     let played = bus
         .js
-        .get_stream(STREAM)
+        .get_stream(&s.stream.name)
         .await?
         .info()
         .await?
@@ -169,7 +191,7 @@ async fn play(
 /// connection to the bus.
 async fn start_fresh(s: &Settings) -> anyhow::Result<crate::bus::Bus> {
     let bus = crate::dev::publish::connect(&s.nats).await?;
-    let _ = bus.js.delete_stream(STREAM).await;
+    let _ = bus.js.delete_stream(&s.stream.name).await;
     if owned_database(&s.database.url).is_some() {
         let _ = crate::db::drop_database(&s.database.url).await;
     }
@@ -203,7 +225,7 @@ async fn wait_until_recorded<T>(
 ) {
     let recorded = async {
         loop {
-            let floor = match bus.js.get_stream(STREAM).await {
+            let floor = match bus.js.get_stream(&s.stream.name).await {
                 Ok(st) => st
                     .consumer_info(&s.stream.consumer)
                     .await
@@ -453,6 +475,31 @@ fn columns(tables: &[(&str, Vec<(&str, u64)>)]) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_second_demo_gets_names_of_its_own() {
+        let at = |db: &str| format!("postgres://postgres@127.0.0.1:5432/{db}");
+        assert_eq!(super::suffix(&at("event_audit_demo")).as_deref(), Some(""));
+        assert_eq!(
+            super::suffix(&at("event_audit_demo_2")).as_deref(),
+            Some("_2")
+        );
+        assert_eq!(super::suffix(&at("event_audit")), None);
+        assert_eq!(super::suffix(&at("event_audit_demo-x")), None);
+        let mut base = crate::config::Settings::default();
+        base.demo.database_url = at("event_audit_demo_2");
+        let s = super::plan(&base, std::path::Path::new("/tmp/t"), 1);
+        assert_eq!(s.stream.name, "EVENT_AUDIT_DEMO_2");
+        assert_eq!(s.stream.subjects, vec!["demo_2.>".to_owned()]);
+        assert_eq!(s.stream.consumer, "event-audit-demo_2");
+        assert_eq!(s.publish.subject, "demo_2.load");
+        base.demo.database_url = at("event_audit_demo");
+        let s = super::plan(&base, std::path::Path::new("/tmp/t"), 1);
+        assert_eq!(
+            (s.stream.name.as_str(), s.stream.subjects[0].as_str()),
+            ("EVENT_AUDIT_DEMO", "demo.>")
+        );
+    }
+
     #[test]
     fn count_tables_sit_side_by_side_aligned() {
         let t = super::columns(&[

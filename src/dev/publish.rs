@@ -22,9 +22,21 @@ pub async fn run(
     settings: &Settings,
     stop: Option<CancellationToken>,
 ) -> anyhow::Result<(usize, f64)> {
+    run_to(settings, stop).await.map(|(n, secs, _)| (n, secs))
+}
+
+/// [`run`], also returning the subject published to: `publish.subject` when the stream
+/// captures it; the default one (`events.load`) becomes `<prefix>.load` of the stream's first
+/// subject (`ORDERS.>` → `ORDERS.load`); any other subject the stream does not capture is
+/// refused before anything is published, naming the stream's subjects and `--subject`.
+pub async fn run_to(
+    settings: &Settings,
+    stop: Option<CancellationToken>,
+) -> anyhow::Result<(usize, f64, String)> {
     let p = &settings.publish;
     let bus = Bus::connect(&settings.nats).await?;
-    ensure_stream(&bus, &settings.stream).await?;
+    let subjects = ensure_stream(&bus, &settings.stream).await?;
+    let subject = subject_for(&p.subject, &settings.stream.name, &subjects)?;
     // Without a seed, a random one: re-runs never reuse envelope ids (each would be a
     // `conflict` finding in the audit log).
     let seed = p.seed.unwrap_or_else(rand::random);
@@ -50,10 +62,50 @@ pub async fn run(
             }
         }
         sent += 1;
-        window.publish(&p.subject, sample.bytes.into()).await?;
+        window.publish(&subject, sample.bytes.into()).await?;
     }
     window.finish().await?;
-    Ok((sent, started.elapsed().as_secs_f64()))
+    Ok((sent, started.elapsed().as_secs_f64(), subject))
+}
+
+/// See [`run_to`].
+fn subject_for(asked: &str, stream: &str, subjects: &[String]) -> anyhow::Result<String> {
+    if subjects.iter().any(|f| captures(f, asked)) {
+        return Ok(asked.to_owned());
+    }
+    let derived = subjects.first().map(|f| {
+        f.split('.')
+            .map(|t| if t == "*" || t == ">" { "load" } else { t })
+            .collect::<Vec<_>>()
+            .join(".")
+    });
+    if asked == crate::config::defaults::PUBLISH_SUBJECT {
+        if let Some(d) = derived
+            .clone()
+            .filter(|d| subjects.iter().any(|f| captures(f, d)))
+        {
+            return Ok(d);
+        }
+    }
+    anyhow::bail!(
+        "subject `{asked}` is not captured by stream `{stream}` (its subjects: {}): pass --subject with a subject they capture{}",
+        subjects.join(", "),
+        derived.map_or(String::new(), |d| format!(" (e.g. --subject {d})"))
+    )
+}
+
+/// Whether the NATS subject filter `filter` captures `subject` (`*` one token, `>` the rest).
+fn captures(filter: &str, subject: &str) -> bool {
+    let mut s = subject.split('.');
+    for f in filter.split('.') {
+        match (f, s.next()) {
+            (">", Some(_)) => return true,
+            ("*", Some(_)) => {}
+            (f, Some(t)) if f == t => {}
+            _ => return false,
+        }
+    }
+    s.next().is_none()
 }
 
 /// JetStream publishes with at most `size` of them awaiting their acknowledgement.
@@ -102,8 +154,12 @@ impl<'a> Window<'a> {
     }
 }
 
-/// Creates the stream when missing (publishing may come before the daemon's first run).
-pub(crate) async fn ensure_stream(bus: &Bus, stream: &StreamSettings) -> anyhow::Result<()> {
+/// Creates the stream when missing (publishing may come before the daemon's first run);
+/// returns its subjects (the server's, which may differ from the settings').
+pub(crate) async fn ensure_stream(
+    bus: &Bus,
+    stream: &StreamSettings,
+) -> anyhow::Result<Vec<String>> {
     let binding = Binding {
         stream: stream.name.clone(),
         subjects: stream.subjects.clone(),
@@ -114,11 +170,36 @@ pub(crate) async fn ensure_stream(bus: &Bus, stream: &StreamSettings) -> anyhow:
         replicas: stream.replicas,
         start_seq: 1,
     };
-    bus.ensure_stream(&binding).await?;
-    Ok(())
+    let s = bus.ensure_stream(&binding).await?;
+    Ok(s.cached_info().config.subjects.clone())
 }
 
 /// Connects to NATS (for callers outside the daemon).
 pub async fn connect(nats: &NatsSettings) -> anyhow::Result<Bus> {
     Ok(Bus::connect(nats).await?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_subject_is_one_the_stream_captures() {
+        assert!(captures("a.>", "a.b.c") && captures("a.*", "a.b") && captures("a.b", "a.b"));
+        assert!(!captures("a.>", "a") && !captures("a.*", "a.b.c") && !captures("a.b", "a.c"));
+        let s = |asked: &str, subjects: &[&str]| {
+            let subjects: Vec<String> = subjects.iter().map(|s| s.to_string()).collect();
+            subject_for(asked, "S", &subjects).map_err(|e| e.to_string())
+        };
+        assert_eq!(s("events.load", &["events.>"]), Ok("events.load".into()));
+        assert_eq!(s("events.load", &["ORDERS.>"]), Ok("ORDERS.load".into()));
+        assert_eq!(s("events.load", &["x.*.y"]), Ok("x.load.y".into()));
+        let err = s("other.load", &["ORDERS.>", "B.*"]).expect_err("refused");
+        assert!(
+            err.contains("`other.load`")
+                && err.contains("ORDERS.>, B.*")
+                && err.contains("--subject ORDERS.load"),
+            "{err}"
+        );
+    }
 }

@@ -27,6 +27,9 @@ pub struct Totals {
     pub messages: u64,
     pub inserted: u64,
     pub batches: u64,
+    /// Rows recorded by recovery from the bus (at start-up, or when the consumer was
+    /// recreated): messages the log lacked below the consumer's ack floor, not in `messages`.
+    pub recovered: u64,
     /// When the first batch arrived and the last one was acked.
     pub(crate) first: Option<Instant>,
     pub(crate) last: Option<Instant>,

@@ -191,6 +191,7 @@ impl Ingest {
         let floor = Arc::new(AtomicU64::new(
             consumer.cached_info().ack_floor.stream_sequence,
         ));
+        let recovered_before = self.recover.recorded.get();
         // Below the ack floor the consumer delivers nothing again: what the log lacks there
         // (a database restored from a backup) comes from the stream by sequence.
         self.recover_from_bus(bus, binding, floor.load(Ordering::SeqCst))
@@ -246,6 +247,7 @@ impl Ingest {
             }
         }
         totals.busy = ctl.busy.total();
+        totals.recovered = self.recover.recorded.get() - recovered_before;
         watch_stop.cancel();
         let _ = watcher.await;
         deadline.abort();
@@ -266,7 +268,13 @@ impl Ingest {
             from: binding.start_seq,
             to: Some(floor),
         };
-        if let Err(e) = r.run(&binding.stream, window, false).await {
+        let done = r.run(&binding.stream, window, false).await;
+        // Its rows are rows this process appended (`event_audit_audit_rows_total`); as
+        // messages they are counted apart, in `event_audit_recovered_messages_total`.
+        if let Ok(out) = &done {
+            self.metrics.rows.inc_by(out.recorded);
+        }
+        if let Err(e) = done {
             tracing::warn!(
                 stream = %binding.stream,
                 error = %e,

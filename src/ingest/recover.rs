@@ -114,24 +114,23 @@ impl Recovered {
         if parts.is_empty() {
             parts.push("the log holds every sequence the stream holds".to_owned());
         }
-        format!(
-            "stream {} sequences {}..{}: {}",
-            self.stream,
-            self.window[0],
-            self.window[1],
-            parts.join("; ")
-        )
+        let window = if self.window[1] < self.window[0] {
+            "no sequence yet".to_owned()
+        } else {
+            format!("sequences {}..{}", self.window[0], self.window[1])
+        };
+        format!("stream {} {window}: {}", self.stream, parts.join("; "))
     }
 }
 
-/// Runs as `a-b,c,d-e`.
+/// Runs as `a..b,c,d..e`, both ends included (as `--seq A..B` takes them).
 pub(crate) fn ranges(runs: &[[u64; 2]]) -> String {
     runs.iter()
         .map(|[a, b]| {
             if a == b {
                 a.to_string()
             } else {
-                format!("{a}-{b}")
+                format!("{a}..{b}")
             }
         })
         .collect::<Vec<_>>()

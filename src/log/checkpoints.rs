@@ -121,6 +121,18 @@ impl CheckpointStore {
         Ok(())
     }
 
+    /// The note of the largest checkpoint of the events log stored in the database, published
+    /// or not (whether a key signed this log before).
+    pub(crate) async fn newest_stored(db: &Db) -> Result<Option<String>, DbError> {
+        sqlx::query_scalar(
+            "SELECT note FROM audit.checkpoints WHERE log = $1 ORDER BY tree_size DESC LIMIT 1",
+        )
+        .bind(LOG_EVENTS)
+        .fetch_optional(db.pool())
+        .await
+        .ctx("read the newest stored checkpoint")
+    }
+
     /// The newest published checkpoint of the events log, with the cosignatures it was
     /// published with.
     pub(crate) async fn newest_published(tx: &mut PgConnection) -> Result<Option<String>, DbError> {

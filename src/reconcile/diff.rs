@@ -107,6 +107,18 @@ fn verdict(r: &AccountResult) -> String {
     r.verdict.as_str().to_owned()
 }
 
+/// The later run's explanation, or, where the verdict needs none (`matched`), what the
+/// platform and the event say now: the diff page's "Detail (now)" is never empty.
+fn detail_now(r: &AccountResult) -> String {
+    r.detail.clone().unwrap_or_else(|| {
+        format!(
+            "platform {}; event {}",
+            r.platform_status,
+            r.event_outcome.as_deref().unwrap_or("none")
+        )
+    })
+}
+
 fn registration(r: &AccountResult) -> Option<String> {
     r.registration.map(|x| x.as_str().to_owned())
 }
@@ -157,7 +169,7 @@ pub(crate) fn diff(a: &RunReport, b: &RunReport) -> Diff {
             to: y.map(|r| verdict(r)),
             from_registration: x.and_then(|r| registration(r)),
             to_registration: y.and_then(|r| registration(r)),
-            detail: y.and_then(|r| r.detail.clone()),
+            detail: y.map(|r| detail_now(r)),
         };
         if !c.verdict_changed() && !c.registration_changed() {
             d.unchanged += 1;

@@ -1,6 +1,7 @@
 //! The metrics of a restore: restores made, leaves restored, and whether the database's tree
 //! is behind the checkpoint the log's key signed with no copy to restore it from, or the
-//! signer's memory file was missing at start-up.
+//! signer's memory file was missing at start-up (and when: the alert outlives the few seconds
+//! until the signer writes it again).
 
 use prometheus::{IntCounter, IntGauge};
 
@@ -11,6 +12,7 @@ pub struct RestoreMetrics {
     pub(crate) leaves: IntCounter,
     pub(crate) behind: IntGauge,
     pub(crate) memory_missing: IntGauge,
+    pub(crate) memory_lost_at: IntGauge,
 }
 
 impl RestoreMetrics {
@@ -34,7 +36,12 @@ impl RestoreMetrics {
             memory_missing: gauge(
                 r,
                 "event_audit_signer_memory_missing",
-                "1 when the signer's memory file was missing at start-up (it is rebuilt from the checkpoints the key signed, wherever they are found)",
+                "1 from a start-up that found the signer's memory file missing although its key had signed checkpoints (it is rebuilt from them, wherever they are found) until the signer has written the file again",
+            ),
+            memory_lost_at: gauge(
+                r,
+                "event_audit_signer_memory_lost_timestamp_seconds",
+                "Unix time of the last start-up that found the signer's memory file missing although its key had signed checkpoints (0: never since this process started)",
             ),
         }
     }

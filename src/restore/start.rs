@@ -1,6 +1,8 @@
 //! What the daemon does at start-up, before its signer and its ingest: with a signing key, it
 //! reads what the key signed last (its memory file; when that is missing, the newest checkpoint
-//! a copy of the tiles holds that opens with the key, said in a line), and when the database's
+//! a copy of the tiles holds that opens with the key, said in a line and
+//! `event_audit_signer_memory_missing`, unless the key signed nothing the database or a copy
+//! holds: a new key, whose first round writes the file), and when the database's
 //! tree is behind it, restores the lost leaves from its own tiles (a directory or a bucket) or a
 //! copy named in its settings. Each finding is one line and a metric; nothing here stops the daemon (the signer
 //! refuses to sign a tree that contradicts what the key signed, whatever happened here).
@@ -36,7 +38,14 @@ pub(crate) fn copies_of(s: &Settings) -> Vec<String> {
 }
 
 /// See the module.
-pub(crate) async fn at_start(s: &Settings, log: &Log, m: &RestoreMetrics) {
+/// The rows it appends (the restored leaves and the restore's record) are counted in `rows`
+/// (`event_audit_audit_rows_total`).
+pub(crate) async fn at_start(
+    s: &Settings,
+    log: &Log,
+    m: &RestoreMetrics,
+    rows: &prometheus::IntCounter,
+) {
     let Some(path) = &s.witness.signing_key_file else {
         return;
     };
@@ -63,16 +72,33 @@ pub(crate) async fn at_start(s: &Settings, log: &Log, m: &RestoreMetrics) {
             root: r.root,
         }),
         None => {
-            m.memory_missing.set(1);
             let found = copies.newest().await;
-            tracing::warn!(
-                state = %s.witness.signer_state_path().map(|p| p.display().to_string()).unwrap_or_default(),
-                "the signer's memory file is missing: it is rebuilt from the checkpoints the key signed wherever they are found (the database, the checkpoint stream and directory); {}",
-                match &found {
-                    Some(t) => format!("the newest a copy of the tiles holds is of size {}, which the database's tree must reach before anything is signed", t.size),
-                    None => "no copy of the tiles holds one".to_owned(),
-                }
-            );
+            // A key that signed nothing the database or a copy holds is a new one: its memory
+            // is written by its first round, and nothing was lost.
+            let stored = crate::log::checkpoints::CheckpointStore::newest_stored(log.db())
+                .await
+                .ok()
+                .flatten()
+                .is_some_and(|n| crate::tlog::note::open(&n, &key.public()).is_ok());
+            let state = s
+                .witness
+                .signer_state_path()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default();
+            if found.is_none() && !stored {
+                tracing::info!(%state, "the signer has no memory file yet and its key signed nothing the database or a copy of the tiles holds: a new key, whose first round writes the file");
+            } else {
+                m.memory_missing.set(1);
+                m.memory_lost_at.set(chrono::Utc::now().timestamp());
+                tracing::warn!(
+                    %state,
+                    "the signer's memory file is missing: it is rebuilt from the checkpoints the key signed wherever they are found (the database, the checkpoint stream and directory); {}",
+                    match &found {
+                        Some(t) => format!("the newest a copy of the tiles holds is of size {}, which the database's tree must reach before anything is signed", t.size),
+                        None => "no copy of the tiles holds one".to_owned(),
+                    }
+                );
+            }
             found
         }
     };
@@ -91,6 +117,7 @@ pub(crate) async fn at_start(s: &Settings, log: &Log, m: &RestoreMetrics) {
             if let Outcome::Restored { record, .. } = &o {
                 m.restores.inc();
                 m.leaves.inc_by(record.size - record.database_size);
+                rows.inc_by(record.size - record.database_size + 1);
             }
             m.behind.set(0);
             tracing::warn!("restore: {}", o.line());

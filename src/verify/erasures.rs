@@ -61,19 +61,38 @@ impl Summary {
         let ids: Vec<String> = self.records.iter().map(|r| r.erasure.to_string()).collect();
         let erased = !ids.is_empty() || self.rows_erased > 0 || self.rows_unverifiable > 0;
         let mut parts = Vec::new();
-        if erased || self.restores.is_empty() {
+        if !erased && self.restores.is_empty() {
+            parts.push("no recorded erasure".to_owned());
+        } else if erased {
+            // The rows of encodings 1 and 2, whose contents cannot be checked once erased, are
+            // said only when there are some.
+            let unverifiable = if self.rows_unverifiable > 0 {
+                format!(
+                    ", {} erased, contents unverifiable (row encodings 1 and 2)",
+                    self.rows_unverifiable
+                )
+            } else {
+                String::new()
+            };
             parts.push(format!(
-            "{} recorded erasure(s) ({}): {} erased rows whose hash still holds, {} erased, contents unverifiable (row encodings 1 and 2)",
-            self.records.len(),
-            if ids.is_empty() { "none".to_owned() } else { ids.join(", ") },
-            self.rows_erased,
-            self.rows_unverifiable
-        ));
+                "{} recorded erasure(s) ({}): {} erased rows whose hash still holds{unverifiable}",
+                self.records.len(),
+                if ids.is_empty() {
+                    "none".to_owned()
+                } else {
+                    ids.join(", ")
+                },
+                self.rows_erased,
+            ));
         }
         for r in &self.restores {
             parts.push(format!(
                 "restore {} at {}: leaves {}..{} restored from {} (row hashes kept, contents lost)",
-                r.restore, r.at, r.leaves[0], r.leaves[1], r.from
+                r.restore,
+                r.at,
+                r.leaves[0],
+                r.leaves[1].saturating_sub(1),
+                r.from
             ));
         }
         parts.join("; ")

@@ -87,7 +87,7 @@ impl Completeness {
                         stream: Some(s.stream.clone()),
                         stream_seq: i64::try_from(g.from).ok(),
                         why: format!(
-                        "stream {} sequences {}..={}: on the bus but not in the log (not recorded)",
+                        "stream {} sequences {}..{}: on the bus but not in the log (not recorded)",
                         s.stream, g.from, g.to
                     ),
                     })

@@ -201,7 +201,7 @@ async fn chunk(
     };
     let lo = links.iter().map(|l| l.batch_id).min().unwrap_or(0);
     let hi = links.iter().map(|l| l.batch_id).max().unwrap_or(0);
-    let place = || format!("links {}..={}", first.link_seq, last.link_seq);
+    let place = || format!("links {}..{}", first.link_seq, last.link_seq);
     let mut stream = store
         .link_rows(first.link_seq, last.link_seq, (lo, hi))
         .await?;

@@ -101,6 +101,10 @@ impl WitnessReport {
 pub enum WitnessError {
     #[error("the witness holds no checkpoint; nothing to verify against (is the daemon signing checkpoints, and is this the right stream or directory?)")]
     NoCheckpoints,
+    /// The checkpoint stream is missing and the database holds no checkpoint of this key: most
+    /// likely nothing was signed yet.
+    #[error("the checkpoint stream `{stream}` does not exist on NATS at {url}, and the database holds no checkpoint this key signed: most likely no daemon has signed with this key yet (a daemon run with --signing-key-file creates the stream and signs at its first checkpoint round, its log saying `checkpoints on`; wait for it). If the daemon publishes elsewhere, pass --checkpoint-stream with its witness.checkpoint_stream setting, or --checkpoint-dir DIR")]
+    NothingSigned { stream: String, url: String },
     #[error(transparent)]
     Db(#[from] DbError),
     #[error("reading the witnessed checkpoints: {0}")]
@@ -162,7 +166,19 @@ pub async fn prepare(
         Some(p) => AuditorState::load(p, &key)?,
         None => None,
     };
-    let (found, problems) = crate::witnessed::signer::read_witness(settings).await?;
+    let (found, problems) = match crate::witnessed::signer::read_witness(settings).await {
+        Err(CheckpointError::NoStream { stream, url }) => {
+            let stored = crate::log::checkpoints::CheckpointStore::newest_stored(trees.db())
+                .await?
+                .is_some_and(|n| note::open(&n, &key).is_ok());
+            return Err(if stored {
+                CheckpointError::NoStream { stream, url }.into()
+            } else {
+                WitnessError::NothingSigned { stream, url }
+            });
+        }
+        r => r?,
+    };
     let mut report = WitnessReport {
         ok: true,
         checkpoints: found.len(),

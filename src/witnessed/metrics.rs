@@ -57,6 +57,12 @@ impl WitnessMetrics {
         tracing::error!(log, tree_size = size, "a stored checkpoint does not open with the signing key, for this log's origin and size: ignored, never published (someone with the database's writer role inserted it)");
     }
 
+    /// No signing key: the signer's and the stream's state are neither good nor bad (-1).
+    pub(crate) fn checkpoints_off(&self) {
+        self.signer_ok.set(-1);
+        self.stream_ok.set(-1);
+    }
+
     pub fn new(r: &Registry) -> WitnessMetrics {
         let refusals = counter_vec(
             r,
@@ -91,13 +97,13 @@ impl WitnessMetrics {
             signer_ok: gauge(
                 r,
                 "event_audit_checkpoint_signer_ok",
-                "1 while the checkpoint signer signs, 0 while it refuses (see its ERROR line)",
+                "1 while the checkpoint signer signs, 0 while it refuses (see its ERROR line), -1 when checkpoints are off (no signing key)",
             ),
             refusals,
             stream_ok: gauge(
                 r,
                 "event_audit_checkpoint_stream_ok",
-                "1 when the checkpoint stream denies delete and purge and evicts nothing, else 0",
+                "1 when the checkpoint stream denies delete and purge and evicts nothing, else 0; -1 when checkpoints are off (no signing key)",
             ),
             foreign: counter(
                 r,

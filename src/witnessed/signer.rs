@@ -14,6 +14,7 @@ pub mod publish;
 mod queue;
 mod read;
 mod sign;
+mod start;
 mod submit;
 
 use std::path::PathBuf;
@@ -37,6 +38,7 @@ use crate::witnessed::metrics::WitnessMetrics;
 use crate::witnessed::tile_writer::{Outcome, TileWriter};
 pub use read::{latest_checkpoint, load_key, load_policy, load_public_key, read_witness};
 use sign::{Found, Refusal};
+pub(crate) use start::{check, from_checked, Checked};
 use submit::Witnesses;
 
 /// Why the signer could not start, a round failed, or a reader could not read.
@@ -102,6 +104,10 @@ pub struct Signer {
     tiles: Option<Mutex<TileWriter>>,
     /// The row hashes the last round read, from which size: the tiles' new leaves, most often.
     tapped: Mutex<Option<(u64, Vec<crate::tlog::merkle::Hash>)>>,
+    /// `event_audit_signer_memory_missing`, set to 0 once the memory file exists.
+    memory_missing: Option<prometheus::IntGauge>,
+    /// The backlog the last round left (a line says when it drains).
+    last_backlog: std::sync::atomic::AtomicUsize,
 }
 
 impl Signer {
@@ -132,6 +138,8 @@ impl Signer {
         Ok(Signer {
             tiles,
             tapped: Mutex::new(None),
+            memory_missing: None,
+            last_backlog: std::sync::atomic::AtomicUsize::new(0),
             public: key.public(),
             key: Arc::new(key),
             origin,
@@ -161,6 +169,13 @@ impl Signer {
             public,
             self.metrics.clone(),
         )));
+        self
+    }
+
+    /// The signer sets `gauge` (start-up's finding that the memory file was missing) to 0 at
+    /// the end of each round once the file exists.
+    pub(crate) fn clears_when_remembered(mut self, gauge: prometheus::IntGauge) -> Signer {
+        self.memory_missing = Some(gauge);
         self
     }
 
@@ -243,6 +258,21 @@ impl Signer {
         self.metrics
             .backlog
             .set(i64::try_from(out.backlog).unwrap_or(i64::MAX));
+        let before = self
+            .last_backlog
+            .swap(out.backlog, std::sync::atomic::Ordering::Relaxed);
+        if before > 0 && out.backlog == 0 {
+            tracing::info!(
+                published = out.published,
+                "the checkpoint backlog drained: every signed checkpoint is published"
+            );
+        }
+        if let Some(g) = &self.memory_missing {
+            if g.get() != 0 && self.state.exists() {
+                g.set(0);
+                tracing::info!(state = %self.state.display(), "the signer's memory file exists again");
+            }
+        }
         let mut last = self.last_refusal.lock().await;
         match refusal {
             Some(r) => {
@@ -459,39 +489,4 @@ fn remember(memory: &mut Memory, log: &str, origin: &str, r: Remembered) -> Resu
                 size,
             },
         })
-}
-
-/// The daemon's signer when a signing key file is configured (an unreadable or malformed key,
-/// or policy, stops the daemon before ingest starts); says at start-up whether checkpoints are
-/// on. The signer runs at each interval, and once more when ingest has ended.
-pub(crate) fn from_settings(
-    s: &crate::config::Settings,
-    db: &Db,
-    bus: &Bus,
-    metrics: &Arc<crate::witnessed::metrics::WitnessMetrics>,
-    tiles: Option<Tiles>,
-) -> Result<Option<Signer>, CheckpointError> {
-    let w = &s.witness;
-    let Some(path) = &w.signing_key_file else {
-        tracing::info!("checkpoints are off: no signing key (--signing-key-file or EVENT_AUDIT_WITNESS_SIGNING_KEY_FILE); the log is not witnessed outside the database");
-        return Ok(None);
-    };
-    let key = load_key(path)?;
-    // The log's name is the key's (keygen names the key after the origin; witnesses and
-    // verify expect the same).
-    let origin = match &w.origin {
-        Some(o) if *o != key.name => {
-            return Err(CheckpointError::Key {
-                path: path.display().to_string(),
-                why: format!("the key is named `{}`, but the origin is set to `{o}`: a log's origin is its key's name (generate a key with `keygen --origin {o}`)", key.name),
-            })
-        }
-        _ => key.name.clone(),
-    };
-    let mut signer = Signer::new(key, origin, db.clone(), bus.clone(), w, metrics.clone())?;
-    if let Some(t) = tiles {
-        signer = signer.with_tiles(t);
-    }
-    tracing::info!(origin = %signer.origin, key = %signer.public.encode(), stream = %w.checkpoint_stream, interval = %w.checkpoint_interval, state = %signer.state.display(), witnesses = signer.witnesses.as_ref().map_or(0, |_| 1), "checkpoints on");
-    Ok(Some(signer))
 }

@@ -62,3 +62,4 @@ mod verify_mirror;
 mod verify_output;
 mod witness;
 mod witness_server;
+mod wrong_places;

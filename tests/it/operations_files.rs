@@ -43,10 +43,12 @@ fn anchors(markdown: &str) -> BTreeSet<String> {
 
 #[test]
 fn every_alert_has_a_runbook_and_tests_that_fire_it_and_keep_it_quiet() {
-    // The daemon's rules, and the independent witness's (scraped from `witness serve`).
+    // The daemon's rules, the independent witness's (scraped from `witness serve`) and a
+    // mirror's (`mirror --follow --metrics-listen`).
     for (rules, tests) in [
         ("alerts.yml", "alerts.test.yml"),
         ("witness-alerts.yml", "witness-alerts.test.yml"),
+        ("mirror-alerts.yml", "mirror-alerts.test.yml"),
     ] {
         rules_have_runbooks_and_tests(rules, tests);
     }
@@ -223,6 +225,7 @@ fn dashboards_declare_their_grafana_their_variables_and_one_unit_per_panel() {
             &["instance", "supplier", "batch"][..],
         ),
         ("audit-log.json", &["instance"][..]),
+        ("mirror.json", &["instance"][..]),
     ] {
         let d = dashboard(name);
         // schemaVersion 39 is Grafana 10.3's.
@@ -286,6 +289,7 @@ fn dashboards_declare_their_grafana_their_variables_and_one_unit_per_panel() {
             let all = exprs.join(" ");
             let mappings = p["fieldConfig"]["defaults"]["mappings"].to_string();
             if [
+                "event_audit_mirror_inconsistent",
                 "event_audit_verify_ok",
                 "event_audit_verify_witness_ok",
                 "event_audit_connection_up",

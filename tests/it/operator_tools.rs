@@ -1,8 +1,9 @@
 //! The small things an operator hit, against real NATS JetStream and Postgres: `publish --rate`
 //! paces every message; `publish` and `simulate-platform` without `--seed` never reuse envelope
 //! ids across runs (with the same `--seed` they do, deterministically); files holding account
-//! numbers (`--expected`, `--manifest`) are written with mode 0600; `run` checks its port and
-//! that PostgreSQL and NATS answer before it creates a database or a stream.
+//! numbers (`--expected`, `--manifest`) are written with mode 0600; `run` checks its files (a
+//! signing key missing, readable by others or of another origin; the tiles' place), its port
+//! and that PostgreSQL and NATS answer before it creates a database, a stream or a consumer.
 
 use std::collections::HashSet;
 use std::os::unix::fs::PermissionsExt;
@@ -52,6 +53,41 @@ async fn publish_paces_every_message() {
         took.as_secs_f64() >= 1.9,
         "20 messages at 10/s took {took:?}"
     );
+}
+
+#[tokio::test]
+async fn publish_without_a_subject_uses_one_of_the_streams_and_names_a_wrong_one() {
+    let ts = TestStream::create("pubsubj").await;
+    let (subjects, url) = (ts.subjects(), crate::support::nats_url());
+    let base = [
+        "publish",
+        "--stream",
+        ts.name.as_str(),
+        "--subjects",
+        subjects.as_str(),
+        "--nats-url",
+        url.as_str(),
+        "-n",
+        "3",
+    ];
+    let run = event_audit(&base, &[]).await;
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert!(
+        run.stderr
+            .contains(&format!("published 3 messages to {}", ts.subject("load"))),
+        "{run:?}"
+    );
+    let mut wrong = base.to_vec();
+    wrong.extend(["--subject", "elsewhere.load"]);
+    let run = event_audit(&wrong, &[]).await;
+    assert_eq!(run.code, Some(2), "{run:?}");
+    assert!(
+        run.stderr.contains("`elsewhere.load`")
+            && run.stderr.contains(&subjects)
+            && run.stderr.contains("--subject"),
+        "{run:?}"
+    );
+    assert_eq!(run.stderr.trim().lines().count(), 1, "{run:?}");
 }
 
 async fn ids(pool: &sqlx::PgPool) -> (i64, i64, i64) {
@@ -179,6 +215,34 @@ async fn run_checks_its_port_postgresql_and_nats_before_it_creates_anything() {
     );
     assert!(took < std::time::Duration::from_secs(5), "{took:?}");
     assert_eq!(created(&name, &stream).await, (false, false), "{why}");
+    // The signing key is missing, readable by others, or named other than the origin; the
+    // tiles' bucket URL is malformed: said before PostgreSQL or NATS is touched.
+    let tmp = tempfile::tempdir().expect("tmp");
+    let (key, _, _) = crate::support::witness::write_keys(tmp.path(), "example.com/start", 7);
+    let open_key = tmp.path().join("open.key");
+    std::fs::copy(&key, &open_key).expect("copy the key");
+    std::fs::set_permissions(&open_key, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let signing = |key: &std::path::Path| {
+        let mut with = s.clone();
+        with.witness.signing_key_file = Some(key.to_owned());
+        with.witness.checkpoint_stream = format!("{stream}_CP");
+        with
+    };
+    let mut other_origin = signing(&key);
+    other_origin.witness.origin = Some("example.com/other".into());
+    let mut bad_tiles = signing(&key);
+    bad_tiles.witness.tiles_url = Some("s3://".into());
+    for (case, says) in [
+        (signing(&tmp.path().join("missing.key")), "missing.key"),
+        (signing(&open_key), "open.key"),
+        (other_origin, "example.com/other"),
+        (bad_tiles, "s3://"),
+    ] {
+        let (why, _) = fails(case).await;
+        assert!(why.contains(says), "{why}");
+        assert_eq!(created(&name, &stream).await, (false, false), "{why}");
+        assert!(!created(&name, &format!("{stream}_CP")).await.1, "{why}");
+    }
     // Everything answers: created.
     let app = App::build(s).await.expect("the daemon starts");
     assert_eq!(created(&name, &stream).await, (true, true));

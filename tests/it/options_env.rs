@@ -1,7 +1,9 @@
 //! The environment as the daemon reads it: an option's derived name
 //! (`EVENT_AUDIT_<SECTION>_<KEY>`) and its old name both set it; the derived name wins over the
-//! old one, a flag over both, and a settings file loses to all three. Seen through `run`, which
-//! validates its settings before it opens anything.
+//! old one, a flag over both, and a settings file loses to all three; a bad value from a
+//! variable is named as the variable, an unknown `EVENT_AUDIT_*` variable is warned about, a bare
+//! duration is said to be seconds, a password in argv is pointed at the derived variable and a
+//! password file. Seen through `run`, which validates its settings before it opens anything.
 
 use std::process::Command;
 
@@ -71,4 +73,43 @@ fn the_environment_wins_over_the_settings_file() {
         &[],
     );
     assert!(said.contains("`ingest.batch_size` = 200000"), "{said}");
+}
+
+#[test]
+fn the_environment_is_named_as_such_and_an_unknown_variable_is_warned_about() {
+    // A value the option cannot take, from its variable: named as the variable.
+    let said = refused(&[("EVENT_AUDIT_INGEST_BATCH_SIZE", "abc")], &[]);
+    assert!(
+        said.contains("EVENT_AUDIT_INGEST_BATCH_SIZE = `abc`")
+            && said.contains("`ingest.batch_size`")
+            && !said.contains("For more information"),
+        "{said}"
+    );
+    assert_eq!(said.trim().lines().count(), 1, "{said}");
+    // A misspelt variable: one line naming the closest known one (and the run goes on to its
+    // next refusal).
+    let said = refused(
+        &[
+            ("EVENT_AUDIT_INGEST_BATCHSIZE", "10"),
+            ("EVENT_AUDIT_INGEST_BATCH_SIZE", "0"),
+        ],
+        &[],
+    );
+    assert!(
+        said.contains("EVENT_AUDIT_INGEST_BATCHSIZE is not one event-audit reads")
+            && said.contains("did you mean EVENT_AUDIT_INGEST_BATCH_SIZE?")
+            && said.contains("`ingest.batch_size` = 0"),
+        "{said}"
+    );
+    // A bare number is seconds, and the refusal says so.
+    let said = refused(&[], &["--linger", "50"]);
+    assert!(said.contains("a bare number is seconds"), "{said}");
+    // A password on the command line: the derived variable and a password file instead.
+    let said = refused(&[], &["--database-url", "postgres://u:pw@127.0.0.1:1/x"]);
+    assert!(
+        said.contains("EVENT_AUDIT_DATABASE_URL")
+            && said.contains(".pgpass")
+            && !said.contains("(DATABASE_URL)"),
+        "{said}"
+    );
 }

@@ -39,9 +39,14 @@ async fn a_restored_database_gets_back_what_the_bus_still_holds() {
         run_until_idle(settings(&restored, &ts))
     );
     assert_eq!(counts(&restored, &ts.name).await, (35, 35));
+    // The recovered rows are in the run's totals and its `stopped` line, apart from the
+    // messages the consumer delivered.
+    assert_eq!(a.totals.recovered + b.totals.recovered, 20, "{a:?} {b:?}");
+    assert_eq!(a.totals.messages + b.totals.messages, 5, "{a:?} {b:?}");
     let log = format!("{}{}", a.log, b.log);
+    assert!(log.contains("\"recovered\":20"), "{log}");
     assert!(
-        log.contains("the log lacked 20 sequence(s) the stream still holds (11-30)"),
+        log.contains("the log lacked 20 sequence(s) the stream still holds (11..30)"),
         "{log}"
     );
     let v = verify(&restored.url).await;
@@ -75,7 +80,7 @@ async fn recover_says_what_it_would_record_and_names_what_is_lost() {
     assert_eq!(d.code, Some(0), "{d:?}");
     assert!(
         d.stdout
-            .contains("the log lacks 4 sequence(s) the stream still holds (6,8-10)")
+            .contains("the log lacks 4 sequence(s) the stream still holds (6,8..10)")
             && d.stdout
                 .contains("1 sequence(s) the log lacks are no longer on the stream (7)"),
         "{d:?}"

@@ -225,6 +225,25 @@ async fn the_protected_report_opens_in_headless_chromium_through_a_signed_link()
         "{link}"
     );
     assert!(!link.contains(bearer));
+    assert!(out.stderr.contains("valid for"), "{out:?}");
+    // Without a report token the link is not signed, and no validity is claimed for it.
+    let open = event_audit(
+        &[
+            "reconcile",
+            "link",
+            "--run",
+            &run.to_string(),
+            "--public-url",
+            &daemon.base,
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(open.code, Some(0), "{open:?}");
+    assert!(
+        open.stderr.contains("not signed") && !open.stderr.contains("valid for"),
+        "{open:?}"
+    );
     // A run made with --public-url prints its own link.
     let again = reconcile(
         db,

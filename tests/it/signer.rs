@@ -6,7 +6,8 @@
 //! cosigned by the witness; a row deleted below a witnessed checkpoint makes the witnesses'
 //! consistency proof impossible, which is a refusal for corruption (not a witness outage), and
 //! the checkpoints signed before the witness policy was in force are summarised once by
-//! `verify`, not reported one by one at every run.
+//! `verify`, not reported one by one at every run; a new key's missing memory file is no lost
+//! memory, and a lost one's gauge clears once the signer has written the file again.
 
 use std::path::Path;
 use std::time::Duration;
@@ -303,4 +304,81 @@ async fn a_deleted_row_is_refused_as_corruption_and_checkpoints_before_the_polic
         0,
         "not counted against the witness"
     );
+}
+
+/// A new key's first start has no memory file and is not a lost memory: the gauge and the
+/// alert's time stay 0. Once the key has signed, a start without the file sets both, and the
+/// gauge falls to 0 as soon as the signer has written the file again.
+#[tokio::test]
+async fn a_new_key_is_no_lost_memory_and_the_gauge_clears_once_the_file_exists() {
+    let db = TestDb::create().await;
+    let ts = TestStream::create("signer_memory").await;
+    let cps = format!("{}_CP", ts.name);
+    let _w = Witness(cps.clone());
+    let tmp = tempfile::tempdir().expect("tmp");
+    let (key, _, _) = write_keys(tmp.path(), &format!("example.com/logs/{}", db.name), 63);
+    let state = tmp.path().join("signer.state");
+    let mut s = settings(&db, &ts);
+    s.witness.signing_key_file = Some(key);
+    s.witness.signer_state = Some(state.clone());
+    s.witness.checkpoint_stream = cps;
+    s.witness.checkpoint_interval = Dur::millis(300);
+    ts.publish_load(10, 73).await;
+    let gauges = |text: &str| {
+        let value = |name: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(name)?.trim().parse::<i64>().ok())
+                .unwrap_or(-1)
+        };
+        (
+            value("event_audit_signer_memory_missing"),
+            value("event_audit_signer_memory_lost_timestamp_seconds"),
+        )
+    };
+    // A new key: nothing lost, the first round writes the file.
+    let app = spawn_app(s.clone()).await;
+    let text = app
+        .metrics_with(
+            "event_audit_checkpoint_size_rows 10",
+            Duration::from_secs(30),
+        )
+        .await;
+    assert_eq!(gauges(&text), (0, 0));
+    app.stop().await;
+    assert!(state.exists());
+    // The memory lost after the key signed: said, then cleared once the file exists again.
+    std::fs::remove_file(&state).expect("remove the memory");
+    let app = spawn_app(s).await;
+    let (_, text) = app.get("/metrics").await;
+    let (_, lost_at) = gauges(&text);
+    assert!(lost_at > 0, "{text}");
+    let text = app
+        .metrics_with(
+            "event_audit_signer_memory_missing 0",
+            Duration::from_secs(30),
+        )
+        .await;
+    assert_eq!(gauges(&text), (0, lost_at));
+    assert!(state.exists());
+    app.stop().await;
+}
+
+/// Without a signing key the signer's and the checkpoint stream's gauges say "off" (-1), not
+/// "good" (1): nothing signs, and no alert reads -1 as a refusal.
+#[tokio::test]
+async fn without_a_key_the_signer_gauges_say_off() {
+    let db = TestDb::create().await;
+    let ts = TestStream::create("signer_off").await;
+    let app = spawn_app(settings(&db, &ts)).await;
+    let text = app
+        .metrics_with(
+            "event_audit_checkpoint_signer_ok -1",
+            Duration::from_secs(10),
+        )
+        .await;
+    assert!(
+        text.contains("event_audit_checkpoint_stream_ok -1"),
+        "{text}"
+    );
+    app.stop().await;
 }

@@ -265,12 +265,36 @@ async fn a_missing_checkpoint_stream_is_named_with_the_flags_that_fix_it() {
     let missing = format!("{}_NO_SUCH_CP", ts.name);
     let v = verify_witness(&db.url, &public, &missing, &["--no-state"]).await;
     assert_eq!(v.code, Some(2), "{v:?}");
+    // Nothing was signed with this key: that is the likely cause, said first.
     assert!(
         v.stderr.contains("event-audit: ")
             && v.stderr.contains(&format!("`{missing}` does not exist"))
+            && v.stderr.contains("no daemon has signed with this key yet")
             && v.stderr.contains("--checkpoint-stream")
             && v.stderr.contains("--checkpoint-dir")
             && !v.stderr.contains("the witness: "),
+        "{v:?}"
+    );
+    assert_eq!(v.stderr.trim().lines().count(), 1, "{v:?}");
+    // The database holds a checkpoint this key signed: the stream is elsewhere (or deleted).
+    let key = event_audit::tlog::note::PrivateKey::from_seed("event-audit/nowhere", &[4; 32])
+        .expect("key");
+    let note = key.sign(&event_audit::tlog::note::Checkpoint {
+        origin: "event-audit/nowhere".into(),
+        size: 0,
+        root: event_audit::tlog::merkle::Frontier::new().root(),
+    });
+    sqlx::query("INSERT INTO audit.checkpoints (log, tree_size, note) VALUES ('events', 0, $1)")
+        .bind(&note)
+        .execute(&db.pool)
+        .await
+        .expect("a stored checkpoint");
+    let v = verify_witness(&db.url, &public, &missing, &["--no-state"]).await;
+    assert_eq!(v.code, Some(2), "{v:?}");
+    assert!(
+        v.stderr.contains(&format!("`{missing}` does not exist"))
+            && !v.stderr.contains("no daemon has signed")
+            && v.stderr.contains("--checkpoint-stream"),
         "{v:?}"
     );
 }

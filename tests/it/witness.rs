@@ -387,14 +387,21 @@ async fn checkpoints_wait_for_an_unreachable_witness_and_go_out_in_order() {
     assert_eq!(metrics.backlog.get(), 2);
     assert_eq!(metrics.failures.get(), 2);
 
-    // The witness is back: the backlog goes out, oldest first.
+    // The witness is back: the backlog goes out, oldest first, and a line says it drained.
     signer.prepare().await.expect("witness stream");
+    let logs = crate::support::Logs::capture();
     let round = signer.round().await.expect("round");
     assert_eq!(
         (round.signed.len(), round.published, round.backlog),
         (0, 2, 0)
     );
     assert_eq!(metrics.backlog.get(), 0);
+    assert!(
+        logs.text().contains("the checkpoint backlog drained"),
+        "{}",
+        logs.text()
+    );
+    drop(logs);
     assert_eq!(metrics.size.get(), 35);
     let found = publish::read_stream(&bus, &cps, std::time::Duration::from_secs(10))
         .await

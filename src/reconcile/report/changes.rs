@@ -171,7 +171,9 @@ pub(crate) fn html(d: &Diff) -> String {
             esc(&c.external_account_number),
             pair_html(&c.from, &c.to),
             pair_html(&c.from_registration, &c.to_registration),
-            c.detail.as_deref().map_or_else(String::new, esc)
+            c.detail
+                .as_deref()
+                .map_or_else(|| "- (not in the later run)".to_owned(), esc)
         );
     }
     o.push_str("</tbody></table>\n");
@@ -211,6 +213,24 @@ mod tests {
         let v: serde_json::Value = serde_json::from_str(&render(&d, Format::Json)).expect("json");
         assert_eq!(v["transitions"]["identifier_mismatch → matched"], 1);
         assert_eq!(v["changes"][0]["to"], "matched");
+    }
+
+    #[test]
+    fn the_detail_column_says_what_holds_now_also_for_a_match() {
+        let a = report();
+        let mut b = report();
+        b.run_id = Some(8);
+        b.results[0].verdict = Verdict::Matched;
+        b.results[0].detail = None;
+        let h = html(&diff(&a, &b));
+        let row = h
+            .lines()
+            .find(|l| l.contains("<td class=\"detail\">"))
+            .expect("a changed account's row");
+        assert!(
+            row.contains("<td class=\"detail\">platform ") && row.contains("; event "),
+            "{row}"
+        );
     }
 
     #[test]

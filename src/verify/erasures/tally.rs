@@ -87,7 +87,8 @@ impl Tally {
             let why = if u64::try_from(n).ok() != Some(want) {
                 format!(
                     "{n} restored leaf row(s) recorded before it at its leaves {}..{}, the record restored {want} (rows removed or added)",
-                    r.leaves.start, r.leaves.end
+                    r.leaves.start,
+                    r.leaves.end.saturating_sub(1)
                 )
             } else if hex(&h.finalize()) != r.digest {
                 "the hashes of its restored leaves do not match its digest".to_owned()

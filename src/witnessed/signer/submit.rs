@@ -228,9 +228,25 @@ where
         .body(body)
         .send()
         .await
-        .map_err(|e| format!("request failed: {e}"))?;
+        .map_err(|e| format!("request failed: {}", with_causes(&e)))?;
     let status = resp.status().as_u16();
     Ok((status, answer_text(resp).await))
+}
+
+/// An error with every cause under it (`error sending request for url (...)` alone hides
+/// `Connection refused`), each said once.
+fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let s = c.to_string();
+        if !text.contains(&s) {
+            text.push_str(": ");
+            text.push_str(&s);
+        }
+        cause = c.source();
+    }
+    text
 }
 
 /// The most bytes of a witness's answer read: a cosignature line, a size or a short reason
@@ -314,6 +330,21 @@ fn verified_line(w: &PolicyWitness, note: &str, body: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn an_unreachable_witness_is_said_with_its_cause() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("a free port");
+        let e = reqwest::Client::new()
+            .post(format!("http://127.0.0.1:{port}/add-checkpoint"))
+            .send()
+            .await
+            .expect_err("nothing listens");
+        let said = with_causes(&e);
+        assert!(said.to_lowercase().contains("refused"), "{said}");
+    }
     use crate::tlog::cosign::WitnessSigner;
     use crate::tlog::note::{Checkpoint, PrivateKey};
 

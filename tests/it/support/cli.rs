@@ -51,6 +51,11 @@ pub async fn assert_verifies(db_url: &str, rows: i64) {
     assert_eq!(v.report["ok"], true, "{v:?}");
     assert_eq!(v.report["rows"], rows, "{v:?}");
     assert!(v.stderr.contains("chain intact"), "{v:?}");
+    // Nothing unverifiable is said when there is none.
+    assert!(
+        !v.stderr.contains("0 erased, contents unverifiable"),
+        "{v:?}"
+    );
 }
 
 /// The outcome of `event-audit reconcile`.
