@@ -54,6 +54,27 @@ pub enum StartError {
     Descriptors(#[from] crate::server::limits::DescriptorError),
     #[error("scheduled reconciliation: {0}")]
     RestClient(#[from] RestError),
+    #[error("HTTPS on the listener: {0}")]
+    Tls(#[from] crate::tls::TlsError),
+}
+
+/// `event_audit_connection_tls{peer}` for the peers the daemon talks to: the database (as the
+/// server says), NATS, and the REST service and the object store when configured (by scheme).
+fn set_connection_tls(metrics: &Metrics, s: &Settings, db: &Db, bus: &Bus) {
+    metrics.set_connection_tls("database", db.encrypted().unwrap_or(false));
+    metrics.set_connection_tls("nats", bus.encrypted(&s.nats));
+    let https = |u: &str| u.trim_start().starts_with("https://");
+    if let Some(u) = &s.rest.url {
+        metrics.set_connection_tls("rest", https(u));
+    }
+    if s.witness.tiles_url.is_some() || s
+            .retention
+            .archive_dir
+            .as_deref()
+            .is_some_and(|a| a.to_string_lossy().starts_with("s3://")) {
+        let endpoint = s.object_store.endpoint.as_deref().unwrap_or("https://");
+        metrics.set_connection_tls("object_store", https(endpoint));
+    }
 }
 
 /// How long the last acks may take to reach the server.
@@ -69,6 +90,8 @@ pub struct App {
     binding: Binding,
     consumer: PullConsumer,
     listener: TcpListener,
+    /// HTTPS on the listener, when `http.tls_cert_file` is set.
+    tls: Option<tokio_rustls::TlsAcceptor>,
     address: SocketAddr,
     metrics: Arc<Metrics>,
     health: Arc<Health>,
@@ -95,6 +118,7 @@ impl App {
                 cfg.token.clone(),
                 cfg.scheme,
                 cfg.timeout,
+                &cfg.tls,
                 Some(metrics.rest.clone()),
             )?;
             Some((cfg, Arc::new(tokens)))
@@ -106,6 +130,10 @@ impl App {
         )?
         .map(Arc::new);
         crate::server::limits::reserve_descriptors(settings.http.max_connections)?;
+        let tls = crate::tls::listen::from_settings(
+            settings.http.tls_cert_file.as_deref(),
+            settings.http.tls_key_file.as_deref(),
+        )?;
         // Check before creating anything: the port, that PostgreSQL and NATS answer; then create.
         let addr = settings.http.addr;
         let listen = |source| StartError::Listen { addr, source };
@@ -122,6 +150,7 @@ impl App {
         Db::reach(&db_settings).await?;
         let bus = Bus::connect(&settings.nats).await?;
         let db = Db::open_writer(&db_settings).await?;
+        set_connection_tls(&metrics, &settings, &db, &bus);
         let binding = Binding::new(&settings.stream, &settings.ingest);
         let consumer = bus.bind(&binding).await?;
         tracing::info!(stream = %binding.stream, consumer = %binding.consumer, batch_size = settings.ingest.batch_size, "bound to JetStream");
@@ -134,6 +163,7 @@ impl App {
             binding,
             consumer,
             listener,
+            tls,
             address,
             metrics,
             health,
@@ -166,6 +196,7 @@ impl App {
             binding,
             consumer,
             listener,
+            tls,
             address,
             metrics,
             health,
@@ -191,11 +222,13 @@ impl App {
         let background = CancellationToken::new();
         let http_stop = CancellationToken::new();
         let router = http_router(&db, &health, &metrics, report_token, tiles);
-        tracing::info!(%address, "HTTP listening (/ lists the endpoints)");
+        let scheme = if tls.is_some() { "HTTPS" } else { "HTTP" };
+        tracing::info!(%address, "{scheme} listening (/ lists the endpoints)");
         tasks.spawn(crate::server::serve(
             listener,
             router,
             crate::server::limits::Limits::from_settings(&settings.http),
+            tls,
             http_stop.clone(),
         ));
         probes::spawn(&tasks, &db, &bus, &consumer, &metrics, &health, &background);

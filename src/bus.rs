@@ -85,6 +85,17 @@ impl Bus {
         Ok(Bus { client, js })
     }
 
+    /// Whether the connection is encrypted: TLS asked for (a `tls://` or `wss://` URL, a CA
+    /// or a client certificate), or required by the server (async-nats then upgrades).
+    pub(crate) fn encrypted(&self, s: &NatsSettings) -> bool {
+        let url = s.url.trim_start();
+        url.starts_with("tls://")
+            || url.starts_with("wss://")
+            || s.tls_ca_file.is_some()
+            || s.tls_cert_file.is_some()
+            || self.client.server_info().tls_required
+    }
+
     pub fn connected(&self) -> bool {
         self.client.connection_state() == async_nats::connection::State::Connected
     }

@@ -3,11 +3,11 @@
 //! the one place where database errors are classified by SQLSTATE; whether it is a standby.
 
 mod error;
+mod tls;
 
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use sqlx::migrate::MigrateDatabase;
 use sqlx::pool::PoolConnection;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{ConnectOptions, Connection, Executor, PgConnection, PgPool, Postgres};
@@ -32,6 +32,8 @@ pub struct Db {
     place: String,
     /// The client-side bound of one batch write (`database.write_timeout`).
     write_timeout: Duration,
+    /// Whether its sessions are encrypted (TLS), as the server says; `None` when not asked.
+    encrypted: Option<bool>,
 }
 
 /// `host:port/database` of a URL, for messages.
@@ -55,7 +57,54 @@ fn options(s: &DatabaseSettings) -> Result<PgConnectOptions, DbError> {
         url: redact_url(&s.url),
         reason: e.to_string().chars().take(200).collect(),
     })?;
+    let opts = tls::apply(opts, s)?;
     Ok(opts.log_slow_statements(LIBRARY_NOTICES, SLOW_STATEMENT))
+}
+
+/// The same server's maintenance database `postgres`, to look up and create the log's own.
+fn maintenance(opts: &PgConnectOptions) -> PgConnectOptions {
+    opts.clone().database("postgres")
+}
+
+/// Whether the database of `opts` exists (asked of the maintenance database, with the same
+/// TLS and credentials).
+async fn database_exists(opts: &PgConnectOptions) -> Result<bool, sqlx::Error> {
+    let name = opts.get_database().unwrap_or("postgres").to_owned();
+    let mut conn = PgConnection::connect_with(&maintenance(opts)).await?;
+    let exists =
+        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)")
+            .bind(name)
+            .fetch_one(&mut conn)
+            .await;
+    let _ = conn.close().await;
+    exists
+}
+
+/// Creates the database of `opts`.
+async fn create_database(opts: &PgConnectOptions) -> Result<(), sqlx::Error> {
+    let name = opts.get_database().unwrap_or("postgres").replace('"', "\"\"");
+    let mut conn = PgConnection::connect_with(&maintenance(opts)).await?;
+    let created = conn
+        .execute(format!("CREATE DATABASE \"{name}\"").as_str())
+        .await;
+    let _ = conn.close().await;
+    created.map(|_| ())
+}
+
+/// Whether the sessions of `pool` are encrypted (asked of the server), and a WARN when a
+/// database on another machine is reached in clear.
+async fn check_encrypted(pool: &PgPool, place: &str, opts: &PgConnectOptions) -> Option<bool> {
+    let ask = sqlx::query_scalar::<_, bool>(
+        "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+    )
+    .fetch_one(pool);
+    let encrypted = tokio::time::timeout(PING_TIMEOUT, ask).await.ok()?.ok()?;
+    if !encrypted && !tls::is_local(opts) {
+        tracing::warn!(place = %place, "the connection to PostgreSQL is not encrypted: the audit log's payloads cross the network in clear; set sslmode=verify-full (database.tls_mode) and database.tls_ca_file");
+    } else if !encrypted && !tls::may_be_plain(opts) {
+        tracing::debug!(place = %place, "PostgreSQL session not encrypted");
+    }
+    Some(encrypted)
 }
 
 /// The level of sqlx's own notices of a statement slower than [`SLOW_STATEMENT`] and of a slow
@@ -94,7 +143,7 @@ impl Db {
             &place,
             s.connect_timeout.get(),
             "look up the database",
-            async { Postgres::database_exists(&s.url).await },
+            database_exists(&opts),
         )
         .await
         .map_err(|e| e.at(&place))
@@ -106,22 +155,15 @@ impl Db {
         let opts = options(s)?;
         let place = place_of(&opts);
         let limit = s.connect_timeout.get();
-        let exists = bounded(&place, limit, "look up the database", async {
-            Postgres::database_exists(&s.url).await
-        })
-        .await
-        .map_err(|e| e.at(&place))?;
+        let exists = bounded(&place, limit, "look up the database", database_exists(&opts))
+            .await
+            .map_err(|e| e.at(&place))?;
         if !exists {
-            let created = bounded(&place, limit, "create the database", async {
-                Postgres::create_database(&s.url).await
-            })
-            .await;
+            let created = bounded(&place, limit, "create the database", create_database(&opts)).await;
             // Another instance may have created it meanwhile.
             if let Err(e) = created {
-                let exists = bounded(&place, limit, "look up the database", async {
-                    Postgres::database_exists(&s.url).await
-                })
-                .await;
+                let exists =
+                    bounded(&place, limit, "look up the database", database_exists(&opts)).await;
                 if !exists.unwrap_or(false) {
                     return Err(e.at(&place));
                 }
@@ -171,14 +213,16 @@ impl Db {
                     Ok(())
                 })
             })
-            .connect_with(opts)
+            .connect_with(opts.clone())
             .await
             .ctx("connect")
             .map_err(|e| e.at(&place))?;
+        let encrypted = check_encrypted(&pool, &place, &opts).await;
         let db = Db {
             pool,
             place,
             write_timeout: s.write_timeout.get(),
+            encrypted,
         };
         db.ensure_partitions(Utc::now()).await?;
         Ok(db)
@@ -213,14 +257,16 @@ impl Db {
             .max_connections(connections.max(1))
             .acquire_timeout(limit)
             .acquire_slow_level(LIBRARY_NOTICES)
-            .connect_with(opts)
+            .connect_with(opts.clone())
             .await
             .ctx("connect")
             .map_err(|e| e.at(&place))?;
+        let encrypted = check_encrypted(&pool, &place, &opts).await;
         Ok(Db {
             pool,
             place,
             write_timeout: s.write_timeout.get(),
+            encrypted,
         })
     }
 
@@ -231,7 +277,13 @@ impl Db {
             pool,
             place,
             write_timeout: crate::config::defaults::DB_WRITE_TIMEOUT.get(),
+            encrypted: None,
         }
+    }
+
+    /// Whether its sessions are encrypted, as the server said at open (`None`: not asked).
+    pub(crate) fn encrypted(&self) -> Option<bool> {
+        self.encrypted
     }
 
     /// The client-side bound of one batch write.
@@ -361,6 +413,7 @@ pub(crate) fn forget(conn: PoolConnection<Postgres>) {
 /// Drops a database (the demo's own, recreated at each start).
 #[cfg(feature = "dev")]
 pub(crate) async fn drop_database(url: &str) -> Result<(), DbError> {
+    use sqlx::migrate::MigrateDatabase;
     Postgres::force_drop_database(url)
         .await
         .ctx("drop database")

@@ -45,6 +45,7 @@ pub(crate) mod retention;
 pub(crate) mod row;
 pub(crate) mod server;
 pub(crate) mod telemetry;
+pub(crate) mod tls;
 #[doc(hidden)]
 pub mod test_support;
 pub mod tlog;

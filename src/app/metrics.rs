@@ -24,6 +24,8 @@ pub struct Metrics {
     pub(crate) witness: Arc<WitnessMetrics>,
     pub(crate) retention: Arc<RetentionMetrics>,
     pub(crate) restore: RestoreMetrics,
+    /// `event_audit_connection_tls{peer}`: 1 when the connection to a peer is encrypted.
+    connection_tls: prometheus::IntGaugeVec,
 }
 
 impl Metrics {
@@ -57,6 +59,12 @@ impl Metrics {
             witness: Arc::new(WitnessMetrics::new(&registry)),
             retention: Arc::new(RetentionMetrics::new(&registry)),
             restore: RestoreMetrics::new(&registry),
+            connection_tls: gauge_vec(
+                &registry,
+                "event_audit_connection_tls",
+                "1 when the connection to the peer (database, nats, rest, object_store) is encrypted with TLS, 0 when it is in clear",
+                &["peer"],
+            ),
             registry,
         }
     }
@@ -74,6 +82,14 @@ impl Metrics {
         )
         .with_label_values(&[name])
         .set(1);
+    }
+
+    /// Whether the connection to `peer` (`database`, `nats`, `rest`, `object_store`) is
+    /// encrypted.
+    pub(crate) fn set_connection_tls(&self, peer: &str, encrypted: bool) {
+        self.connection_tls
+            .with_label_values(&[peer])
+            .set(i64::from(encrypted));
     }
 
     /// The text exposition format.

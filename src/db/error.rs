@@ -41,6 +41,10 @@ pub enum DbError {
     Missing { place: String },
     #[error("database {place} holds no audit log (schema `audit` missing); run `event-audit run` against it first")]
     NotMigrated { place: String },
+    #[error(transparent)]
+    Tls(crate::tls::TlsError),
+    #[error("{0}")]
+    Password(String),
     #[error("{what} is corrupt: {why}; run `event-audit verify` to find what changed")]
     Corrupt {
         what: &'static str,
@@ -65,12 +69,24 @@ fn describe(e: &sqlx::Error) -> String {
             Some(code) => format!("{} (SQLSTATE {code})", db.message()),
             None => db.message().to_owned(),
         },
+        sqlx::Error::Io(_) | sqlx::Error::Tls(_) if refused(e).is_some() => refused(e)
+            .map(|r| r.short("database"))
+            .unwrap_or_default(),
         sqlx::Error::Io(io) => format!("{io}; check that PostgreSQL listens there"),
         sqlx::Error::Tls(e) => format!("TLS: {e}"),
         sqlx::Error::PoolTimedOut => {
             "no connection available in time (server down or overloaded)".into()
         }
         other => other.to_string(),
+    }
+}
+
+/// The TLS refusal in a connection's error, if that is what it is.
+fn refused(e: &sqlx::Error) -> Option<crate::tls::Refusal> {
+    match e {
+        sqlx::Error::Io(io) => crate::tls::refusal(io),
+        sqlx::Error::Tls(t) => crate::tls::refusal(t.as_ref()),
+        _ => None,
     }
 }
 
@@ -134,6 +150,8 @@ impl DbError {
                     | sqlx::Error::ColumnDecode { .. }
                     | sqlx::Error::Encode(_)
                     | sqlx::Error::Decode(_) => Class::Permanent,
+                    // A certificate refused does not become trusted by trying again.
+                    sqlx::Error::Io(_) if refused(cause).is_some() => Class::Permanent,
                     _ => Class::Transient,
                 },
             },
@@ -142,6 +160,8 @@ impl DbError {
             | DbError::Url { .. }
             | DbError::Missing { .. }
             | DbError::NotMigrated { .. }
+            | DbError::Tls(_)
+            | DbError::Password(_)
             | DbError::Corrupt { .. } => Class::Permanent,
         }
     }
