@@ -93,11 +93,17 @@ async fn create_database(opts: &PgConnectOptions) -> Result<(), sqlx::Error> {
 
 /// Whether the sessions of `pool` are encrypted (asked of the server), and a WARN when a
 /// database on another machine is reached in clear.
-async fn check_encrypted(pool: &PgPool, place: &str, opts: &PgConnectOptions) -> Option<bool> {
+/// Asked on a connection of the login role (a session's `pg_stat_ssl` row is hidden from a role
+/// it switched to).
+async fn check_encrypted(
+    conn: &mut PgConnection,
+    place: &str,
+    opts: &PgConnectOptions,
+) -> Option<bool> {
     let ask = sqlx::query_scalar::<_, bool>(
         "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
     )
-    .fetch_one(pool);
+    .fetch_one(conn);
     let encrypted = tokio::time::timeout(PING_TIMEOUT, ask).await.ok()?.ok()?;
     if !encrypted && !tls::is_local(opts) {
         tracing::warn!(place = %place, "the connection to PostgreSQL is not encrypted: the audit log's payloads cross the network in clear; set sslmode=verify-full (database.tls_mode) and database.tls_ca_file");
@@ -172,11 +178,15 @@ impl Db {
         // A deadlock with another session (a migration's DDL against another daemon's
         // writes) rolls the migration back: try again on a new connection, a few times.
         let mut attempt = 1u32;
+        let mut encrypted = None;
         loop {
             let mut conn = bounded(&place, limit, "connect", PgConnection::connect_with(&opts))
                 .await
                 .map_err(|e| e.at(&place))?;
             let ran = sqlx::migrate!("./migrations").run(&mut conn).await;
+            if encrypted.is_none() {
+                encrypted = check_encrypted(&mut conn, &place, &opts).await;
+            }
             let _ = conn.close().await;
             match ran {
                 Ok(()) => break,
@@ -213,11 +223,10 @@ impl Db {
                     Ok(())
                 })
             })
-            .connect_with(opts.clone())
+            .connect_with(opts)
             .await
             .ctx("connect")
             .map_err(|e| e.at(&place))?;
-        let encrypted = check_encrypted(&pool, &place, &opts).await;
         let db = Db {
             pool,
             place,
@@ -249,6 +258,7 @@ impl Db {
                 .await
                 .ctx("look up the audit schema")
                 .map_err(|e| e.at(&place))?;
+        let encrypted = check_encrypted(&mut first, &place, &opts).await;
         let _ = first.close().await;
         if !migrated {
             return Err(DbError::NotMigrated { place });
@@ -257,11 +267,10 @@ impl Db {
             .max_connections(connections.max(1))
             .acquire_timeout(limit)
             .acquire_slow_level(LIBRARY_NOTICES)
-            .connect_with(opts.clone())
+            .connect_with(opts)
             .await
             .ctx("connect")
             .map_err(|e| e.at(&place))?;
-        let encrypted = check_encrypted(&pool, &place, &opts).await;
         Ok(Db {
             pool,
             place,

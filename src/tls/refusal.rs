@@ -135,6 +135,11 @@ fn certificate(c: &CertificateError, presented: Option<&Presented>) -> Refusal {
             format!("its certificate{held} is signed by a CA this client does not trust{issuer}"),
             Hint::Ca,
         ),
+        // A CA of a trusted CA's name, but another key: a look-alike.
+        CertificateError::BadSignature => (
+            format!("its certificate{held} is signed by a CA this client does not trust (named as a trusted one, with another key){issuer}"),
+            Hint::Ca,
+        ),
         CertificateError::Expired | CertificateError::ExpiredContext { .. } => {
             (format!("its certificate{held} has expired{issuer}"), Hint::Time)
         }

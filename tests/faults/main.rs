@@ -23,3 +23,4 @@ mod refusal;
 mod restore;
 mod secrets;
 mod standby;
+mod tls;

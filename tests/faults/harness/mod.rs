@@ -10,12 +10,17 @@
 //! - [`nats::PrivateNats`]: `nats-server` with JetStream and optional auth (user/password, token,
 //!   NKey, JWT `.creds`) and TLS (own CA, optional client certificates).
 //! - [`cluster::NatsCluster`]: three of those forming a JetStream cluster on loopback.
+//! - [`s3s::PrivateS3`]: an `s3s-fs` of the test's (a temporary directory, a free port).
+//! - [`tls_proxy::TlsProxy`]: HTTPS in front of a plain HTTP server (the REST simulator,
+//!   s3s-fs), with a certificate of the test's CA.
 #![allow(dead_code)]
 
 pub mod cluster;
 pub mod nats;
 pub mod postgres;
 pub mod proxy;
+pub mod s3s;
+pub mod tls_proxy;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
