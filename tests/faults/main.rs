@@ -24,3 +24,4 @@ mod restore;
 mod secrets;
 mod standby;
 mod tls;
+mod tls_https;
