@@ -112,13 +112,12 @@ fn name_of(der: &[u8]) -> String {
         let Some(at) = der.windows(5).position(|w| w == pattern) else {
             continue;
         };
-        let rest = &der[at + 5..];
-        let (Some(&tag), Some(&len)) = (rest.first(), rest.get(1)) else {
+        let [tag, len, tail @ ..] = &der[at + 5..] else {
             continue;
         };
-        let len = usize::from(len);
+        let len = usize::from(*len);
         let text_tag = matches!(tag, 0x0c | 0x13 | 0x16 | 0x14);
-        if let (true, true, Some(value)) = (text_tag, len < 0x80, rest.get(2..2 + len)) {
+        if let (true, true, Some(value)) = (text_tag, len < 0x80, tail.get(..len)) {
             let value = String::from_utf8_lossy(value);
             let clean: String = value.chars().filter(|c| !c.is_control()).take(128).collect();
             parts.push(format!("{label}={clean}"));

@@ -5,7 +5,8 @@
 //! Grafana version their schema needs, a data-source variable that file provisioning resolves,
 //! template variables (instance, supplier, batch) that every panel's query may use, one unit
 //! per panel, value mappings for states and "never" for ages of things that never happened; the
-//! Prometheus configuration example passes `promtool check config`. (Live checks, a real
+//! Prometheus configuration example passes `promtool check config`; the hardened systemd units
+//! of `deploy/` pass `systemd-analyze verify` and stay rated "OK" by its `security`. (Live checks, a real
 //! Prometheus evaluating every panel and rule: `tests/it/observability.rs`.)
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -338,4 +339,50 @@ fn the_prometheus_example_and_the_grafana_provisioning_files_fit_together() {
         dash.contains("DS_PROMETHEUS"),
         "says how ${{DS_PROMETHEUS}} resolves"
     );
+}
+
+/// The hardened systemd units of `deploy/` pass `systemd-analyze verify` with this build's
+/// binary in `ExecStart` (every directive known: an unknown one is only a warning there, so any
+/// output fails), and stay hardened: `systemd-analyze security --offline` rates each at most
+/// 2.0 ("OK"). Skipped, saying so, where systemd-analyze is not installed.
+#[test]
+fn the_systemd_units_verify_and_stay_hardened() {
+    let installed = std::process::Command::new("sh")
+        .args(["-c", "command -v systemd-analyze"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !installed {
+        eprintln!("skipped: systemd-analyze is not installed (Debian's systemd package has it)");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    for unit in ["event-audit.service", "event-audit-witness.service"] {
+        let text = file(&format!("deploy/{unit}"))
+            .replace("/usr/local/bin/event-audit", crate::support::BIN);
+        let path = dir.path().join(unit);
+        std::fs::write(&path, text).expect("write the unit");
+        let out = std::process::Command::new("systemd-analyze")
+            .arg("verify")
+            .arg(&path)
+            .output()
+            .expect("run systemd-analyze verify");
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.status.success() && said.trim().is_empty(), "{unit}: {said}");
+        let out = std::process::Command::new("systemd-analyze")
+            .args(["security", "--offline=yes", "--no-pager"])
+            .arg(&path)
+            .output()
+            .expect("run systemd-analyze security");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let level: f64 = text
+            .lines()
+            .find_map(|l| l.split("Overall exposure level for ").nth(1))
+            .and_then(|l| l.split(": ").nth(1)?.split(' ').next()?.parse().ok())
+            .unwrap_or_else(|| panic!("{unit}: no exposure level in {text}"));
+        assert!(level <= 2.0, "{unit}: exposure {level}\n{text}");
+    }
 }
