@@ -67,11 +67,12 @@ fn set_connection_tls(metrics: &Metrics, s: &Settings, db: &Db, bus: &Bus) {
     if let Some(u) = &s.rest.url {
         metrics.set_connection_tls("rest", https(u));
     }
-    if s.witness.tiles_url.is_some() || s
-            .retention
+    if s.witness.tiles_url.is_some()
+        || s.retention
             .archive_dir
             .as_deref()
-            .is_some_and(|a| a.to_string_lossy().starts_with("s3://")) {
+            .is_some_and(|a| a.to_string_lossy().starts_with("s3://"))
+    {
         let endpoint = s.object_store.endpoint.as_deref().unwrap_or("https://");
         metrics.set_connection_tls("object_store", https(endpoint));
     }

@@ -71,18 +71,20 @@ fn maintenance(opts: &PgConnectOptions) -> PgConnectOptions {
 async fn database_exists(opts: &PgConnectOptions) -> Result<bool, sqlx::Error> {
     let name = opts.get_database().unwrap_or("postgres").to_owned();
     let mut conn = PgConnection::connect_with(&maintenance(opts)).await?;
-    let exists =
-        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)")
-            .bind(name)
-            .fetch_one(&mut conn)
-            .await;
+    let exists = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)")
+        .bind(name)
+        .fetch_one(&mut conn)
+        .await;
     let _ = conn.close().await;
     exists
 }
 
 /// Creates the database of `opts`.
 async fn create_database(opts: &PgConnectOptions) -> Result<(), sqlx::Error> {
-    let name = opts.get_database().unwrap_or("postgres").replace('"', "\"\"");
+    let name = opts
+        .get_database()
+        .unwrap_or("postgres")
+        .replace('"', "\"\"");
     let mut conn = PgConnection::connect_with(&maintenance(opts)).await?;
     let created = conn
         .execute(format!("CREATE DATABASE \"{name}\"").as_str())
@@ -100,10 +102,9 @@ async fn check_encrypted(
     place: &str,
     opts: &PgConnectOptions,
 ) -> Option<bool> {
-    let ask = sqlx::query_scalar::<_, bool>(
-        "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
-    )
-    .fetch_one(conn);
+    let ask =
+        sqlx::query_scalar::<_, bool>("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()")
+            .fetch_one(conn);
     let encrypted = tokio::time::timeout(PING_TIMEOUT, ask).await.ok()?.ok()?;
     if !encrypted && !tls::is_local(opts) {
         tracing::warn!(place = %place, "the connection to PostgreSQL is not encrypted: the audit log's payloads cross the network in clear; set sslmode=verify-full (database.tls_mode) and database.tls_ca_file");
@@ -161,15 +162,26 @@ impl Db {
         let opts = options(s)?;
         let place = place_of(&opts);
         let limit = s.connect_timeout.get();
-        let exists = bounded(&place, limit, "look up the database", database_exists(&opts))
-            .await
-            .map_err(|e| e.at(&place))?;
+        let exists = bounded(
+            &place,
+            limit,
+            "look up the database",
+            database_exists(&opts),
+        )
+        .await
+        .map_err(|e| e.at(&place))?;
         if !exists {
-            let created = bounded(&place, limit, "create the database", create_database(&opts)).await;
+            let created =
+                bounded(&place, limit, "create the database", create_database(&opts)).await;
             // Another instance may have created it meanwhile.
             if let Err(e) = created {
-                let exists =
-                    bounded(&place, limit, "look up the database", database_exists(&opts)).await;
+                let exists = bounded(
+                    &place,
+                    limit,
+                    "look up the database",
+                    database_exists(&opts),
+                )
+                .await;
                 if !exists.unwrap_or(false) {
                     return Err(e.at(&place));
                 }

@@ -45,10 +45,10 @@ pub(crate) mod retention;
 pub(crate) mod row;
 pub(crate) mod server;
 pub(crate) mod telemetry;
-pub(crate) mod tls;
 #[doc(hidden)]
 pub mod test_support;
 pub mod tlog;
+pub(crate) mod tls;
 pub(crate) mod verify;
 pub(crate) mod witnessed;
 

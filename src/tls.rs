@@ -146,20 +146,9 @@ pub(crate) fn is_local(host: &str) -> bool {
     let h = host.trim_start_matches('[').trim_end_matches(']');
     h.starts_with('/')
         || h.eq_ignore_ascii_case("localhost")
-        || h.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+        || h.parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn loopback_and_sockets_are_local() {
-        for h in ["127.0.0.1", "127.3.2.1", "::1", "[::1]", "localhost", "/run/postgresql"] {
-            assert!(is_local(h), "{h}");
-        }
-        for h in ["10.0.0.1", "db.internal", "192.168.1.1", "localhost.evil"] {
-            assert!(!is_local(h), "{h}");
-        }
-    }
-}
+mod tests;

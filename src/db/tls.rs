@@ -64,8 +64,18 @@ pub(super) fn apply(
             None => in_url.map(|p| (p, format!("{param} in database.url"))),
         }
     };
-    let ca = pick(&s.tls_ca_file, url.ca, "database.tls_ca_file", "sslrootcert");
-    let cert = pick(&s.tls_cert_file, url.cert, "database.tls_cert_file", "sslcert");
+    let ca = pick(
+        &s.tls_ca_file,
+        url.ca,
+        "database.tls_ca_file",
+        "sslrootcert",
+    );
+    let cert = pick(
+        &s.tls_cert_file,
+        url.cert,
+        "database.tls_cert_file",
+        "sslcert",
+    );
     let key = pick(&s.tls_key_file, url.key, "database.tls_key_file", "sslkey");
     let tls = |e: TlsError| DbError::Tls(e);
     if let Some((path, setting)) = &ca {
@@ -90,7 +100,9 @@ pub(super) fn apply(
     if let Some(m) = &named {
         let mode = mode_of(m).ok_or_else(|| DbError::Url {
             url: crate::config::redact_url(&s.url),
-            reason: format!("sslmode `{m}`: one of disable, prefer, require, verify-ca, verify-full"),
+            reason: format!(
+                "sslmode `{m}`: one of disable, prefer, require, verify-ca, verify-full"
+            ),
         })?;
         opts = opts.ssl_mode(mode);
     }

@@ -22,7 +22,8 @@ fn a_bucket_is_read_with_the_object_store_s_settings_and_named_by_its_location()
             settings.secret_access_key_file = Some(path);
         }
     }
-    let s = Source::open("s3://bucket/log/tiles/", T, &settings, &Default::default()).expect("a bucket");
+    let s = Source::open("s3://bucket/log/tiles/", T, &settings, &Default::default())
+        .expect("a bucket");
     assert!(matches!(s, Source::Store { .. }));
     assert_eq!(s.shown("checkpoint"), "s3://bucket/log/tiles/checkpoint");
     assert_eq!(
@@ -31,9 +32,14 @@ fn a_bucket_is_read_with_the_object_store_s_settings_and_named_by_its_location()
     );
     // Without credentials (neither files nor AWS_* here), refused, naming what to set.
     if std::env::var_os("AWS_ACCESS_KEY_ID").is_none() {
-        let err = Source::open("s3://bucket/log", T, &Default::default(), &Default::default())
-            .err()
-            .unwrap_or_default();
+        let err = Source::open(
+            "s3://bucket/log",
+            T,
+            &Default::default(),
+            &Default::default(),
+        )
+        .err()
+        .unwrap_or_default();
         assert!(err.contains("no S3 credentials"), "{err}");
     }
     // Elsewhere, as before.
@@ -45,7 +51,8 @@ fn a_bucket_is_read_with_the_object_store_s_settings_and_named_by_its_location()
 
 #[test]
 fn a_log_is_a_url_prefix_a_file_url_or_a_directory() {
-    let Ok(Source::Http { base, .. }) = Source::parse("http://h:1/log", T, &Default::default()) else {
+    let Ok(Source::Http { base, .. }) = Source::parse("http://h:1/log", T, &Default::default())
+    else {
         panic!("an HTTP prefix");
     };
     assert_eq!(base.as_str(), "http://h:1/log/");

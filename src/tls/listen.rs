@@ -135,3 +135,46 @@ pub(crate) fn from_settings(
         }),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write_pair(dir: &Path, name: &str) -> Vec<u8> {
+        let pair = rcgen::generate_simple_self_signed(vec![name.to_owned()]).expect("pair");
+        for (file, text) in [
+            ("cert.pem", pair.cert.pem()),
+            ("key.pem", pair.signing_key.serialize_pem()),
+        ] {
+            let tmp = dir.join(format!("{file}.new"));
+            std::fs::write(&tmp, text).expect("write");
+            std::fs::rename(&tmp, dir.join(file)).expect("rename");
+        }
+        pair.cert.der().to_vec()
+    }
+
+    fn in_use(r: &Reloading) -> Vec<u8> {
+        r.key().expect("a key").cert[0].to_vec()
+    }
+
+    #[test]
+    fn a_pair_replaced_in_place_is_read_again_and_a_broken_one_is_not_used() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+        let first = write_pair(dir.path(), "one.example");
+        let r = Reloading::new(&cert, &key).expect("a pair");
+        assert_eq!(in_use(&r), first);
+        let second = write_pair(dir.path(), "two.example");
+        // Within the second: not looked at yet.
+        assert_eq!(in_use(&r), first);
+        std::thread::sleep(CHECK_EVERY + Duration::from_millis(100));
+        assert_eq!(in_use(&r), second);
+        // A key that is not the certificate's: the pair in use stays.
+        let other = rcgen::KeyPair::generate().expect("key");
+        std::fs::write(&key, other.serialize_pem()).expect("write");
+        std::thread::sleep(CHECK_EVERY + Duration::from_millis(100));
+        assert_eq!(in_use(&r), second);
+        assert!(from_settings(Some(&cert), None).is_err(), "half a pair");
+        assert!(from_settings(None, None).expect("off").is_none());
+    }
+}

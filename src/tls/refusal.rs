@@ -36,7 +36,10 @@ impl Refusal {
     /// The one line for `peer` (`the REST service`) at `place` (`host:port`), naming the
     /// settings of `section` (`rest`).
     pub(crate) fn line(&self, peer: &str, place: &str, section: &str) -> String {
-        format!("TLS refused with {peer} at {place}: {}", self.words(section))
+        format!(
+            "TLS refused with {peer} at {place}: {}",
+            self.words(section)
+        )
     }
 
     /// `TLS refused: ` and the reason and what to try, for a message that names the peer.
@@ -150,14 +153,26 @@ fn certificate(c: &CertificateError, presented: Option<&Presented>) -> Refusal {
         CertificateError::NotValidForNameContext {
             expected,
             presented,
-        } => (
-            format!(
-                "its certificate is for {}, not {}{issuer}",
-                names(presented),
-                expected.to_str()
-            ),
-            Hint::Name,
-        ),
+        } => {
+            // rustls shows each name as its Rust value (`DnsName("db.example")`).
+            let shown: Vec<String> = presented
+                .iter()
+                .map(|n| {
+                    n.strip_prefix("DnsName(\"")
+                        .and_then(|x| x.strip_suffix("\")"))
+                        .unwrap_or(n)
+                        .to_owned()
+                })
+                .collect();
+            (
+                format!(
+                    "its certificate is for {}, not {}{issuer}",
+                    names(&shown),
+                    expected.to_str()
+                ),
+                Hint::Name,
+            )
+        }
         CertificateError::NotValidForName => (
             format!("its certificate{held} is not for the name connected to{issuer}"),
             Hint::Name,

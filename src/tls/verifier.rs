@@ -35,10 +35,9 @@ pub(crate) struct Explaining {
 
 impl Explaining {
     pub(crate) fn new(roots: RootCertStore) -> Result<Explaining, String> {
-        let inner =
-            WebPkiServerVerifier::builder_with_provider(Arc::new(roots), super::provider())
-                .build()
-                .map_err(|e| format!("no CA to trust ({e}): set SSL_CERT_FILE or the CA file"))?;
+        let inner = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), super::provider())
+            .build()
+            .map_err(|e| format!("no CA to trust ({e}): set SSL_CERT_FILE or the CA file"))?;
         Ok(Explaining { inner })
     }
 }
@@ -119,7 +118,11 @@ fn name_of(der: &[u8]) -> String {
         let text_tag = matches!(tag, 0x0c | 0x13 | 0x16 | 0x14);
         if let (true, true, Some(value)) = (text_tag, len < 0x80, tail.get(..len)) {
             let value = String::from_utf8_lossy(value);
-            let clean: String = value.chars().filter(|c| !c.is_control()).take(128).collect();
+            let clean: String = value
+                .chars()
+                .filter(|c| !c.is_control())
+                .take(128)
+                .collect();
             parts.push(format!("{label}={clean}"));
         }
     }

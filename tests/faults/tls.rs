@@ -87,7 +87,10 @@ async fn a_tls_only_postgres_is_verified_and_a_man_in_the_middle_is_refused_in_o
     publish_some(&env, 40).await;
 
     // No password in the URL: it comes from --db-password-file; verify-full against the CA.
-    let url = format!("postgres://ea@{}/{DB}?sslmode=verify-full", env.pg_proxy.addr());
+    let url = format!(
+        "postgres://ea@{}/{DB}?sslmode=verify-full",
+        env.pg_proxy.addr()
+    );
     let (ca, cert, key) = (
         path(&tls.join("ca.pem")),
         path(&tls.join("client-cert.pem")),
@@ -105,7 +108,13 @@ async fn a_tls_only_postgres_is_verified_and_a_man_in_the_middle_is_refused_in_o
         &key,
     ];
     let addr = free_addr();
-    let mut d = Daemon::spawn_at(&url, &env.nats_url(), addr.clone(), run_args(&addr, &tls_args), &[]);
+    let mut d = Daemon::spawn_at(
+        &url,
+        &env.nats_url(),
+        addr.clone(),
+        run_args(&addr, &tls_args),
+        &[],
+    );
     d.wait_ready(200, Duration::from_secs(60)).await;
     let metrics = d.metrics().await;
     assert_eq!(
@@ -155,13 +164,23 @@ async fn a_tls_only_postgres_is_verified_and_a_man_in_the_middle_is_refused_in_o
         &key,
     ];
     let addr = free_addr();
-    let mut d = Daemon::spawn_at(&url, &env.nats_url(), addr.clone(), run_args(&addr, &mitm_args), &[]);
+    let mut d = Daemon::spawn_at(
+        &url,
+        &env.nats_url(),
+        addr.clone(),
+        run_args(&addr, &mitm_args),
+        &[],
+    );
     let (status, took) = d.wait_timed(Duration::from_secs(30)).await;
     let log = d.log();
     assert_eq!(status.code(), Some(2), "{log}");
     assert!(took < Duration::from_secs(10), "{took:?}: retried?\n{log}");
     let line = last_line(&log);
-    for says in ["TLS refused", "signed by a CA this client does not trust", "database.tls_ca_file"] {
+    for says in [
+        "TLS refused",
+        "signed by a CA this client does not trust",
+        "database.tls_ca_file",
+    ] {
         assert!(line.contains(says), "{says}: {line}");
     }
     assert!(!log.contains(&password), "the password was printed");
@@ -195,7 +214,14 @@ async fn nats_with_client_certificates_refuses_a_server_another_ca_signed() {
     let (cert, key) = env.nats.client_cert_paths();
     let (cert, key) = (path(&cert), path(&key));
     let ca = path(&env.nats.ca_path());
-    let args = ["--nats-tls-ca", &ca, "--nats-tls-cert", &cert, "--nats-tls-key", &key];
+    let args = [
+        "--nats-tls-ca",
+        &ca,
+        "--nats-tls-cert",
+        &cert,
+        "--nats-tls-key",
+        &key,
+    ];
     let addr = free_addr();
     let mut d = Daemon::spawn_args(&env, addr.clone(), run_args(&addr, &args), &[]);
     d.wait_ready(200, Duration::from_secs(60)).await;
@@ -211,12 +237,22 @@ async fn nats_with_client_certificates_refuses_a_server_another_ca_signed() {
     let other = tempfile::tempdir().expect("another CA");
     write_tls_files(other.path());
     let other_ca = path(&other.path().join("ca.pem"));
-    let args = ["--nats-tls-ca", &other_ca, "--nats-tls-cert", &cert, "--nats-tls-key", &key];
+    let args = [
+        "--nats-tls-ca",
+        &other_ca,
+        "--nats-tls-cert",
+        &cert,
+        "--nats-tls-key",
+        &key,
+    ];
     let mut d = Daemon::spawn(&env, &args);
     let (status, took) = d.wait_timed(Duration::from_secs(30)).await;
     let log = d.log();
     assert_eq!(status.code(), Some(2), "{log}");
     assert!(took < Duration::from_secs(10), "{took:?}\n{log}");
     let line = last_line(&log);
-    assert!(line.contains("TLS") && line.contains(&env.nats_proxy.addr().to_string()), "{line}");
+    assert!(
+        line.contains("TLS") && line.contains(&env.nats_proxy.addr().to_string()),
+        "{line}"
+    );
 }

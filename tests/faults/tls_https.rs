@@ -79,7 +79,15 @@ async fn the_rest_service_over_https_is_verified_with_the_company_ca() {
     let ca = path(&company.join("ca.pem"));
     let https = TlsProxy::start(upstream, &company, false).await;
     let url = https.url();
-    let reconcile = ["reconcile", "--rest-url", &url, "--supplier", "TLS", "--format", "json"];
+    let reconcile = [
+        "reconcile",
+        "--rest-url",
+        &url,
+        "--supplier",
+        "TLS",
+        "--format",
+        "json",
+    ];
 
     // The company's CA as the REST setting, or in SSL_CERT_FILE.
     let with_ca = [&reconcile[..], &["--rest-tls-ca", &ca]].concat();
@@ -97,7 +105,15 @@ async fn the_rest_service_over_https_is_verified_with_the_company_ca() {
     // A man in the middle: its certificate for the same names, from another CA.
     let middle = TlsProxy::start(upstream, &mitm, false).await;
     let url = middle.url();
-    let args = ["reconcile", "--rest-url", &url, "--supplier", "TLS", "--rest-tls-ca", &ca];
+    let args = [
+        "reconcile",
+        "--rest-url",
+        &url,
+        "--supplier",
+        "TLS",
+        "--rest-tls-ca",
+        &ca,
+    ];
     let (code, err, took) = cli(&env, &args, &[]).await;
     assert_eq!(code, Some(2), "{err}");
     assert!(took < Duration::from_secs(5), "{took:?}: retried?");
@@ -116,9 +132,24 @@ async fn the_rest_service_over_https_is_verified_with_the_company_ca() {
     // A service that requires a client certificate: given one its CA signed, it answers.
     let mutual = TlsProxy::start(upstream, &company, true).await;
     let url = mutual.url();
-    let (cert, key) = (path(&company.join("client-cert.pem")), path(&company.join("client-key.pem")));
-    let args = ["reconcile", "--rest-url", &url, "--supplier", "TLS", "--rest-tls-ca", &ca];
-    let with_cert = [&args[..], &["--rest-tls-cert", &cert, "--rest-tls-key", &key]].concat();
+    let (cert, key) = (
+        path(&company.join("client-cert.pem")),
+        path(&company.join("client-key.pem")),
+    );
+    let args = [
+        "reconcile",
+        "--rest-url",
+        &url,
+        "--supplier",
+        "TLS",
+        "--rest-tls-ca",
+        &ca,
+    ];
+    let with_cert = [
+        &args[..],
+        &["--rest-tls-cert", &cert, "--rest-tls-key", &key],
+    ]
+    .concat();
     let (code, err, _) = cli(&env, &with_cert, &[]).await;
     assert!(matches!(code, Some(0 | 1)), "{err}");
     let (code, err, _) = cli(&env, &args, &[]).await;
@@ -153,24 +184,37 @@ async fn the_object_store_over_https_is_verified_with_the_company_ca() {
     let Store::S3(s3_store) = &direct else {
         unreachable!("an s3:// location")
     };
-    s3_store.create_bucket(false).await.expect("create the bucket");
+    s3_store
+        .create_bucket(false)
+        .await
+        .expect("create the bucket");
 
     let https = TlsProxy::start(s3.addr(), &company, false).await;
     let s = store_settings(dir.path(), &https.url(), Some(&ca));
     let store = Store::open(&location, &s.object_store).expect("open over HTTPS");
     let bytes = Bytes::from_static(b"over TLS");
-    store.put("checkpoint", bytes.clone(), &Put::default()).await.expect("put over HTTPS");
+    store
+        .put("checkpoint", bytes.clone(), &Put::default())
+        .await
+        .expect("put over HTTPS");
     assert_eq!(store.get("checkpoint", 64).await.expect("get"), Some(bytes));
 
     let middle = TlsProxy::start(s3.addr(), &mitm, false).await;
     let s = store_settings(dir.path(), &middle.url(), Some(&ca));
     let store = Store::open(&location, &s.object_store).expect("open");
     let began = Instant::now();
-    let e = store.get("checkpoint", 64).await.expect_err("a man in the middle");
+    let e = store
+        .get("checkpoint", 64)
+        .await
+        .expect_err("a man in the middle");
     assert!(began.elapsed() < Duration::from_secs(5));
     assert!(matches!(e, BlobError::Tls { .. }), "{e}");
     let line = e.to_string();
-    for says in ["TLS refused with the object store", MITM_CA, "object_store.tls_ca_file"] {
+    for says in [
+        "TLS refused with the object store",
+        MITM_CA,
+        "object_store.tls_ca_file",
+    ] {
         assert!(line.contains(says), "{says}: {line}");
     }
 
@@ -202,9 +246,16 @@ async fn the_object_store_over_https_is_verified_with_the_company_ca() {
     assert_eq!(status.code(), Some(0), "{}", d.log());
     let written = Location::parse(&format!("s3://{bucket}/tiles")).expect("location");
     let written = Store::open(&written, &plain.object_store).expect("open");
-    let note = written.get("checkpoint", 4096).await.expect("read the checkpoint");
+    let note = written
+        .get("checkpoint", 4096)
+        .await
+        .expect("read the checkpoint");
     let note = String::from_utf8(note.unwrap_or_default().to_vec()).expect("text");
-    assert!(note.starts_with("event-audit/tls/1\n"), "{note}\n{}", d.log());
+    assert!(
+        note.starts_with("event-audit/tls/1\n"),
+        "{note}\n{}",
+        d.log()
+    );
 }
 
 /// A client trusting only `ca`, its connections kept in its pool.
@@ -231,14 +282,21 @@ fn rotate(from: &Path, to: &Path) {
 async fn the_listener_serves_https_and_reads_a_rotated_certificate_keeping_open_connections() {
     let env = Env::start().await;
     let dir = tempfile::tempdir().expect("tempdir");
-    let (live, first, second) = (dir.path().join("live"), dir.path().join("a"), dir.path().join("b"));
+    let (live, first, second) = (
+        dir.path().join("live"),
+        dir.path().join("a"),
+        dir.path().join("b"),
+    );
     for d in [&live, &first, &second] {
         std::fs::create_dir(d).expect("mkdir");
     }
     write_tls_files(&first);
     write_tls_files_of(&second, "the next CA");
     rotate(&first, &live);
-    let (cert, key) = (path(&live.join("server-cert.pem")), path(&live.join("server-key.pem")));
+    let (cert, key) = (
+        path(&live.join("server-cert.pem")),
+        path(&live.join("server-key.pem")),
+    );
     let mut d = Daemon::spawn(&env, &["--http-tls-cert", &cert, "--http-tls-key", &key]);
     let healthz = format!("https://{}/healthz", d.addr);
     let old = client_of(&first.join("ca.pem"));
@@ -253,19 +311,33 @@ async fn the_listener_serves_https_and_reads_a_rotated_certificate_keeping_open_
         }
     }
     // Plain HTTP is not served there.
-    let plain = reqwest::Client::new().get(format!("http://{}/healthz", d.addr)).send().await;
+    let plain = reqwest::Client::new()
+        .get(format!("http://{}/healthz", d.addr))
+        .send()
+        .await;
     assert!(plain.map_or(true, |r| r.status() != 200));
 
     rotate(&second, &live);
     tokio::time::sleep(Duration::from_millis(1500)).await;
     // The open connection (the old certificate, which only `old` trusts) still answers...
-    let r = old.get(&healthz).send().await.expect("the open connection was kept");
+    let r = old
+        .get(&healthz)
+        .send()
+        .await
+        .expect("the open connection was kept");
     assert_eq!(r.status(), 200);
     // ...and new connections get the new certificate.
     let new = client_of(&second.join("ca.pem"));
-    let r = new.get(&healthz).send().await.expect("the rotated certificate");
+    let r = new
+        .get(&healthz)
+        .send()
+        .await
+        .expect("the rotated certificate");
     assert_eq!(r.status(), 200);
     let fresh_old = client_of(&first.join("ca.pem"));
-    assert!(fresh_old.get(&healthz).send().await.is_err(), "still the old certificate");
+    assert!(
+        fresh_old.get(&healthz).send().await.is_err(),
+        "still the old certificate"
+    );
     d.stop_cleanly(Duration::from_secs(30)).await;
 }

@@ -371,7 +371,10 @@ fn the_systemd_units_verify_and_stay_hardened() {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
-        assert!(out.status.success() && said.trim().is_empty(), "{unit}: {said}");
+        assert!(
+            out.status.success() && said.trim().is_empty(),
+            "{unit}: {said}"
+        );
         let out = std::process::Command::new("systemd-analyze")
             .args(["security", "--offline=yes", "--no-pager"])
             .arg(&path)
@@ -385,4 +388,21 @@ fn the_systemd_units_verify_and_stay_hardened() {
             .unwrap_or_else(|| panic!("{unit}: no exposure level in {text}"));
         assert!(level <= 2.0, "{unit}: exposure {level}\n{text}");
     }
+}
+
+/// docs/deployment.md's settings file is one the binary takes: every key known (the settings
+/// refuse unknown keys) and every value valid.
+#[test]
+fn the_deployment_guide_s_settings_file_is_valid() {
+    let page = file("docs/deployment.md");
+    let toml_block = page
+        .split("```toml\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("a TOML block in docs/deployment.md");
+    let settings: event_audit::config::Settings =
+        toml::from_str(toml_block).unwrap_or_else(|e| panic!("docs/deployment.md: {e}"));
+    settings.validate().expect("valid settings");
+    assert!(settings.database.tls_ca_file.is_some());
+    assert!(settings.database.url.contains("sslmode=verify-full"));
 }

@@ -98,7 +98,10 @@ impl PrivatePostgres {
             std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).expect("chmod");
             for (name, file) in [
                 ("ssl", "on".to_owned()),
-                ("ssl_cert_file", tls.join("server-cert.pem").display().to_string()),
+                (
+                    "ssl_cert_file",
+                    tls.join("server-cert.pem").display().to_string(),
+                ),
                 ("ssl_key_file", key.display().to_string()),
                 ("ssl_ca_file", tls.join("ca.pem").display().to_string()),
             ] {
