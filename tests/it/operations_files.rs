@@ -400,8 +400,22 @@ fn the_deployment_guide_s_settings_file_is_valid() {
         .nth(1)
         .and_then(|rest| rest.split("```").next())
         .expect("a TOML block in docs/deployment.md");
-    let settings: event_audit::config::Settings =
+    let mut settings: event_audit::config::Settings =
         toml::from_str(toml_block).unwrap_or_else(|e| panic!("docs/deployment.md: {e}"));
+    // What deploy/event-audit.service passes in the environment: the credentials' files.
+    let unit = file("deploy/event-audit.service");
+    let creds = std::path::Path::new("/run/credentials/event-audit.service");
+    for (var, slot) in [
+        ("EVENT_AUDIT_NATS_TLS_KEY_FILE", &mut settings.nats.tls_key_file),
+        ("EVENT_AUDIT_WITNESS_SIGNING_KEY_FILE", &mut settings.witness.signing_key_file),
+        ("EVENT_AUDIT_DATABASE_PASSWORD_FILE", &mut settings.database.password_file),
+    ] {
+        let line = unit
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("Environment={var}=%d/")))
+            .unwrap_or_else(|| panic!("the unit passes no {var}"));
+        *slot = Some(creds.join(line));
+    }
     settings.validate().expect("valid settings");
     assert!(settings.database.tls_ca_file.is_some());
     assert!(settings.database.url.contains("sslmode=verify-full"));
