@@ -1,7 +1,8 @@
 //! HTTPS peers signed by the company's own CA, each a real server behind a TLS proxy of the
 //! test's: the REST service (the platform simulator) as `reconcile` reaches it, with the CA as
 //! `--rest-tls-ca` or in `SSL_CERT_FILE`, and with a client certificate; s3s-fs as the object
-//! store, in-process and as the daemon writes its tiles there. For each, a server whose
+//! store, in-process and as the daemon writes its tiles there; the daemon's `/log/` over HTTPS
+//! as an auditor's `mirror` reads it (`--witness-tls-ca`). For each, a server whose
 //! certificate another CA signed (a man in the middle) is refused at once in one line naming
 //! TLS, the peer, the reason and the setting. And the daemon's own listener over HTTPS, its
 //! certificate rotated in place: new connections get the new one, an open one is kept.
@@ -338,6 +339,84 @@ async fn the_listener_serves_https_and_reads_a_rotated_certificate_keeping_open_
     assert!(
         fresh_old.get(&healthz).send().await.is_err(),
         "still the old certificate"
+    );
+    d.stop_cleanly(Duration::from_secs(30)).await;
+}
+
+#[tokio::test]
+async fn an_auditor_mirrors_the_log_over_https_and_refuses_a_man_in_the_middle() {
+    let env = Env::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (company, mitm) = (dir.path().join("company"), dir.path().join("mitm"));
+    std::fs::create_dir(&company).expect("mkdir");
+    std::fs::create_dir(&mitm).expect("mkdir");
+    write_tls_files(&company);
+    write_tls_files_of(&mitm, MITM_CA);
+    let (key, public, _) = write_keys(dir.path(), "event-audit/tls-mirror/1", 4);
+    let tiles = dir.path().join("tiles");
+    env.publish_load(40, 6).await;
+    let (cert, tls_key) = (
+        path(&company.join("server-cert.pem")),
+        path(&company.join("server-key.pem")),
+    );
+    let mut args = signing_args(&key, "CHECKPOINTS");
+    args.extend(["--tiles-dir".into(), path(&tiles)]);
+    args.extend([
+        "--http-tls-cert".into(),
+        cert,
+        "--http-tls-key".into(),
+        tls_key,
+    ]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut d = Daemon::spawn(&env, &args);
+    let checkpoint = format!("https://{}/log/checkpoint", d.addr);
+    let client = client_of(&company.join("ca.pem"));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let ok = match client.get(&checkpoint).send().await {
+            Ok(r) if r.status() == 200 => r.text().await.unwrap_or_default().contains("\n40\n"),
+            _ => false,
+        };
+        if ok {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline && d.running(),
+            "no checkpoint of 40 leaves\n{}",
+            d.log()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let log_url = format!("https://{}/log", d.addr);
+    let copy = dir.path().join("mirror");
+    let (ca, other_ca) = (path(&company.join("ca.pem")), path(&mitm.join("ca.pem")));
+    let env = &env;
+    let mirror = |ca: String| {
+        let (log_url, public, copy) = (log_url.clone(), path(&public), path(&copy));
+        async move {
+            let args = [
+                "mirror",
+                "--log-url",
+                &log_url,
+                "--public-key",
+                &public,
+                "--dir",
+                &copy,
+                "--witness-tls-ca",
+                &ca,
+            ];
+            cli(env, &args, &[]).await
+        }
+    };
+    let (code, err, _) = mirror(ca).await;
+    assert_eq!(code, Some(0), "{err}");
+    let (code, err, took) = mirror(other_ca).await;
+    assert_eq!(code, Some(2), "{err}");
+    assert!(took < Duration::from_secs(10), "{took:?}");
+    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+    assert!(
+        err.contains("TLS refused") && err.contains("witness.tls_ca_file"),
+        "{err}"
     );
     d.stop_cleanly(Duration::from_secs(30)).await;
 }

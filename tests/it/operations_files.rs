@@ -406,9 +406,18 @@ fn the_deployment_guide_s_settings_file_is_valid() {
     let unit = file("deploy/event-audit.service");
     let creds = std::path::Path::new("/run/credentials/event-audit.service");
     for (var, slot) in [
-        ("EVENT_AUDIT_NATS_TLS_KEY_FILE", &mut settings.nats.tls_key_file),
-        ("EVENT_AUDIT_WITNESS_SIGNING_KEY_FILE", &mut settings.witness.signing_key_file),
-        ("EVENT_AUDIT_DATABASE_PASSWORD_FILE", &mut settings.database.password_file),
+        (
+            "EVENT_AUDIT_NATS_TLS_KEY_FILE",
+            &mut settings.nats.tls_key_file,
+        ),
+        (
+            "EVENT_AUDIT_WITNESS_SIGNING_KEY_FILE",
+            &mut settings.witness.signing_key_file,
+        ),
+        (
+            "EVENT_AUDIT_DATABASE_PASSWORD_FILE",
+            &mut settings.database.password_file,
+        ),
     ] {
         let line = unit
             .lines()
