@@ -144,6 +144,10 @@ impl Db {
     /// Whether the server answers (and lets this user look up its databases), changing nothing:
     /// what `run` checks before it creates anything. Returns whether the database exists.
     pub(crate) async fn reach(s: &DatabaseSettings) -> Result<bool, DbError> {
+        tls::explained(Self::reach_as_is(s).await, s).await
+    }
+
+    async fn reach_as_is(s: &DatabaseSettings) -> Result<bool, DbError> {
         let opts = options(s)?;
         let place = place_of(&opts);
         bounded(
@@ -159,6 +163,10 @@ impl Db {
     /// The writer's pool: creates the database if missing, applies the migrations as the
     /// connecting user, then opens connections that work as [`WRITER_ROLE`].
     pub async fn open_writer(s: &DatabaseSettings) -> Result<Db, DbError> {
+        tls::explained(Self::open_writer_as_is(s).await, s).await
+    }
+
+    async fn open_writer_as_is(s: &DatabaseSettings) -> Result<Db, DbError> {
         let opts = options(s)?;
         let place = place_of(&opts);
         let limit = s.connect_timeout.get();
@@ -255,6 +263,10 @@ impl Db {
         s: &DatabaseSettings,
         connections: u32,
     ) -> Result<Db, DbError> {
+        tls::explained(Self::open_existing_as_is(s, connections).await, s).await
+    }
+
+    async fn open_existing_as_is(s: &DatabaseSettings, connections: u32) -> Result<Db, DbError> {
         // No JIT: compiling a plan over every partition cost more (0.6 s) than a proof's reads.
         let opts = options(s)?.options([("jit", "off")]);
         let place = place_of(&opts);

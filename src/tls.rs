@@ -6,6 +6,7 @@
 
 pub(crate) mod listen;
 mod pem;
+mod probe;
 mod refusal;
 mod verifier;
 
@@ -16,6 +17,7 @@ use rustls::pki_types::CertificateDer;
 use rustls::RootCertStore;
 
 pub(crate) use pem::{read_certs, read_key, TlsError};
+pub(crate) use probe::postgres_certificate;
 pub(crate) use refusal::{refusal, Refusal};
 
 /// A peer's TLS settings: `{section}.tls_ca_file`, `{section}.tls_cert_file` and

@@ -43,6 +43,13 @@ pub enum DbError {
     NotMigrated { place: String },
     #[error(transparent)]
     Tls(crate::tls::TlsError),
+    /// The server's certificate (or the handshake) refused, with what it presented.
+    #[error("PostgreSQL {action} at {place}: {line}")]
+    TlsRefused {
+        action: &'static str,
+        place: String,
+        line: String,
+    },
     #[error("{0}")]
     Password(String),
     #[error("{what} is corrupt: {why}; run `event-audit verify` to find what changed")]
@@ -82,7 +89,7 @@ fn describe(e: &sqlx::Error) -> String {
 }
 
 /// The TLS refusal in a connection's error, if that is what it is.
-fn refused(e: &sqlx::Error) -> Option<crate::tls::Refusal> {
+pub(crate) fn refused(e: &sqlx::Error) -> Option<crate::tls::Refusal> {
     match e {
         sqlx::Error::Io(io) => crate::tls::refusal(io),
         sqlx::Error::Tls(t) => crate::tls::refusal(t.as_ref()),
@@ -161,6 +168,7 @@ impl DbError {
             | DbError::Missing { .. }
             | DbError::NotMigrated { .. }
             | DbError::Tls(_)
+            | DbError::TlsRefused { .. }
             | DbError::Password(_)
             | DbError::Corrupt { .. } => Class::Permanent,
         }

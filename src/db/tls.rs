@@ -135,6 +135,45 @@ pub(super) fn is_local(opts: &PgConnectOptions) -> bool {
     opts.get_socket().is_some() || crate::tls::is_local(opts.get_host())
 }
 
+/// A refused TLS handshake told with what the server's certificate holds (sqlx's own check
+/// names no issuer): looked at once more, within the connect timeout.
+pub(super) async fn explained<T>(
+    r: Result<T, DbError>,
+    s: &DatabaseSettings,
+) -> Result<T, DbError> {
+    let e = match r {
+        Err(DbError::Sql {
+            action,
+            place,
+            cause,
+        }) => match super::error::refused(&cause) {
+            Some(refusal) => (action, place, refusal),
+            None => {
+                return Err(DbError::Sql {
+                    action,
+                    place,
+                    cause,
+                })
+            }
+        },
+        other => return other,
+    };
+    let (action, place, mut refusal) = e;
+    if let Ok(opts) = super::options(s) {
+        let (host, port) = (opts.get_host().to_owned(), opts.get_port());
+        if let Some((issuer, names)) =
+            crate::tls::postgres_certificate(&host, port, s.connect_timeout.get()).await
+        {
+            refusal = refusal.presenting(&issuer, &names);
+        }
+    }
+    Err(DbError::TlsRefused {
+        action,
+        place: place.unwrap_or_default(),
+        line: refusal.short("database"),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

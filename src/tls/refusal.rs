@@ -42,6 +42,20 @@ impl Refusal {
         )
     }
 
+    /// The same refusal, with what the certificate held as another look found it (PostgreSQL's,
+    /// which sqlx checks without saying).
+    pub(crate) fn presenting(mut self, issuer: &str, names: &[String]) -> Refusal {
+        let names = if names.is_empty() {
+            "no DNS name".to_owned()
+        } else {
+            names.join(", ")
+        };
+        self.reason.push_str(&format!(
+            " (it presents one for {names}, issued by {issuer})"
+        ));
+        self
+    }
+
     /// `TLS refused: ` and the reason and what to try, for a message that names the peer.
     pub(crate) fn short(&self, section: &str) -> String {
         format!("TLS refused: {}", self.words(section))

@@ -13,7 +13,7 @@ use crate::daemon::{command, run_args, Daemon};
 use crate::env::{metric, AuditDb, Env, DB};
 use crate::harness::nats::NatsConfig;
 use crate::harness::postgres::{PgAuth, PgOptions};
-use crate::harness::{random_secret, url_encode, write_tls_files};
+use crate::harness::{random_secret, url_encode, write_tls_files, write_tls_files_of};
 
 async fn publish_some(env: &Env, n: usize) {
     for i in 0..n {
@@ -82,8 +82,12 @@ async fn a_tls_only_postgres_is_verified_and_a_man_in_the_middle_is_refused_in_o
     std::fs::write(&pw_file, format!("{password}\n")).expect("password file");
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&pw_file, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    // The client given another CA than the server's (what a man in the middle's certificate
+    // meets), and one named as the server's but with another key.
     let other = tempfile::tempdir().expect("another CA");
-    write_tls_files(other.path());
+    write_tls_files_of(other.path(), "a man in the middle's CA");
+    let look_alike = tempfile::tempdir().expect("a look-alike CA");
+    write_tls_files(look_alike.path());
     publish_some(&env, 40).await;
 
     // No password in the URL: it comes from --db-password-file; verify-full against the CA.
@@ -179,19 +183,23 @@ async fn a_tls_only_postgres_is_verified_and_a_man_in_the_middle_is_refused_in_o
     for says in [
         "TLS refused",
         "signed by a CA this client does not trust",
+        // The server's own, which the client (given another CA) does not trust.
+        "it presents one for localhost, issued by CN=fault suite test CA",
         "database.tls_ca_file",
     ] {
         assert!(line.contains(says), "{says}: {line}");
     }
     assert!(!log.contains(&password), "the password was printed");
     let require = format!("postgres://ea@{}/{DB}?sslmode=require", env.pg_proxy.addr());
+    let look_alike_ca = path(&look_alike.path().join("ca.pem"));
     let mut verify = vec!["verify", "--skip-completeness"];
     verify.extend_from_slice(&mitm_args);
+    verify[5] = &look_alike_ca;
     let (code, err, took) = cli(&require, &verify).await;
     assert_eq!(code, Some(2), "{err}");
     assert!(took < Duration::from_secs(10), "{took:?}");
     assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
-    assert!(err.contains("TLS refused"), "{err}");
+    assert!(err.contains("named as a trusted one"), "{err}");
     // `require` without a CA encrypts without verifying (libpq's meaning): it connects.
     let unverified = [
         "--db-password-file",
