@@ -18,7 +18,15 @@ DIR=$(mktemp -d "$BASE/ea-bench-tls.XXXXXX")
 PORT=$((20000 + RANDOM % 10000))
 PID=
 cleanup() {
-    if [ -n "$PID" ]; then kill -INT "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true; fi
+    # The postmaster's own PID (runuser, which started it, does not pass signals on): a fast
+    # shutdown, then wait for it to be gone.
+    local pm
+    pm=$(head -1 "$DIR/data/postmaster.pid" 2>/dev/null || true)
+    if [ -n "$pm" ]; then
+        kill -INT "$pm" 2>/dev/null || true
+        for _ in $(seq 100); do kill -0 "$pm" 2>/dev/null || break; sleep 0.1; done
+    fi
+    [ -n "$PID" ] && wait "$PID" 2>/dev/null || true
     rm -rf "$DIR"
 }
 trap cleanup EXIT
