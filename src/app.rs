@@ -59,6 +59,28 @@ pub enum StartError {
     Signer(#[from] crate::witnessed::signer::CheckpointError),
     #[error("the log's tiles: {0}")]
     Tiles(#[from] crate::log::tiles::TilesError),
+    #[error("HTTPS on the listener: {0}")]
+    Tls(#[from] crate::tls::TlsError),
+}
+
+/// `event_audit_connection_tls{peer}` for the peers the daemon talks to: the database (as the
+/// server says), NATS, and the REST service and the object store when configured (by scheme).
+fn set_connection_tls(metrics: &Metrics, s: &Settings, db: &Db, bus: &Bus) {
+    metrics.set_connection_tls("database", db.encrypted().unwrap_or(false));
+    metrics.set_connection_tls("nats", bus.encrypted(&s.nats));
+    let https = |u: &str| u.trim_start().starts_with("https://");
+    if let Some(u) = &s.rest.url {
+        metrics.set_connection_tls("rest", https(u));
+    }
+    if s.witness.tiles_url.is_some()
+        || s.retention
+            .archive_dir
+            .as_deref()
+            .is_some_and(|a| a.to_string_lossy().starts_with("s3://"))
+    {
+        let endpoint = s.object_store.endpoint.as_deref().unwrap_or("https://");
+        metrics.set_connection_tls("object_store", https(endpoint));
+    }
 }
 
 /// How long the last acks may take to reach the server.
@@ -74,6 +96,8 @@ pub struct App {
     binding: Binding,
     consumer: PullConsumer,
     listener: TcpListener,
+    /// HTTPS on the listener, when `http.tls_cert_file` is set.
+    tls: Option<tokio_rustls::TlsAcceptor>,
     address: SocketAddr,
     metrics: Arc<Metrics>,
     health: Arc<Health>,
@@ -102,6 +126,7 @@ impl App {
                 cfg.token.clone(),
                 cfg.scheme,
                 cfg.timeout,
+                &cfg.tls,
                 Some(metrics.rest.clone()),
             )?;
             Some((cfg, Arc::new(tokens)))
@@ -117,6 +142,10 @@ impl App {
         let signer = crate::witnessed::signer::check(&settings)?;
         let tiles = crate::log::tiles::configured(&settings)?;
         crate::server::limits::reserve_descriptors(settings.http.max_connections)?;
+        let tls = crate::tls::listen::from_settings(
+            settings.http.tls_cert_file.as_deref(),
+            settings.http.tls_key_file.as_deref(),
+        )?;
         // Check before creating anything: the port, that PostgreSQL and NATS answer; then create.
         let addr = settings.http.addr;
         let listen = |source| StartError::Listen { addr, source };
@@ -133,6 +162,7 @@ impl App {
         Db::reach(&db_settings).await?;
         let bus = Bus::connect(&settings.nats).await?;
         let db = Db::open_writer(&db_settings).await?;
+        set_connection_tls(&metrics, &settings, &db, &bus);
         let binding = Binding::new(&settings.stream, &settings.ingest);
         let consumer = bus.bind(&binding).await?;
         tracing::info!(stream = %binding.stream, consumer = %binding.consumer, batch_size = settings.ingest.batch_size, "bound to JetStream");
@@ -145,6 +175,7 @@ impl App {
             binding,
             consumer,
             listener,
+            tls,
             address,
             metrics,
             health,
@@ -179,6 +210,7 @@ impl App {
             binding,
             consumer,
             listener,
+            tls,
             address,
             metrics,
             health,
@@ -211,11 +243,13 @@ impl App {
         let background = CancellationToken::new();
         let http_stop = CancellationToken::new();
         let router = http_router(&db, &health, &metrics, report_token, tiles);
-        tracing::info!(%address, "HTTP listening (/ lists the endpoints)");
+        let scheme = if tls.is_some() { "HTTPS" } else { "HTTP" };
+        tracing::info!(%address, "{scheme} listening (/ lists the endpoints)");
         tasks.spawn(crate::server::serve(
             listener,
             router,
             crate::server::limits::Limits::from_settings(&settings.http),
+            tls,
             http_stop.clone(),
         ));
         probes::spawn(&tasks, &db, &bus, &consumer, &metrics, &health, &background);

@@ -128,6 +128,9 @@ pub enum BlobError {
     },
     #[error("{place}: {why}")]
     Setup { place: String, why: String },
+    /// The store's certificate (or the handshake) refused: one line, never retried.
+    #[error("{line}")]
+    Tls { line: String },
 }
 
 /// A store of blobs under keys (`tile/0/000`, `checkpoint`, `2026-01.jsonl`).

@@ -26,6 +26,9 @@ pub enum BusError {
         #[source]
         source: async_nats::ConnectError,
     },
+    /// The server's certificate (or the handshake) refused: one line, not retried.
+    #[error("{line}")]
+    Tls { line: String },
     #[error("NATS at {url} did not answer within {after:?}; check that nats-server listens there")]
     ConnectTimeout { url: String, after: Duration },
     #[error("NATS credentials: {0}")]
@@ -73,7 +76,14 @@ impl Bus {
         let connect = options.connect(servers);
         let client = match tokio::time::timeout(limit, connect).await {
             Ok(Ok(c)) => c,
-            Ok(Err(source)) => return Err(BusError::Connect { url: shown, source }),
+            Ok(Err(source)) => {
+                return Err(match crate::tls::refusal(&source) {
+                    Some(r) => BusError::Tls {
+                        line: r.line("NATS", &shown, "nats"),
+                    },
+                    None => BusError::Connect { url: shown, source },
+                })
+            }
             Err(_) => {
                 return Err(BusError::ConnectTimeout {
                     url: shown,
@@ -83,6 +93,17 @@ impl Bus {
         };
         let js = jetstream::new(client.clone());
         Ok(Bus { client, js })
+    }
+
+    /// Whether the connection is encrypted: TLS asked for (a `tls://` or `wss://` URL, a CA
+    /// or a client certificate), or required by the server (async-nats then upgrades).
+    pub(crate) fn encrypted(&self, s: &NatsSettings) -> bool {
+        let url = s.url.trim_start();
+        url.starts_with("tls://")
+            || url.starts_with("wss://")
+            || s.tls_ca_file.is_some()
+            || s.tls_cert_file.is_some()
+            || self.client.server_info().tls_required
     }
 
     pub fn connected(&self) -> bool {

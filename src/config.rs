@@ -151,6 +151,27 @@ section! {
         /// retried.
         #[flag("db-write-timeout", was = "EVENT_AUDIT_DB_WRITE_TIMEOUT")]
         pub write_timeout: Dur = defaults::DB_WRITE_TIMEOUT,
+        /// File holding the database password (else the URL's, or PGPASSWORD): no password
+        /// need be in a URL.
+        #[flag("db-password-file")]
+        pub password_file: Option<PathBuf> = None,
+        /// TLS to PostgreSQL, as libpq's sslmode: disable, prefer (TLS when the server offers
+        /// it, unverified), require (TLS, unverified; verified as verify-ca when a CA file is
+        /// given), verify-ca (the certificate signed by a trusted CA), verify-full (and for the
+        /// host connected to). Default: the URL's `sslmode`, else prefer.
+        #[flag("db-tls-mode")]
+        pub tls_mode: Option<String> = None,
+        /// CA certificate (PEM) that signed the server's certificate (the URL's `sslrootcert`);
+        /// else the system's store and SSL_CERT_FILE.
+        #[flag("db-tls-ca")]
+        pub tls_ca_file: Option<PathBuf> = None,
+        /// Client certificate (PEM) for a server that asks for one (the URL's `sslcert`; with
+        /// --db-tls-key).
+        #[flag("db-tls-cert")]
+        pub tls_cert_file: Option<PathBuf> = None,
+        /// The client certificate's private key (PEM; the URL's `sslkey`).
+        #[flag("db-tls-key")]
+        pub tls_key_file: Option<PathBuf> = None,
     }
 }
 
@@ -162,6 +183,11 @@ impl std::fmt::Debug for DatabaseSettings {
             .field("connect_timeout", &self.connect_timeout)
             .field("statement_timeout", &self.statement_timeout)
             .field("write_timeout", &self.write_timeout)
+            .field("password_file", &self.password_file)
+            .field("tls_mode", &self.tls_mode)
+            .field("tls_ca_file", &self.tls_ca_file)
+            .field("tls_cert_file", &self.tls_cert_file)
+            .field("tls_key_file", &self.tls_key_file)
             .finish()
     }
 }
@@ -337,6 +363,13 @@ section! {
         /// How long a signed link (and the browser session it opens) stays valid.
         #[flag("link-ttl")]
         pub link_ttl: Dur = defaults::LINK_TTL,
+        /// Serve HTTPS with this certificate chain (PEM; with --http-tls-key); read again when
+        /// the file changes (a rotation in place), the connections open kept. Off by default.
+        #[flag("http-tls-cert")]
+        pub tls_cert_file: Option<PathBuf> = None,
+        /// The listener certificate's private key (PEM).
+        #[flag("http-tls-key")]
+        pub tls_key_file: Option<PathBuf> = None,
     }
 }
 
@@ -402,6 +435,16 @@ section! {
         /// `{"input": {"APIKey": KEY}}`; the token is read from `data.<field>.token`).
         #[flag("token-mutation")]
         pub token_mutation: String = defaults::TOKEN_MUTATION.into(),
+        /// CA certificate (PEM) of the REST service and its GraphQL endpoint, trusted besides the
+        /// system's store and SSL_CERT_FILE.
+        #[flag("rest-tls-ca")]
+        pub tls_ca_file: Option<PathBuf> = None,
+        /// Client certificate (PEM) for a REST service that asks for one (with --rest-tls-key).
+        #[flag("rest-tls-cert")]
+        pub tls_cert_file: Option<PathBuf> = None,
+        /// The REST client certificate's private key (PEM).
+        #[flag("rest-tls-key")]
+        pub tls_key_file: Option<PathBuf> = None,
     }
 }
 

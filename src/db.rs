@@ -3,11 +3,11 @@
 //! the one place where database errors are classified by SQLSTATE; whether it is a standby.
 
 mod error;
+mod tls;
 
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use sqlx::migrate::MigrateDatabase;
 use sqlx::pool::PoolConnection;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{ConnectOptions, Connection, Executor, PgConnection, PgPool, Postgres};
@@ -32,6 +32,8 @@ pub struct Db {
     place: String,
     /// The client-side bound of one batch write (`database.write_timeout`).
     write_timeout: Duration,
+    /// Whether its sessions are encrypted (TLS), as the server says; `None` when not asked.
+    encrypted: Option<bool>,
 }
 
 /// `host:port/database` of a URL, for messages.
@@ -55,7 +57,61 @@ fn options(s: &DatabaseSettings) -> Result<PgConnectOptions, DbError> {
         url: redact_url(&s.url),
         reason: e.to_string().chars().take(200).collect(),
     })?;
+    let opts = tls::apply(opts, s)?;
     Ok(opts.log_slow_statements(LIBRARY_NOTICES, SLOW_STATEMENT))
+}
+
+/// The same server's maintenance database `postgres`, to look up and create the log's own.
+fn maintenance(opts: &PgConnectOptions) -> PgConnectOptions {
+    opts.clone().database("postgres")
+}
+
+/// Whether the database of `opts` exists (asked of the maintenance database, with the same
+/// TLS and credentials).
+async fn database_exists(opts: &PgConnectOptions) -> Result<bool, sqlx::Error> {
+    let name = opts.get_database().unwrap_or("postgres").to_owned();
+    let mut conn = PgConnection::connect_with(&maintenance(opts)).await?;
+    let exists = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)")
+        .bind(name)
+        .fetch_one(&mut conn)
+        .await;
+    let _ = conn.close().await;
+    exists
+}
+
+/// Creates the database of `opts`.
+async fn create_database(opts: &PgConnectOptions) -> Result<(), sqlx::Error> {
+    let name = opts
+        .get_database()
+        .unwrap_or("postgres")
+        .replace('"', "\"\"");
+    let mut conn = PgConnection::connect_with(&maintenance(opts)).await?;
+    let created = conn
+        .execute(format!("CREATE DATABASE \"{name}\"").as_str())
+        .await;
+    let _ = conn.close().await;
+    created.map(|_| ())
+}
+
+/// Whether the sessions of `pool` are encrypted (asked of the server), and a WARN when a
+/// database on another machine is reached in clear.
+/// Asked on a connection of the login role (a session's `pg_stat_ssl` row is hidden from a role
+/// it switched to).
+async fn check_encrypted(
+    conn: &mut PgConnection,
+    place: &str,
+    opts: &PgConnectOptions,
+) -> Option<bool> {
+    let ask =
+        sqlx::query_scalar::<_, bool>("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()")
+            .fetch_one(conn);
+    let encrypted = tokio::time::timeout(PING_TIMEOUT, ask).await.ok()?.ok()?;
+    if !encrypted && !tls::is_local(opts) {
+        tracing::warn!(place = %place, "the connection to PostgreSQL is not encrypted: the audit log's payloads cross the network in clear; set sslmode=verify-full (database.tls_mode) and database.tls_ca_file");
+    } else if !encrypted && !tls::may_be_plain(opts) {
+        tracing::debug!(place = %place, "PostgreSQL session not encrypted");
+    }
+    Some(encrypted)
 }
 
 /// The level of sqlx's own notices of a statement slower than [`SLOW_STATEMENT`] and of a slow
@@ -88,13 +144,17 @@ impl Db {
     /// Whether the server answers (and lets this user look up its databases), changing nothing:
     /// what `run` checks before it creates anything. Returns whether the database exists.
     pub(crate) async fn reach(s: &DatabaseSettings) -> Result<bool, DbError> {
+        tls::explained(Self::reach_as_is(s).await, s).await
+    }
+
+    async fn reach_as_is(s: &DatabaseSettings) -> Result<bool, DbError> {
         let opts = options(s)?;
         let place = place_of(&opts);
         bounded(
             &place,
             s.connect_timeout.get(),
             "look up the database",
-            async { Postgres::database_exists(&s.url).await },
+            database_exists(&opts),
         )
         .await
         .map_err(|e| e.at(&place))
@@ -103,24 +163,32 @@ impl Db {
     /// The writer's pool: creates the database if missing, applies the migrations as the
     /// connecting user, then opens connections that work as [`WRITER_ROLE`].
     pub async fn open_writer(s: &DatabaseSettings) -> Result<Db, DbError> {
+        tls::explained(Self::open_writer_as_is(s).await, s).await
+    }
+
+    async fn open_writer_as_is(s: &DatabaseSettings) -> Result<Db, DbError> {
         let opts = options(s)?;
         let place = place_of(&opts);
         let limit = s.connect_timeout.get();
-        let exists = bounded(&place, limit, "look up the database", async {
-            Postgres::database_exists(&s.url).await
-        })
+        let exists = bounded(
+            &place,
+            limit,
+            "look up the database",
+            database_exists(&opts),
+        )
         .await
         .map_err(|e| e.at(&place))?;
         if !exists {
-            let created = bounded(&place, limit, "create the database", async {
-                Postgres::create_database(&s.url).await
-            })
-            .await;
+            let created =
+                bounded(&place, limit, "create the database", create_database(&opts)).await;
             // Another instance may have created it meanwhile.
             if let Err(e) = created {
-                let exists = bounded(&place, limit, "look up the database", async {
-                    Postgres::database_exists(&s.url).await
-                })
+                let exists = bounded(
+                    &place,
+                    limit,
+                    "look up the database",
+                    database_exists(&opts),
+                )
                 .await;
                 if !exists.unwrap_or(false) {
                     return Err(e.at(&place));
@@ -130,6 +198,7 @@ impl Db {
         // A deadlock with another session (a migration's DDL against another daemon's
         // writes) rolls the migration back: try again on a new connection, a few times.
         let mut attempt = 1u32;
+        let mut encrypted = None;
         loop {
             let mut conn = bounded(&place, limit, "connect", PgConnection::connect_with(&opts))
                 .await
@@ -139,6 +208,9 @@ impl Db {
                 let newer = error::newer_schema(&mut conn, &place).await;
                 let _ = conn.close().await;
                 return Err(newer);
+            }
+            if encrypted.is_none() {
+                encrypted = check_encrypted(&mut conn, &place, &opts).await;
             }
             let _ = conn.close().await;
             match ran {
@@ -184,6 +256,7 @@ impl Db {
             pool,
             place,
             write_timeout: s.write_timeout.get(),
+            encrypted,
         };
         db.ensure_partitions(Utc::now()).await?;
         Ok(db)
@@ -195,6 +268,10 @@ impl Db {
         s: &DatabaseSettings,
         connections: u32,
     ) -> Result<Db, DbError> {
+        tls::explained(Self::open_existing_as_is(s, connections).await, s).await
+    }
+
+    async fn open_existing_as_is(s: &DatabaseSettings, connections: u32) -> Result<Db, DbError> {
         // No JIT: compiling a plan over every partition cost more (0.6 s) than a proof's reads.
         let opts = options(s)?.options([("jit", "off")]);
         let place = place_of(&opts);
@@ -210,6 +287,7 @@ impl Db {
                 .await
                 .ctx("look up the audit schema")
                 .map_err(|e| e.at(&place))?;
+        let encrypted = check_encrypted(&mut first, &place, &opts).await;
         let _ = first.close().await;
         if !migrated {
             return Err(DbError::NotMigrated { place });
@@ -226,6 +304,7 @@ impl Db {
             pool,
             place,
             write_timeout: s.write_timeout.get(),
+            encrypted,
         })
     }
 
@@ -236,7 +315,13 @@ impl Db {
             pool,
             place,
             write_timeout: crate::config::defaults::DB_WRITE_TIMEOUT.get(),
+            encrypted: None,
         }
+    }
+
+    /// Whether its sessions are encrypted, as the server said at open (`None`: not asked).
+    pub(crate) fn encrypted(&self) -> Option<bool> {
+        self.encrypted
     }
 
     /// The client-side bound of one batch write.
@@ -366,6 +451,7 @@ pub(crate) fn forget(conn: PoolConnection<Postgres>) {
 /// Drops a database (the demo's own, recreated at each start).
 #[cfg(feature = "dev")]
 pub(crate) async fn drop_database(url: &str) -> Result<(), DbError> {
+    use sqlx::migrate::MigrateDatabase;
     Postgres::force_drop_database(url)
         .await
         .ctx("drop database")

@@ -48,6 +48,7 @@ pub(crate) mod telemetry;
 #[doc(hidden)]
 pub mod test_support;
 pub mod tlog;
+pub(crate) mod tls;
 pub(crate) mod verify;
 pub(crate) mod witnessed;
 

@@ -96,6 +96,8 @@ pub(crate) struct Copies {
     pub(crate) timeout: Duration,
     /// How an `s3://` copy is reached (endpoint, region, credentials' files).
     pub(crate) object_store: crate::config::ObjectStoreSettings,
+    /// The TLS of copies read over HTTPS (`witness.tls_*`).
+    pub(crate) tls: crate::tls::Peer,
 }
 
 impl Copies {
@@ -120,7 +122,7 @@ impl Copies {
 
     /// The copy's read path and its checkpoint: as given, else under its origin's folder.
     async fn open(&self, copy: &str) -> Result<(Source, String), String> {
-        let src = Source::open(copy, self.timeout, &self.object_store)?;
+        let src = Source::open(copy, self.timeout, &self.object_store, &self.tls)?;
         match src.checkpoint().await {
             Ok(n) => Ok((src, n)),
             Err(FetchError::NotFound { .. }) => {

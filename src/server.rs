@@ -19,7 +19,8 @@ use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
+use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 
 use limits::{Limits, Slot, Slots, Watched};
@@ -106,7 +107,14 @@ const DRAIN: Duration = Duration::from_secs(2);
 
 /// Serves `router` on an already bound listener until `stop` is cancelled, within `limits`
 /// (see [`limits`]); then lets requests in progress finish for a moment and closes the rest.
-pub async fn serve(listener: TcpListener, router: Router, limits: Limits, stop: CancellationToken) {
+/// With `tls`, each connection's handshake comes first, within the head timeout.
+pub async fn serve(
+    listener: TcpListener,
+    router: Router,
+    limits: Limits,
+    tls: Option<TlsAcceptor>,
+    stop: CancellationToken,
+) {
     let slots = Arc::new(Slots::new());
     let mut conns = tokio::task::JoinSet::new();
     let mut refused_at = None::<std::time::Instant>;
@@ -134,15 +142,26 @@ pub async fn serve(listener: TcpListener, router: Router, limits: Limits, stop: 
             drop(sock);
             continue;
         };
-        conns.spawn(serve_one(
-            sock,
-            router.clone(),
-            limits,
-            slot,
-            id,
-            slots.clone(),
-            stop.clone(),
-        ));
+        let _ = sock.set_nodelay(true);
+        let watched = Watched::new(sock, &slot, &slots);
+        let (router, slots, stop) = (router.clone(), slots.clone(), stop.clone());
+        match tls.clone() {
+            None => conns.spawn(serve_one(watched, router, limits, slot, id, slots, stop)),
+            Some(acceptor) => conns.spawn(async move {
+                let shaken =
+                    tokio::time::timeout(limits.header_timeout, acceptor.accept(watched)).await;
+                match shaken {
+                    Ok(Ok(stream)) => {
+                        serve_one(stream, router, limits, slot, id, slots, stop).await;
+                    }
+                    Ok(Err(e)) => {
+                        tracing::debug!(error = %e, "TLS handshake with a client failed");
+                        slots.release(id);
+                    }
+                    Err(_) => slots.release(id),
+                }
+            }),
+        };
     }
     let drained =
         tokio::time::timeout(DRAIN, async { while conns.join_next().await.is_some() {} }).await;
@@ -154,17 +173,18 @@ pub async fn serve(listener: TcpListener, router: Router, limits: Limits, stop: 
 /// One connection: HTTP/1.1 with the head limits, closed when idle too long, when its slot is
 /// given to a newer connection, or (after its request in progress) when the listener stops or
 /// it is older than `max_age`.
-async fn serve_one(
-    sock: TcpStream,
+async fn serve_one<S>(
+    sock: S,
     router: Router,
     limits: Limits,
     slot: Slot,
     id: i64,
     slots: Arc<Slots>,
     stop: CancellationToken,
-) {
-    let _ = sock.set_nodelay(true);
-    let io = TokioIo::new(Watched::new(sock, &slot, &slots));
+) where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let io = TokioIo::new(sock);
     let busy = slot.busy.clone();
     let service = hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
         let mut router = router.clone();

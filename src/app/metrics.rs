@@ -26,6 +26,8 @@ pub struct Metrics {
     pub(crate) retention: Arc<RetentionMetrics>,
     pub(crate) restore: RestoreMetrics,
     pub(crate) erasure: ErasureMetrics,
+    /// `event_audit_connection_tls{peer}`: 1 when the connection to a peer is encrypted.
+    connection_tls: prometheus::IntGaugeVec,
 }
 
 impl Metrics {
@@ -60,6 +62,12 @@ impl Metrics {
             retention: Arc::new(RetentionMetrics::new(&registry)),
             restore: RestoreMetrics::new(&registry),
             erasure: ErasureMetrics::new(&registry),
+            connection_tls: gauge_vec(
+                &registry,
+                "event_audit_connection_tls",
+                "1 when the connection to the peer (database, nats, rest, object_store) is encrypted with TLS, 0 when it is in clear",
+                &["peer"],
+            ),
             registry,
         }
     }
@@ -77,6 +85,14 @@ impl Metrics {
         )
         .with_label_values(&[name])
         .set(1);
+    }
+
+    /// Whether the connection to `peer` (`database`, `nats`, `rest`, `object_store`) is
+    /// encrypted.
+    pub(crate) fn set_connection_tls(&self, peer: &str, encrypted: bool) {
+        self.connection_tls
+            .with_label_values(&[peer])
+            .set(i64::from(encrypted));
     }
 
     /// The text exposition format.

@@ -99,6 +99,8 @@ pub struct S3Store {
     creds: Credentials,
     timeout: Duration,
     place: String,
+    /// The endpoint's TLS settings, for the message of a refused certificate.
+    tls: crate::tls::Peer,
 }
 
 /// One request: what, where, and what it carries.
@@ -126,7 +128,15 @@ impl S3Store {
         };
         let base = endpoint(s.endpoint.as_deref(), &s.region).map_err(setup)?;
         let timeout = s.request_timeout.get();
-        let http = reqwest::Client::builder()
+        let tls = crate::tls::Peer::new(
+            "the object store",
+            "object_store",
+            s.tls_ca_file.as_ref(),
+            s.tls_cert_file.as_ref(),
+            s.tls_key_file.as_ref(),
+        );
+        let http = crate::tls::https_client(&tls)
+            .map_err(|e| setup(e.to_string()))?
             .timeout(timeout)
             .connect_timeout(timeout.min(MAX_CONNECT))
             .redirect(reqwest::redirect::Policy::none())
@@ -142,6 +152,7 @@ impl S3Store {
             region: s.region.clone(),
             creds,
             timeout,
+            tls,
         })
     }
 

@@ -78,6 +78,11 @@ options_group! {
     pub struct DatabaseArgs = [
         DatabaseUrlArg,
         "database.connect_timeout",
+        "database.password_file",
+        "database.tls_mode",
+        "database.tls_ca_file",
+        "database.tls_cert_file",
+        "database.tls_key_file",
     ];
 }
 
@@ -168,6 +173,15 @@ options_group! {
         "http.idle_timeout",
         "http.max_connections",
         "http.max_header_bytes",
+        ListenerTlsArgs,
+    ];
+}
+
+options_group! {
+    /// HTTPS on a listener (the daemon's, the witness's).
+    pub struct ListenerTlsArgs = [
+        "http.tls_cert_file",
+        "http.tls_key_file",
     ];
 }
 
@@ -186,6 +200,9 @@ options_group! {
         "rest.graphql_url",
         "rest.api_key_file",
         "rest.token_mutation",
+        "rest.tls_ca_file",
+        "rest.tls_cert_file",
+        "rest.tls_key_file",
     ];
 }
 

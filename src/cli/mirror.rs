@@ -36,9 +36,12 @@ pub struct MirrorArgs {
     /// directory or s3://BUCKET/PREFIX (with the settings file's [object_store]).
     #[arg(long, value_name = "DIR|s3://BUCKET/PREFIX")]
     pub(crate) dir: String,
-    /// A settings file: its [object_store] is read for an s3:// --dir.
-    #[arg(long, env = "EVENT_AUDIT_CONFIG")]
-    pub(crate) config: Option<PathBuf>,
+    /// A settings file: its [object_store] is read for an s3:// --dir, its [witness] TLS for
+    /// an https:// --log-url.
+    #[command(flatten)]
+    pub(crate) config: super::args::ConfigArg,
+    #[command(flatten)]
+    pub(crate) tls: super::witness_args::WitnessTlsArgs,
     /// Pull again every INTERVAL (e.g. 10s) until stopped, never exiting on a failure.
     #[arg(long, value_name = "INTERVAL")]
     pub(crate) follow: Option<Dur>,
@@ -61,14 +64,20 @@ pub fn run(args: MirrorArgs) -> anyhow::Result<ExitCode> {
         .as_deref()
         .map(crate::witnessed::signer::load_policy)
         .transpose()?;
-    let source = Source::parse(&args.log_url, args.timeout.into()).map_err(anyhow::Error::msg)?;
+    let settings = args.config.load()?;
+    let source = Source::parse(
+        &args.log_url,
+        args.timeout.into(),
+        &Source::tls_of(&settings.witness),
+    )
+    .map_err(anyhow::Error::msg)?;
     let log = Log {
         source,
         key,
         policy,
         max_leaves: args.max_leaves_per_pull,
     };
-    let dir = super::tiles_at(&args.dir, args.config.as_deref())?;
+    let dir = super::tiles_at(&args.dir, args.config.config.as_deref())?;
     super::runtime()?.block_on(async {
         match args.follow {
             Some(every) => follow(log, dir, every, args.metrics_listen).await,

@@ -27,6 +27,8 @@ pub struct RestoreArgs {
     pub(crate) config: ConfigArg,
     #[command(flatten)]
     pub(crate) database: StatementDatabaseArgs,
+    #[command(flatten)]
+    pub(crate) tls: super::witness_args::WitnessTlsArgs,
     /// A copy of the log's tiles: a directory, a file:// URL, an http(s):// prefix, or
     /// s3://BUCKET/PREFIX (with the settings file's [object_store]); with or without a mirror's
     /// `<hex sha256(origin)>/` folder; repeat to try several in order.
@@ -72,6 +74,7 @@ pub fn run(args: RestoreArgs) -> anyhow::Result<ExitCode> {
         copies: args.from.clone(),
         timeout: COPY_TIMEOUT,
         object_store: settings.object_store.clone(),
+        tls: crate::mirror::source::Source::tls_of(&settings.witness),
     };
     let out = super::runtime()?.block_on(async {
         let remembered = match &state {

@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use super::args::ConfigArg;
+use super::args::{ConfigArg, ListenerTlsArgs};
 use crate::app::shutdown_signal;
 use crate::witnessed::witness::WitnessServer;
 
@@ -31,6 +31,7 @@ options_group! {
         "witness_server.state_dir",
         "witness_server.listen",
         "witness_server.max_connection_age",
+        ListenerTlsArgs,
     ];
 }
 

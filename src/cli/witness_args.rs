@@ -13,6 +13,17 @@ options_group! {
         "witness.restore_from",
         PolicyArg,
         PlaceArgs,
+        WitnessTlsArgs,
+    ];
+}
+
+options_group! {
+    /// TLS of the witnesses and of a log's tiles read over HTTPS (`mirror --log-url`,
+    /// `--restore-from`, `restore-leaves --from`).
+    pub struct WitnessTlsArgs = [
+        "witness.tls_ca_file",
+        "witness.tls_cert_file",
+        "witness.tls_key_file",
     ];
 }
 

@@ -33,6 +33,13 @@ section! {
         pub session_token_file: Option<PathBuf> = None,
         /// How long one request may take, connecting and the whole body included.
         pub request_timeout: Dur = defaults::OBJECT_STORE_REQUEST_TIMEOUT,
+        /// CA certificate (PEM) of the store's endpoint, trusted besides the system's store and
+        /// SSL_CERT_FILE.
+        pub tls_ca_file: Option<PathBuf> = None,
+        /// Client certificate (PEM) for a store that asks for one (with `tls_key_file`).
+        pub tls_cert_file: Option<PathBuf> = None,
+        /// The client certificate's private key (PEM).
+        pub tls_key_file: Option<PathBuf> = None,
     }
 }
 

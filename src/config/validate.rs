@@ -90,6 +90,10 @@ impl Settings {
     }
 }
 
+/// libpq's `sslmode` values, as `database.tls_mode` takes them.
+pub(crate) const DB_TLS_MODES: [&str; 5] =
+    ["disable", "prefer", "require", "verify-ca", "verify-full"];
+
 impl Settings {
     /// The audit log's database (and the demo's): its URL, connections and timeouts.
     fn check_database(&self, c: &mut Check) {
@@ -102,6 +106,15 @@ impl Settings {
                 redact_url(&self.demo.database_url),
                 why,
             );
+        }
+        if let Some(mode) = &self.database.tls_mode {
+            if !DB_TLS_MODES.contains(&mode.as_str()) {
+                c.fail(
+                    "database.tls_mode",
+                    mode,
+                    "one of disable, prefer, require, verify-ca, verify-full (libpq's sslmode)",
+                );
+            }
         }
         c.range("database.connections", self.database.connections, 1, 100);
         c.dur(

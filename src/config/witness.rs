@@ -112,6 +112,17 @@ section! {
         /// signed (after --tiles-dir or --tiles-url); repeat, or comma-separate.
         #[flag("restore-from", was = "EVENT_AUDIT_RESTORE_FROM")]
         pub restore_from: Vec<String> = Vec::new(),
+        /// CA certificate (PEM) of the witnesses and of the logs read over HTTPS (`mirror
+        /// --log-url`, `--restore-from`), trusted besides the system's store and SSL_CERT_FILE.
+        #[flag("witness-tls-ca")]
+        pub tls_ca_file: Option<PathBuf> = None,
+        /// Client certificate (PEM) presented to those servers when they ask for one (with
+        /// --witness-tls-key).
+        #[flag("witness-tls-cert")]
+        pub tls_cert_file: Option<PathBuf> = None,
+        /// Its private key (PEM).
+        #[flag("witness-tls-key")]
+        pub tls_key_file: Option<PathBuf> = None,
     }
 }
 

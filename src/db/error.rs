@@ -48,6 +48,17 @@ pub enum DbError {
     Missing { place: String },
     #[error("database {place} holds no audit log (schema `audit` missing); run `event-audit run` against it first")]
     NotMigrated { place: String },
+    #[error(transparent)]
+    Tls(crate::tls::TlsError),
+    /// The server's certificate (or the handshake) refused, with what it presented.
+    #[error("PostgreSQL {action} at {place}: {line}")]
+    TlsRefused {
+        action: &'static str,
+        place: String,
+        line: String,
+    },
+    #[error("{0}")]
+    Password(String),
     #[error("{what} is corrupt: {why}; run `event-audit verify` to find what changed")]
     Corrupt {
         what: &'static str,
@@ -96,12 +107,24 @@ fn describe(action: &str, e: &sqlx::Error) -> String {
             Some(code) => format!("{} (SQLSTATE {code})", db.message()),
             None => db.message().to_owned(),
         },
+        sqlx::Error::Io(_) | sqlx::Error::Tls(_) if refused(e).is_some() => refused(e)
+            .map(|r| r.short("database"))
+            .unwrap_or_default(),
         sqlx::Error::Io(io) => format!("{io}; check that PostgreSQL listens there"),
         sqlx::Error::Tls(e) => format!("TLS: {e}"),
         sqlx::Error::PoolTimedOut => {
             "no connection available in time (server down or overloaded)".into()
         }
         other => other.to_string(),
+    }
+}
+
+/// The TLS refusal in a connection's error, if that is what it is.
+pub(crate) fn refused(e: &sqlx::Error) -> Option<crate::tls::Refusal> {
+    match e {
+        sqlx::Error::Io(io) => crate::tls::refusal(io),
+        sqlx::Error::Tls(t) => crate::tls::refusal(t.as_ref()),
+        _ => None,
     }
 }
 
@@ -165,6 +188,8 @@ impl DbError {
                     | sqlx::Error::ColumnDecode { .. }
                     | sqlx::Error::Encode(_)
                     | sqlx::Error::Decode(_) => Class::Permanent,
+                    // A certificate refused does not become trusted by trying again.
+                    sqlx::Error::Io(_) if refused(cause).is_some() => Class::Permanent,
                     _ => Class::Transient,
                 },
             },
@@ -174,6 +199,9 @@ impl DbError {
             | DbError::Url { .. }
             | DbError::Missing { .. }
             | DbError::NotMigrated { .. }
+            | DbError::Tls(_)
+            | DbError::TlsRefused { .. }
+            | DbError::Password(_)
             | DbError::Corrupt { .. } => Class::Permanent,
         }
     }

@@ -37,7 +37,13 @@ pub(crate) async fn run(f: Follow, stop: CancellationToken) {
             .route("/metrics", get(render))
             .with_state(registry.clone());
         let limits = Limits::from_settings(&crate::config::HttpSettings::default());
-        tokio::spawn(crate::server::serve(listener, router, limits, stop.clone()))
+        tokio::spawn(crate::server::serve(
+            listener,
+            router,
+            limits,
+            None,
+            stop.clone(),
+        ))
     });
     let mut tick = tokio::time::interval(f.every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

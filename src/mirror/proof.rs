@@ -42,7 +42,7 @@ pub(crate) async fn tiles_for_bundle(
     leaves: &[u64],
     timeout: Duration,
 ) -> Result<TreeTiles, PullError> {
-    let top = Source::parse(at, timeout).map_err(PullError::Refused)?;
+    let top = Source::parse(at, timeout, &Default::default()).map_err(PullError::Refused)?;
     // One fetch of the checkpoint: at the prefix, or in a mirror's copy of the bundle's log.
     let (source, note) = top.locate(origin).await.map_err(PullError::served)?;
     let log = Log {

@@ -119,18 +119,22 @@ pub(crate) use crate::log::tiles::origin_dir;
 impl Source {
     /// `http(s)://...` (the log's prefix), `file://...` or a directory path; each request may
     /// take `timeout` at most.
-    pub(crate) fn parse(s: &str, timeout: Duration) -> Result<Source, String> {
+    pub(crate) fn parse(
+        s: &str,
+        timeout: Duration,
+        tls: &crate::tls::Peer,
+    ) -> Result<Source, String> {
         if s.starts_with("http://") || s.starts_with("https://") {
             let mut base = url::Url::parse(s)
                 .map_err(|e| format!("{}: not a URL ({e})", crate::config::redact_url(s)))?;
             if !base.path().ends_with('/') {
                 base.set_path(&format!("{}/", base.path()));
             }
-            let client = reqwest::Client::builder()
+            let client = crate::tls::https_client(tls)
+                .map_err(|e| e.to_string())?
                 .timeout(timeout)
                 .connect_timeout(timeout.min(MAX_CONNECT))
                 .redirect(same_origin())
-                .user_agent(concat!("event-audit/", env!("CARGO_PKG_VERSION")))
                 .build()
                 .map_err(|e| format!("building the HTTP client: {}", e.without_url()))?;
             return Ok(Source::Http {
@@ -155,15 +159,28 @@ impl Source {
         Ok(Source::Dir(PathBuf::from(s)))
     }
 
+    /// The TLS of a log read over HTTPS (`witness.tls_*`: the witnesses' and logs' CA and
+    /// client certificate).
+    pub(crate) fn tls_of(s: &crate::config::WitnessSettings) -> crate::tls::Peer {
+        crate::tls::Peer::new(
+            "the log",
+            "witness",
+            s.tls_ca_file.as_ref(),
+            s.tls_cert_file.as_ref(),
+            s.tls_key_file.as_ref(),
+        )
+    }
+
     /// As [`Source::parse`], and `s3://bucket/prefix` too, with the object store `settings`
     /// (their request timeout bounds each read there).
     pub(crate) fn open(
         s: &str,
         timeout: Duration,
         settings: &crate::config::ObjectStoreSettings,
+        tls: &crate::tls::Peer,
     ) -> Result<Source, String> {
         if !s.starts_with("s3://") {
-            return Source::parse(s, timeout);
+            return Source::parse(s, timeout, tls);
         }
         let at = crate::blobs::Location::parse(s)?;
         let store = crate::blobs::Store::open(&at, settings).map_err(|e| e.to_string())?;
@@ -429,6 +446,12 @@ async fn http_get(
 /// What a failed request was: a refused redirect, a timeout, or the log unreachable.
 fn http_error(url: &str, what: &'static str, e: reqwest::Error) -> FetchError {
     use std::error::Error;
+    if let Some(r) = crate::tls::refusal(&e) {
+        return FetchError::Refused {
+            url: url.to_owned(),
+            why: r.short("witness"),
+        };
+    }
     let mut cause = e.source();
     while let Some(c) = cause {
         if let Some(r) = c.downcast_ref::<Redirected>() {

@@ -22,7 +22,8 @@ fn a_bucket_is_read_with_the_object_store_s_settings_and_named_by_its_location()
             settings.secret_access_key_file = Some(path);
         }
     }
-    let s = Source::open("s3://bucket/log/tiles/", T, &settings).expect("a bucket");
+    let s = Source::open("s3://bucket/log/tiles/", T, &settings, &Default::default())
+        .expect("a bucket");
     assert!(matches!(s, Source::Store { .. }));
     assert_eq!(s.shown("checkpoint"), "s3://bucket/log/tiles/checkpoint");
     assert_eq!(
@@ -31,25 +32,31 @@ fn a_bucket_is_read_with_the_object_store_s_settings_and_named_by_its_location()
     );
     // Without credentials (neither files nor AWS_* here), refused, naming what to set.
     if std::env::var_os("AWS_ACCESS_KEY_ID").is_none() {
-        let err = Source::open("s3://bucket/log", T, &Default::default())
-            .err()
-            .unwrap_or_default();
+        let err = Source::open(
+            "s3://bucket/log",
+            T,
+            &Default::default(),
+            &Default::default(),
+        )
+        .err()
+        .unwrap_or_default();
         assert!(err.contains("no S3 credentials"), "{err}");
     }
     // Elsewhere, as before.
     assert!(matches!(
-        Source::open("/var/tiles", T, &settings),
+        Source::open("/var/tiles", T, &settings, &Default::default()),
         Ok(Source::Dir(_))
     ));
 }
 
 #[test]
 fn a_log_is_a_url_prefix_a_file_url_or_a_directory() {
-    let Ok(Source::Http { base, .. }) = Source::parse("http://h:1/log", T) else {
+    let Ok(Source::Http { base, .. }) = Source::parse("http://h:1/log", T, &Default::default())
+    else {
         panic!("an HTTP prefix");
     };
     assert_eq!(base.as_str(), "http://h:1/log/");
-    let s = Source::parse("https://u:secret@h/log/", T).expect("https");
+    let s = Source::parse("https://u:secret@h/log/", T, &Default::default()).expect("https");
     assert_eq!(
         s.shown("tile/0/000"),
         "https://u:***@h/log/tile/0/000",
@@ -59,16 +66,16 @@ fn a_log_is_a_url_prefix_a_file_url_or_a_directory() {
         s.child(&origin_dir("o")).shown("checkpoint"),
         format!("https://u:***@h/log/{}/checkpoint", origin_dir("o"))
     );
-    let Ok(Source::Dir(d)) = Source::parse("file:///var/log/copy", T) else {
+    let Ok(Source::Dir(d)) = Source::parse("file:///var/log/copy", T, &Default::default()) else {
         panic!("a file URL");
     };
     assert_eq!(d, PathBuf::from("/var/log/copy"));
-    let Ok(Source::Dir(d)) = Source::parse("copy/log", T) else {
+    let Ok(Source::Dir(d)) = Source::parse("copy/log", T, &Default::default()) else {
         panic!("a directory");
     };
     assert_eq!(d, PathBuf::from("copy/log"));
-    assert!(Source::parse("ftp://h/log", T).is_err());
-    assert!(Source::parse("file://host/x", T).is_err());
+    assert!(Source::parse("ftp://h/log", T, &Default::default()).is_err());
+    assert!(Source::parse("file://host/x", T, &Default::default()).is_err());
 }
 
 #[test]

@@ -34,6 +34,8 @@ pub struct RestConfig {
     pub retries: u32,
     /// The first backoff; doubled per retry, capped at 10 s.
     pub backoff: Duration,
+    /// TLS: the CA file and client certificate (`rest.tls_*`), besides the system's store.
+    pub tls: crate::tls::Peer,
 }
 
 impl std::fmt::Debug for RestConfig {
@@ -110,6 +112,13 @@ impl RestConfig {
             rate: s.rate,
             retries: s.retries,
             backoff: s.backoff.get(),
+            tls: crate::tls::Peer::new(
+                "the REST service",
+                "rest",
+                s.tls_ca_file.as_ref(),
+                s.tls_cert_file.as_ref(),
+                s.tls_key_file.as_ref(),
+            ),
         })
     }
 }
@@ -252,6 +261,9 @@ pub enum RestError {
     Status { endpoint: Endpoint, status: u16 },
     #[error("{endpoint}: {problem}")]
     Request { endpoint: Endpoint, problem: String },
+    /// The service's certificate (or the handshake) refused: one line, never retried.
+    #[error("{endpoint}: {line}")]
+    Tls { endpoint: Endpoint, line: String },
 }
 
 impl RestError {

@@ -59,6 +59,7 @@ pub(crate) async fn at_start(
         copies: copies_of(s),
         timeout: COPY_TIMEOUT,
         object_store: s.object_store.clone(),
+        tls: crate::mirror::source::Source::tls_of(&s.witness),
     };
     let remembered = s.witness.signer_state_path().and_then(|p| {
         Memory::load(&p, &key.public())

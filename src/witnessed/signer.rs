@@ -51,6 +51,8 @@ pub enum CheckpointError {
     #[error("witness policy {path}: {why}")]
     Policy { path: String, why: String },
     #[error(transparent)]
+    Tls(#[from] crate::tls::TlsError),
+    #[error(transparent)]
     Db(#[from] DbError),
     #[error(transparent)]
     Bus(#[from] BusError),
@@ -128,6 +130,17 @@ impl Signer {
             why: "no signer state file (--signer-state)".into(),
         })?;
         let limit = s.publish_timeout.get();
+        let tls = crate::tls::Peer::new(
+            "a witness",
+            "witness",
+            s.tls_ca_file.as_ref(),
+            s.tls_cert_file.as_ref(),
+            s.tls_key_file.as_ref(),
+        );
+        if policy.is_some() {
+            // A CA or client certificate that cannot be read stops the start, named.
+            crate::tls::client_config(&tls)?;
+        }
         let tiles = s.tiles_dir.as_ref().map(|d| {
             Mutex::new(TileWriter::new(
                 Tiles::dir(d.clone()),
@@ -153,7 +166,7 @@ impl Signer {
             limit,
             metrics,
             state,
-            witnesses: policy.map(|p| Mutex::new(Witnesses::new(p, limit))),
+            witnesses: policy.map(|p| Mutex::new(Witnesses::new(p, limit, &tls))),
             last_refusal: Mutex::new(None),
             searched: Mutex::new(false),
             cross_checked: Mutex::new(false),

@@ -75,6 +75,8 @@ pub(crate) struct WitnessServer {
     listener: TcpListener,
     address: SocketAddr,
     limits: crate::server::limits::Limits,
+    /// HTTPS (`http.tls_cert_file`, `http.tls_key_file`), when asked for.
+    tls: Option<tokio_rustls::TlsAcceptor>,
 }
 
 fn read_key(path: &Path) -> Result<WitnessSigner, WitnessServerError> {
@@ -128,6 +130,11 @@ impl WitnessServer {
             path: dir.display().to_string(),
             source,
         })?;
+        let tls = crate::tls::listen::from_settings(
+            settings.http.tls_cert_file.as_deref(),
+            settings.http.tls_key_file.as_deref(),
+        )
+        .map_err(|e| WitnessServerError::Config(e.to_string()))?;
         let listener =
             TcpListener::bind(s.listen)
                 .await
@@ -140,7 +147,7 @@ impl WitnessServer {
         let mut origins: Vec<String> = logs.keys().cloned().collect();
         origins.sort();
         let metrics = WitnessServerMetrics::new(&registry, &origins);
-        tracing::info!(%address, witness = %signer.public().encode(), logs = %origins.join(", "), state = %dir.display(), "witness listening (POST /add-checkpoint, GET /metrics)");
+        tracing::info!(%address, https = tls.is_some(), witness = %signer.public().encode(), logs = %origins.join(", "), state = %dir.display(), "witness listening (POST /add-checkpoint, GET /metrics)");
         Ok(WitnessServer {
             inner: Arc::new(Inner {
                 signer,
@@ -152,6 +159,7 @@ impl WitnessServer {
             }),
             listener,
             address,
+            tls,
             limits: crate::server::limits::Limits {
                 max_age: Some(s.max_connection_age.get()),
                 ..crate::server::limits::Limits::from_settings(&settings.http)
@@ -177,7 +185,7 @@ impl WitnessServer {
                 http::count_errors,
             ))
             .with_state(self.inner);
-        crate::server::serve(self.listener, router, self.limits, stop).await;
+        crate::server::serve(self.listener, router, self.limits, self.tls, stop).await;
     }
 }
 

@@ -23,3 +23,5 @@ mod refusal;
 mod restore;
 mod secrets;
 mod standby;
+mod tls;
+mod tls_https;

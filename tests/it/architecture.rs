@@ -78,7 +78,7 @@ const LAYERS: &[&[&str]] = &[
     &["ingest", "reconcile", "evolution"],
     &["log"],
     &["db", "bus", "telemetry", "files", "blobs"],
-    &["row", "tlog"],
+    &["row", "tlog", "tls"],
     &["decode", "config"],
 ];
 

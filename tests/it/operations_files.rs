@@ -5,7 +5,8 @@
 //! Grafana version their schema needs, a data-source variable that file provisioning resolves,
 //! template variables (instance, supplier, batch) that every panel's query may use, one unit
 //! per panel, value mappings for states and "never" for ages of things that never happened; the
-//! Prometheus configuration example passes `promtool check config`. (Live checks, a real
+//! Prometheus configuration example passes `promtool check config`; the hardened systemd units
+//! of `deploy/` pass `systemd-analyze verify` and stay rated "OK" by its `security`. (Live checks, a real
 //! Prometheus evaluating every panel and rule: `tests/it/observability.rs`.)
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -342,4 +343,93 @@ fn the_prometheus_example_and_the_grafana_provisioning_files_fit_together() {
         dash.contains("DS_PROMETHEUS"),
         "says how ${{DS_PROMETHEUS}} resolves"
     );
+}
+
+/// The hardened systemd units of `deploy/` pass `systemd-analyze verify` with this build's
+/// binary in `ExecStart` (every directive known: an unknown one is only a warning there, so any
+/// output fails), and stay hardened: `systemd-analyze security --offline` rates each at most
+/// 2.0 ("OK"). Skipped, saying so, where systemd-analyze is not installed.
+#[test]
+fn the_systemd_units_verify_and_stay_hardened() {
+    let installed = std::process::Command::new("sh")
+        .args(["-c", "command -v systemd-analyze"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !installed {
+        eprintln!("skipped: systemd-analyze is not installed (Debian's systemd package has it)");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    for unit in ["event-audit.service", "event-audit-witness.service"] {
+        let text = file(&format!("deploy/{unit}"))
+            .replace("/usr/local/bin/event-audit", crate::support::BIN);
+        let path = dir.path().join(unit);
+        std::fs::write(&path, text).expect("write the unit");
+        let out = std::process::Command::new("systemd-analyze")
+            .arg("verify")
+            .arg(&path)
+            .output()
+            .expect("run systemd-analyze verify");
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            out.status.success() && said.trim().is_empty(),
+            "{unit}: {said}"
+        );
+        let out = std::process::Command::new("systemd-analyze")
+            .args(["security", "--offline=yes", "--no-pager"])
+            .arg(&path)
+            .output()
+            .expect("run systemd-analyze security");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let level: f64 = text
+            .lines()
+            .find_map(|l| l.split("Overall exposure level for ").nth(1))
+            .and_then(|l| l.split(": ").nth(1)?.split(' ').next()?.parse().ok())
+            .unwrap_or_else(|| panic!("{unit}: no exposure level in {text}"));
+        assert!(level <= 2.0, "{unit}: exposure {level}\n{text}");
+    }
+}
+
+/// docs/deployment.md's settings file is one the binary takes: every key known (the settings
+/// refuse unknown keys) and every value valid.
+#[test]
+fn the_deployment_guide_s_settings_file_is_valid() {
+    let page = file("docs/deployment.md");
+    let toml_block = page
+        .split("```toml\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("a TOML block in docs/deployment.md");
+    let mut settings: event_audit::config::Settings =
+        toml::from_str(toml_block).unwrap_or_else(|e| panic!("docs/deployment.md: {e}"));
+    // What deploy/event-audit.service passes in the environment: the credentials' files.
+    let unit = file("deploy/event-audit.service");
+    let creds = std::path::Path::new("/run/credentials/event-audit.service");
+    for (var, slot) in [
+        (
+            "EVENT_AUDIT_NATS_TLS_KEY_FILE",
+            &mut settings.nats.tls_key_file,
+        ),
+        (
+            "EVENT_AUDIT_WITNESS_SIGNING_KEY_FILE",
+            &mut settings.witness.signing_key_file,
+        ),
+        (
+            "EVENT_AUDIT_DATABASE_PASSWORD_FILE",
+            &mut settings.database.password_file,
+        ),
+    ] {
+        let line = unit
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("Environment={var}=%d/")))
+            .unwrap_or_else(|| panic!("the unit passes no {var}"));
+        *slot = Some(creds.join(line));
+    }
+    settings.validate().expect("valid settings");
+    assert!(settings.database.tls_ca_file.is_some());
+    assert!(settings.database.url.contains("sslmode=verify-full"));
 }

@@ -127,6 +127,7 @@ fn config(url: &str, token: TokenSource) -> RestConfig {
         rate: 0.0,
         retries: 0,
         backoff: Duration::from_millis(10),
+        tls: Default::default(),
     }
 }
 
@@ -170,6 +171,7 @@ async fn an_expired_token_is_read_again_from_its_file_once_per_401() {
         cfg.token.clone(),
         cfg.scheme,
         cfg.timeout,
+        &cfg.tls,
         Some(metrics.rest.clone()),
     )
     .expect("tokens");

@@ -193,6 +193,11 @@ impl S3Store {
                 after: self.timeout,
             };
         }
+        if let Some(r) = crate::tls::refusal(e) {
+            return BlobError::Tls {
+                line: self.tls.refused(&r, &self.place),
+            };
+        }
         let mut why = String::new();
         let mut cause: Option<&dyn std::error::Error> = Some(e);
         while let Some(c) = cause {

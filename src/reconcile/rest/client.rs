@@ -90,7 +90,13 @@ impl RestClient {
     /// `metrics`: where to count requests (the daemon), or `None` (a command-line run). The
     /// client has its own token.
     pub fn new(cfg: RestConfig, metrics: Option<RestMetrics>) -> Result<RestClient, RestError> {
-        let tokens = Tokens::new(cfg.token.clone(), cfg.scheme, cfg.timeout, metrics.clone())?;
+        let tokens = Tokens::new(
+            cfg.token.clone(),
+            cfg.scheme,
+            cfg.timeout,
+            &cfg.tls,
+            metrics.clone(),
+        )?;
         RestClient::with_tokens(cfg, Arc::new(tokens), metrics)
     }
 
@@ -107,11 +113,11 @@ impl RestClient {
         if !matches!(cfg.base_url.scheme(), "http" | "https") {
             return Err(bad("the REST URL must be http or https".into()));
         }
-        let http = reqwest::Client::builder()
+        let http = crate::tls::https_client(&cfg.tls)
+            .map_err(|e| bad(e.to_string()))?
             .redirect(reqwest::redirect::Policy::none())
             .connect_timeout(cfg.timeout.min(Duration::from_secs(10)))
             .pool_max_idle_per_host(cfg.concurrency.max(1))
-            .user_agent(concat!("event-audit/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| bad(format!("building the HTTP client: {}", e.without_url())))?;
         let interval = (cfg.rate > 0.0)
@@ -374,7 +380,16 @@ impl RestClient {
                 if let Some(m) = &self.metrics {
                     m.requests.with_label_values(&[label, "error"]).inc();
                 }
-                (Attempt::Retry(describe(&e)), None)
+                match crate::tls::refusal(&e) {
+                    Some(r) => (
+                        Attempt::Fatal(RestError::Tls {
+                            endpoint,
+                            line: self.cfg.tls.refused(&r, &self.place),
+                        }),
+                        None,
+                    ),
+                    None => (Attempt::Retry(describe(&e)), None),
+                }
             }
         };
         if let Some(m) = &self.metrics {
@@ -458,6 +473,7 @@ mod tests {
                 rate: 0.0,
                 retries: 0,
                 backoff: Duration::from_millis(1),
+                tls: Default::default(),
             },
             None,
         )

@@ -80,6 +80,8 @@ pub struct Tokens {
     scheme: AuthScheme,
     timeout: Duration,
     http: reqwest::Client,
+    /// The GraphQL endpoint's TLS, for the message of a refused certificate.
+    tls: crate::tls::Peer,
     state: tokio::sync::Mutex<State>,
     metrics: Option<RestMetrics>,
 }
@@ -103,12 +105,15 @@ impl Tokens {
         source: TokenSource,
         scheme: AuthScheme,
         timeout: Duration,
+        tls: &crate::tls::Peer,
         metrics: Option<RestMetrics>,
     ) -> Result<Tokens, RestError> {
-        let http = reqwest::Client::builder()
+        let mut tls = tls.clone();
+        tls.name = "the platform's GraphQL endpoint";
+        let http = crate::tls::https_client(&tls)
+            .map_err(|e| token_error(e.to_string()))?
             .redirect(reqwest::redirect::Policy::none())
             .connect_timeout(timeout.min(Duration::from_secs(10)))
-            .user_agent(concat!("event-audit/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| token_error(format!("building the HTTP client: {}", e.without_url())))?;
         if let Some(m) = &metrics {
@@ -120,6 +125,7 @@ impl Tokens {
             scheme,
             timeout,
             http,
+            tls,
             state: tokio::sync::Mutex::new(State::default()),
             metrics,
         })
@@ -214,11 +220,12 @@ impl Tokens {
             .timeout(self.timeout)
             .send()
             .await
-            .map_err(|e| {
-                token_error(format!(
+            .map_err(|e| match crate::tls::refusal(&e) {
+                Some(r) => token_error(self.tls.refused(&r, &super::place(url))),
+                None => token_error(format!(
                     "GraphQL token mutation at {at}: {}",
                     super::describe(&e)
-                ))
+                )),
             })?;
         let status = resp.status();
         let mut resp = resp;
@@ -297,6 +304,7 @@ mod tests {
             TokenSource::File(path.clone()),
             AuthScheme::Token,
             Duration::from_secs(1),
+            &Default::default(),
             None,
         )
         .expect("tokens");
@@ -327,6 +335,7 @@ mod tests {
             TokenSource::Env(SecretString::from("env-tok")),
             AuthScheme::Bare,
             Duration::from_secs(1),
+            &Default::default(),
             None,
         )
         .expect("tokens");

@@ -68,12 +68,19 @@ pub(crate) struct Cosigned {
 }
 
 impl Witnesses {
-    pub fn new(policy: WitnessPolicy, limit: Duration) -> Witnesses {
-        let client = reqwest::Client::builder()
-            .timeout(limit)
-            .connect_timeout(limit)
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
+    /// `tls`: the witnesses' CA and client certificate (`witness.tls_*`); a file that cannot
+    /// be read was refused at start, so a failure here leaves the system's store alone.
+    pub fn new(policy: WitnessPolicy, limit: Duration, tls: &crate::tls::Peer) -> Witnesses {
+        let build = |b: reqwest::ClientBuilder| {
+            b.timeout(limit)
+                .connect_timeout(limit)
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+        };
+        let client = crate::tls::https_client(tls)
+            .ok()
+            .and_then(|b| build(b).ok())
+            .or_else(|| build(crate::tls::https_client(&Default::default()).ok()?).ok())
             .unwrap_or_default();
         Witnesses {
             policy,
@@ -228,7 +235,10 @@ where
         .body(body)
         .send()
         .await
-        .map_err(|e| format!("request failed: {}", with_causes(&e)))?;
+        .map_err(|e| match crate::tls::refusal(&e) {
+            Some(r) => r.short("witness"),
+            None => format!("request failed: {}", with_causes(&e)),
+        })?;
     let status = resp.status().as_u16();
     Ok((status, answer_text(resp).await))
 }

@@ -10,12 +10,17 @@
 //! - [`nats::PrivateNats`]: `nats-server` with JetStream and optional auth (user/password, token,
 //!   NKey, JWT `.creds`) and TLS (own CA, optional client certificates).
 //! - [`cluster::NatsCluster`]: three of those forming a JetStream cluster on loopback.
+//! - [`s3s::PrivateS3`]: an `s3s-fs` of the test's (a temporary directory, a free port).
+//! - [`tls_proxy::TlsProxy`]: HTTPS in front of a plain HTTP server (the REST simulator,
+//!   s3s-fs), with a certificate of the test's CA.
 #![allow(dead_code)]
 
 pub mod cluster;
 pub mod nats;
 pub mod postgres;
 pub mod proxy;
+pub mod s3s;
+pub mod tls_proxy;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -201,13 +206,17 @@ pub fn random_secret(len: usize) -> String {
 /// `server-key.pem` (for 127.0.0.1 and localhost), `client-cert.pem` and `client-key.pem`
 /// (client authentication), both signed by the CA.
 pub fn write_tls_files(dir: &Path) {
+    write_tls_files_of(dir, "fault suite test CA")
+}
+
+/// As [`write_tls_files`], the CA named `ca_name` (a man in the middle's, in the TLS cases).
+pub fn write_tls_files_of(dir: &Path, ca_name: &str) {
     use rcgen::{BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose as Eku};
     use rcgen::{IsCa, Issuer, KeyPair, KeyUsagePurpose};
     let ca_key = KeyPair::generate().expect("CA key");
     let mut ca = CertificateParams::new(Vec::<String>::new()).expect("CA params");
     ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca.distinguished_name
-        .push(DnType::CommonName, "fault suite test CA");
+    ca.distinguished_name.push(DnType::CommonName, ca_name);
     ca.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
     let ca_cert = ca.self_signed(&ca_key).expect("self-sign the CA");
     let issuer = Issuer::new(ca, ca_key);

@@ -41,6 +41,10 @@ pub struct PgOptions {
     pub auth: PgAuth,
     /// Extra `-c name=value` settings, e.g. `("statement_timeout", "5s")`.
     pub settings: Vec<(String, String)>,
+    /// `Some(client_certs)`: TLS only over TCP (`ssl = on`, `hostssl` lines alone), with a
+    /// server certificate from a CA of the test's ([`PrivatePostgres::tls_dir`]); `true` also
+    /// requires a client certificate that CA signed (`clientcert=verify-ca`).
+    pub tls: Option<bool>,
 }
 
 pub struct PrivatePostgres {
@@ -70,11 +74,40 @@ impl PrivatePostgres {
             PgAuth::Trust => "trust",
             PgAuth::Scram { .. } => "scram-sha-256",
         };
+        let (host, host_auth) = match options.tls {
+            None => ("host", host_auth.to_owned()),
+            Some(false) => ("hostssl", host_auth.to_owned()),
+            Some(true) => ("hostssl", format!("{host_auth} clientcert=verify-ca")),
+        };
         let hba = format!(
-            "local all all trust\nhost all all 127.0.0.1/32 {host_auth}\nhost all all ::1/128 {host_auth}\n\
-             local replication all trust\nhost replication all 127.0.0.1/32 {host_auth}\n"
+            "local all all trust\n{host} all all 127.0.0.1/32 {host_auth}\n{host} all all ::1/128 {host_auth}\n\
+             local replication all trust\n{host} replication all 127.0.0.1/32 {host_auth}\n"
         );
         std::fs::write(dir.path().join("data/pg_hba.conf"), hba).expect("write pg_hba.conf");
+        let mut options = options;
+        if options.tls.is_some() {
+            let tls = dir.path().join("tls");
+            std::fs::create_dir(&tls).expect("create the TLS directory");
+            super::write_tls_files(&tls);
+            let (uid, gid) = postgres_ids();
+            for f in ["", "server-key.pem", "server-cert.pem", "ca.pem"] {
+                std::os::unix::fs::chown(tls.join(f), Some(uid), Some(gid)).expect("chown");
+            }
+            use std::os::unix::fs::PermissionsExt;
+            let key = tls.join("server-key.pem");
+            std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+            for (name, file) in [
+                ("ssl", "on".to_owned()),
+                (
+                    "ssl_cert_file",
+                    tls.join("server-cert.pem").display().to_string(),
+                ),
+                ("ssl_key_file", key.display().to_string()),
+                ("ssl_ca_file", tls.join("ca.pem").display().to_string()),
+            ] {
+                options.settings.push((name.to_owned(), file));
+            }
+        }
         let mut pg = PrivatePostgres::unstarted(dir, options);
         pg.launch().await;
         if let PgAuth::Scram { user, password } = &pg.options.auth {
@@ -169,6 +202,12 @@ impl PrivatePostgres {
 
     pub fn socket_dir(&self) -> &Path {
         self.dir.path()
+    }
+
+    /// With TLS on: the CA, the server's and a client's certificates and keys (PEM files, see
+    /// [`super::write_tls_files`]).
+    pub fn tls_dir(&self) -> PathBuf {
+        self.dir.path().join("tls")
     }
 
     pub fn log_path(&self) -> PathBuf {
