@@ -179,6 +179,10 @@ impl App {
         crate::restore::start::at_start(&settings, &log, &metrics.restore).await;
         // The log's tiles (a directory or a bucket), written by the signer, served at /log/.
         let tiles = crate::log::tiles::configured(&settings)?;
+        if let Some(t) = &tiles {
+            let proof = t.store().prove("tiles").await?;
+            metrics.witness.tiles_store_probe.set(proof.value());
+        }
         let signer = crate::witnessed::signer::from_settings(
             &settings,
             &db,
@@ -190,7 +194,7 @@ impl App {
         // Background tasks end when ingest has ended; HTTP last, after the acks are flushed.
         let background = CancellationToken::new();
         let http_stop = CancellationToken::new();
-        let router = http_router(&db, &health, &metrics, report_token, tiles);
+        let router = http_router(&db, &health, &metrics, report_token, tiles.clone());
         tracing::info!(%address, "HTTP listening (/ lists the endpoints)");
         tasks.spawn(crate::server::serve(
             listener,
@@ -199,6 +203,17 @@ impl App {
             http_stop.clone(),
         ));
         probes::spawn(&tasks, &db, &bus, &consumer, &metrics, &health, &background);
+        if let (Some(t), Some(s)) = (&tiles, &signer) {
+            let repair = crate::witnessed::repair::Repair {
+                tiles: t.clone(),
+                public: s.public().clone(),
+                trees: crate::log::tree::TreeStore::new(db.clone()),
+                every: settings.witness.tiles_repair_every.get(),
+                rate: settings.witness.tiles_repair_rate,
+                metrics: metrics.witness.clone(),
+            };
+            tasks.spawn(repair.run(background.clone()));
+        }
         signer.map(|s| tasks.spawn(s.run(background.clone())));
         schedule::spawn(
             &tasks,

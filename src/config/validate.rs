@@ -196,6 +196,18 @@ impl Settings {
                 "only with witness.tiles_url: a directory cannot lock a file",
             );
         }
+        c.dur(
+            "witness.tiles_repair_every",
+            self.witness.tiles_repair_every,
+            Dur::secs(60),
+            Dur::secs(366 * 86_400),
+        );
+        c.range(
+            "witness.tiles_repair_rate",
+            self.witness.tiles_repair_rate,
+            1,
+            10_000,
+        );
         if let (Some(dir), None) = (&self.witness.tiles_dir, &self.witness.signing_key_file) {
             c.fail(
                 "witness.tiles_dir",

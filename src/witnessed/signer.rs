@@ -164,6 +164,11 @@ impl Signer {
         self
     }
 
+    /// The log's public key.
+    pub fn public(&self) -> &PublicKey {
+        &self.public
+    }
+
     /// The two logs: (log, origin).
     fn logs(&self) -> [(&'static str, String); 2] {
         [
