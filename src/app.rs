@@ -204,14 +204,8 @@ impl App {
         ));
         probes::spawn(&tasks, &db, &bus, &consumer, &metrics, &health, &background);
         if let (Some(t), Some(s)) = (&tiles, &signer) {
-            let repair = crate::witnessed::repair::Repair {
-                tiles: t.clone(),
-                public: s.public().clone(),
-                trees: crate::log::tree::TreeStore::new(db.clone()),
-                every: settings.witness.tiles_repair_every.get(),
-                rate: settings.witness.tiles_repair_rate,
-                metrics: metrics.witness.clone(),
-            };
+            let repair =
+                crate::witnessed::repair::Repair::new(t, s, &db, &settings, &metrics.witness);
             tasks.spawn(repair.run(background.clone()));
         }
         signer.map(|s| tasks.spawn(s.run(background.clone())));

@@ -86,6 +86,24 @@ pub struct Repair {
 }
 
 impl Repair {
+    /// The pass over `tiles`, the tiles `signer` publishes, as the settings schedule it.
+    pub fn new(
+        tiles: &Tiles,
+        signer: &crate::witnessed::signer::Signer,
+        db: &crate::db::Db,
+        s: &crate::config::Settings,
+        metrics: &Arc<WitnessMetrics>,
+    ) -> Repair {
+        Repair {
+            tiles: tiles.clone(),
+            public: signer.public().clone(),
+            trees: TreeStore::new(db.clone()),
+            every: s.witness.tiles_repair_every.get(),
+            rate: s.witness.tiles_repair_rate,
+            metrics: metrics.clone(),
+        }
+    }
+
     /// A pass shortly after start, then one every `every`, until stopped.
     pub async fn run(self, stop: CancellationToken) {
         let mut wait = FIRST_PASS_AFTER;
@@ -128,10 +146,7 @@ impl Repair {
         };
         let mut limit = tokio::time::interval(Duration::from_secs_f64(1.0 / f64::from(self.rate)));
         limit.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let ends = self
-            .trees
-            .chunk_ends(start, cp.size, CHUNK_LEAVES)
-            .await?;
+        let ends = self.trees.chunk_ends(start, cp.size, CHUNK_LEAVES).await?;
         for end in ends {
             let mut bad = None;
             self.trees
@@ -154,13 +169,18 @@ impl Repair {
                 limit.tick().await;
                 self.check(&id, &bytes, &mut pass).await;
             }
-            self.set_mark(builder.size() / TILE_WIDTH * TILE_WIDTH).await;
+            self.set_mark(builder.size() / TILE_WIDTH * TILE_WIDTH)
+                .await;
         }
         for (id, bytes) in builder.partials() {
             limit.tick().await;
             self.check(&id, &bytes, &mut pass).await;
         }
-        let _ = self.tiles.store().delete(&self.tiles.key(REPAIR_FILE)).await;
+        let _ = self
+            .tiles
+            .store()
+            .delete(&self.tiles.key(REPAIR_FILE))
+            .await;
         self.metrics.tiles_missing.set(pass.missing as i64);
         self.metrics.tiles_mismatched.set(pass.mismatched as i64);
         Ok(pass)
@@ -250,7 +270,8 @@ impl Repair {
         while size / span > 0 {
             let count = size / span;
             let first = count - count % TILE_WIDTH;
-            let ranges: Vec<(u64, u64)> = (first..count).map(|i| (i * span, (i + 1) * span)).collect();
+            let ranges: Vec<(u64, u64)> =
+                (first..count).map(|i| (i * span, (i + 1) * span)).collect();
             rows.push(self.trees.ranges(&ranges).await?);
             span = span.saturating_mul(TILE_WIDTH);
         }
