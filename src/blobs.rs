@@ -22,6 +22,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
 
+pub use probe::Proof;
 pub use url::Location;
 
 /// How a put treats an object already at its key.
