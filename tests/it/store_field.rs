@@ -383,3 +383,48 @@ async fn fsck_checks_a_copy_tile_by_tile() {
     assert_eq!(run.code, Some(2), "{run:?}");
     assert_eq!(run.stderr.trim().lines().count(), 1, "{run:?}");
 }
+
+/// A pass stopped halfway goes on from its mark: the tree at the mark is taken from the
+/// database's stored subtrees (the level-1 partial tile compared against it holds), objects
+/// below the mark are left to the next pass, those after it are checked and written again.
+#[tokio::test]
+async fn a_pass_stopped_halfway_goes_on_from_its_mark() {
+    let s = setup("fieldmark", Server::S3sFs).await;
+    let config = s.bucket.config_file(s.tmp.path());
+    s.ts.publish_load(700, 75).await;
+    run_until_idle(&s.db.url, &s.ts, &s.opts(&config, true)).await;
+    let partial = s.object("tile/0/002.p/188").await.expect("partial tile");
+    s.bucket.store.delete("tile/0/000").await.expect("delete");
+    s.bucket
+        .store
+        .delete("tile/0/002.p/188")
+        .await
+        .expect("delete");
+    let mark = s.bucket.key(".event-audit-tiles-repair");
+    s.replace(&mark, b"512".to_vec()).await;
+    let d = Daemon::spawn(&s.db.url, &s.ts, &s.opts(&config, false));
+    let metrics = wait_until(&d, "the pass from its mark", |log, m| {
+        log.contains("repair pass done")
+            && metric(m, "event_audit_tiles_repaired_total") == Some(1.0)
+    })
+    .await;
+    assert_eq!(
+        metric(&metrics, "event_audit_tiles_mismatched"),
+        Some(0.0),
+        "{}",
+        d.log()
+    );
+    assert_eq!(s.object("tile/0/002.p/188").await, Some(partial));
+    assert_eq!(
+        s.object("tile/0/000").await,
+        None,
+        "below the mark: the next pass's"
+    );
+    assert_eq!(
+        s.object(&mark).await,
+        None,
+        "the mark is removed at the end"
+    );
+    drop(d);
+    s.done().await;
+}
