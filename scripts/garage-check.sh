@@ -33,7 +33,7 @@ s3_region = "garage"
 api_bind_addr = "127.0.0.1:3900"
 TOML
 g() { "$GARAGE" -c "$WORK/garage.toml" "$@"; }
-g server > "$WORK/garage.log" 2>&1 &
+"$GARAGE" -c "$WORK/garage.toml" server > "$WORK/garage.log" 2>&1 &
 GPID=$!
 for _ in $(seq 1 60); do (exec 3<>/dev/tcp/127.0.0.1/3900) 2>/dev/null && break; sleep 0.5; done
 sleep 1
