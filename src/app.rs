@@ -226,6 +226,10 @@ impl App {
         crate::restore::start::at_start(&settings, &log, &metrics.restore, &metrics.ingest.rows)
             .await;
         // The log's tiles (a directory or a bucket), written by the signer, served at /log/.
+        if let Some(t) = &tiles {
+            let proof = t.store().prove("tiles").await?;
+            metrics.witness.tiles_store_probe.set(proof.value());
+        }
         let signer = crate::witnessed::signer::from_checked(
             signer,
             &settings,
@@ -242,7 +246,7 @@ impl App {
         // Background tasks end when ingest has ended; HTTP last, after the acks are flushed.
         let background = CancellationToken::new();
         let http_stop = CancellationToken::new();
-        let router = http_router(&db, &health, &metrics, report_token, tiles);
+        let router = http_router(&db, &health, &metrics, report_token, tiles.clone());
         let scheme = if tls.is_some() { "HTTPS" } else { "HTTP" };
         tracing::info!(%address, "{scheme} listening (/ lists the endpoints)");
         tasks.spawn(crate::server::serve(
@@ -253,6 +257,11 @@ impl App {
             http_stop.clone(),
         ));
         probes::spawn(&tasks, &db, &bus, &consumer, &metrics, &health, &background);
+        if let (Some(t), Some(s)) = (&tiles, &signer) {
+            let repair =
+                crate::witnessed::repair::Repair::new(t, s, &db, &settings, &metrics.witness);
+            tasks.spawn(repair.run(background.clone()));
+        }
         signer.map(|s| tasks.spawn(s.run(background.clone())));
         schedule::spawn(
             &tasks,

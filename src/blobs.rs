@@ -5,11 +5,14 @@
 //! request by `object_store.request_timeout`. A create (`Mode::Create`) never replaces other
 //! bytes: the same bytes already there are [`Wrote::Same`], other bytes [`BlobError::Conflict`]
 //! (the directory links a fsynced temporary file into place; S3 puts with `If-None-Match: *`).
+//! A store is proved before its first write ([`probe`]): one that takes a second create is
+//! refused, or, with `object_store.conditional_writes = "read-first"`, each create reads first.
 //! What was put is durable once [`Store::sync`] returns (the directory syncs its file system;
 //! an object store's put is durable when it answers), so a writer puts tiles, syncs, then puts
 //! the checkpoint.
 
 pub(crate) mod dir;
+pub(crate) mod probe;
 pub(crate) mod s3;
 mod sigv4;
 pub(crate) mod url;
@@ -19,6 +22,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
 
+pub use probe::Proof;
 pub use url::Location;
 
 /// How a put treats an object already at its key.
@@ -155,7 +159,10 @@ impl Store {
                     place: location.to_string(),
                     why,
                 })?;
-                s3::S3Store::new(bucket, prefix, settings, creds).map(|s| Store::S3(Box::new(s)))
+                let read_first =
+                    settings.conditional_writes == crate::config::ConditionalWrites::ReadFirst;
+                s3::S3Store::new(bucket, prefix, settings, creds)
+                    .map(|s| Store::S3(Box::new(s.reading_first(read_first))))
             }
         }
     }

@@ -65,6 +65,7 @@ mod reprocess;
 mod restore;
 mod run;
 mod runs;
+mod tiles;
 mod verify;
 mod verify_proof;
 mod verify_witness;
@@ -124,6 +125,11 @@ pub enum Command {
     /// tiles, checked against its signed checkpoint (exit 1 on a rollback or fork, with both
     /// notes; 2 when it could not mirror). No PostgreSQL, no NATS.
     Mirror(mirror::MirrorArgs),
+    /// A copy of a log's tiles: `tiles fsck` checks one tile by tile against its checkpoint.
+    Tiles {
+        #[command(subcommand)]
+        action: tiles::TilesAction,
+    },
     /// Write an evidence bundle (JSON) proving one event, or an account's events, against the
     /// latest witnessed checkpoint.
     Prove(prove::ProveArgs),
@@ -311,6 +317,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Keygen(args) => keygen::run(args),
         Command::Witness { action } => witness::run(action),
         Command::Mirror(args) => mirror::run(args),
+        Command::Tiles { action } => tiles::run(action),
         Command::Prove(args) => prove::run(args),
         Command::Reconcile(args) => reconcile::run(args),
         Command::Batch { action } => batch::run(action),

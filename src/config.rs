@@ -26,6 +26,7 @@ use options::section;
 pub use duration::{parse_duration, Dur};
 // Not re-exported: reached as `Settings::retention` and `Settings::object_store` (the public
 // items stay within their bound).
+pub use object_store::ConditionalWrites;
 pub(crate) use object_store::{endpoint_problem, ObjectStoreSettings};
 pub(crate) use retention::RetentionSettings;
 pub use tools::{DemoSettings, PublishSettings, SimNaming, SimRates, SimulatorSettings};

@@ -8,10 +8,12 @@
 //! checkpoint only when the rebuilt root is the signed one and every tile the log serves is the
 //! one rebuilt; a smaller log (rollback) or one whose tree does not contain the copy (fork) is
 //! evidence, reported with both signed notes, and the copy stays as it was. [`follow`] pulls at
-//! an interval with [`metrics`]; [`proof`] reads a bundle's inclusion from a log's or a
+//! an interval with [`metrics`]; [`fsck`] checks any copy tile by tile against its checkpoint;
+//! [`proof`] reads a bundle's inclusion from a log's or a
 //! mirror's tiles for `verify-proof --tiles`. Needs no PostgreSQL and no NATS.
 
 pub(crate) mod follow;
+pub(crate) mod fsck;
 pub(crate) mod metrics;
 pub(crate) mod proof;
 pub(crate) mod pull;

@@ -10,7 +10,7 @@ pub mod archive {
 }
 pub mod blobs {
     pub use crate::blobs::url::Location;
-    pub use crate::blobs::{BlobError, Head, Mode, Put, Store, Wrote};
+    pub use crate::blobs::{BlobError, Head, Mode, Proof, Put, Store, Wrote};
 }
 pub mod bus {
     pub use crate::bus::Bus;

@@ -5,6 +5,7 @@
 //! read through [`signer`]'s readers.
 
 pub mod metrics;
+pub mod repair;
 pub mod signer;
 pub mod tile_writer;
 pub(crate) mod witness;

@@ -95,7 +95,8 @@ pub(crate) async fn stage(store: &Store) -> Result<tempfile::TempDir, ArchiveErr
     Ok(dir)
 }
 
-/// Puts the partition files `written` wrote into `staging`, then the manifest.
+/// Proves the store ([`Store::prove`]), then puts the partition files `written` wrote into
+/// `staging`, then the manifest.
 pub(crate) async fn upload(
     remote: &Remote,
     staging: &Path,
@@ -104,6 +105,7 @@ pub(crate) async fn upload(
     if written.partitions.is_empty() {
         return Ok(());
     }
+    remote.store.prove("archive").await.map_err(blob)?;
     let put = |mode| Put {
         mode,
         cache_control: None,

@@ -101,6 +101,8 @@ pub struct S3Store {
     place: String,
     /// The endpoint's TLS settings, for the message of a refused certificate.
     tls: crate::tls::Peer,
+    /// `object_store.conditional_writes = "read-first"`: a create reads the key first and back.
+    read_first: bool,
 }
 
 /// One request: what, where, and what it carries.
@@ -153,7 +155,21 @@ impl S3Store {
             creds,
             timeout,
             tls,
+            read_first: false,
         })
+    }
+
+    /// The same, each create read first and read back (`object_store.conditional_writes =
+    /// "read-first"`), for a store that ignores `If-None-Match: *`.
+    pub(crate) fn reading_first(self, on: bool) -> S3Store {
+        S3Store {
+            read_first: on,
+            ..self
+        }
+    }
+
+    pub(crate) fn reads_first(&self) -> bool {
+        self.read_first
     }
 
     pub(crate) fn place(&self) -> &str {
@@ -183,6 +199,55 @@ impl S3Store {
     }
 
     pub(crate) async fn put(
+        &self,
+        key: &str,
+        bytes: Bytes,
+        how: &Put<'_>,
+    ) -> Result<Wrote, BlobError> {
+        if self.read_first && how.mode == Mode::Create {
+            return self.put_read_first(key, bytes, how).await;
+        }
+        self.put_conditional(key, bytes, how).await
+    }
+
+    /// A create on a store that may ignore `If-None-Match: *`: the key read first (the same
+    /// bytes: done; other bytes: a conflict), then put (with the condition still, for a store
+    /// that keeps it), then read back: other bytes there then are a conflict too (another writer
+    /// raced this one; which bytes stay is the store's last put).
+    async fn put_read_first(
+        &self,
+        key: &str,
+        bytes: Bytes,
+        how: &Put<'_>,
+    ) -> Result<Wrote, BlobError> {
+        let conflict = || BlobError::Conflict {
+            place: self.place.clone(),
+            key: key.to_owned(),
+        };
+        match self.get(key, bytes.len() as u64).await {
+            Ok(Some(old)) if old == bytes => return Ok(Wrote::Same),
+            Ok(Some(_)) | Err(BlobError::TooLarge { .. }) => return Err(conflict()),
+            Ok(None) => {}
+            Err(e) => return Err(e),
+        }
+        let wrote = self.put_conditional(key, bytes.clone(), how).await?;
+        match self.get(key, bytes.len() as u64).await {
+            Ok(Some(back)) if back == bytes => Ok(wrote),
+            Ok(Some(_)) | Err(BlobError::TooLarge { .. }) => Err(conflict()),
+            Ok(None) => Err(self.http_error(
+                "put",
+                key,
+                200,
+                "NotThereAfterPut".into(),
+                "the store answered the put but the read back found nothing: try again".into(),
+            )),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// One PUT as `how` says: a create with `If-None-Match: *`, answered by comparing what is
+    /// there when the store refuses it.
+    pub(crate) async fn put_conditional(
         &self,
         key: &str,
         bytes: Bytes,

@@ -79,6 +79,7 @@ pub fn run(args: MirrorArgs) -> anyhow::Result<ExitCode> {
     };
     let dir = super::tiles_at(&args.dir, args.config.config.as_deref())?;
     super::runtime()?.block_on(async {
+        dir.store().prove("mirror").await?;
         match args.follow {
             Some(every) => follow(log, dir, every, args.metrics_listen).await,
             None => once(&log, &dir).await,

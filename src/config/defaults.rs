@@ -110,6 +110,9 @@ pub(crate) const CHECKPOINT_REPLICAS: usize = 1;
 pub(crate) const CHECKPOINT_SUBJECT_PREFIX: &str = "event-audit.checkpoints";
 /// How long one publish of a checkpoint (or a read of the witness) may take.
 pub(crate) const CHECKPOINT_PUBLISH_TIMEOUT: Dur = Dur::secs(5);
+/// The repair pass over the published tiles: once a day, 50 objects read a second at most.
+pub(crate) const TILES_REPAIR_EVERY: Dur = Dur::secs(86_400);
+pub(crate) const TILES_REPAIR_RATE: u32 = 50;
 /// The independent witness's default listen address (`witness serve`).
 pub(crate) const WITNESS_LISTEN: &str = "127.0.0.1:9189";
 /// The largest `add-checkpoint` request body the witness reads (413 past it): an old size

@@ -40,7 +40,25 @@ section! {
         pub tls_cert_file: Option<PathBuf> = None,
         /// The client certificate's private key (PEM).
         pub tls_key_file: Option<PathBuf> = None,
+        /// `require` (the default): before the first write to a location, a probe object is
+        /// created twice and the store must refuse the second create (`If-None-Match: *`); a
+        /// store that takes it is refused. `read-first`: such a store is used, every create
+        /// reading the key first and reading it back after the put (two writers racing on one
+        /// key are then no longer excluded; a WARN at start says so).
+        pub conditional_writes: ConditionalWrites = ConditionalWrites::Require,
     }
+}
+
+/// What a create relies on (`object_store.conditional_writes`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ConditionalWrites {
+    /// The store must refuse a second create of a key (proved by a probe before the first write).
+    #[default]
+    Require,
+    /// A store that ignores `If-None-Match: *` is used: each create reads the key first (absent:
+    /// put; the same bytes: done; other bytes: refused) and reads it back after the put.
+    ReadFirst,
 }
 
 impl ObjectStoreSettings {
@@ -147,6 +165,16 @@ mod tests {
         assert_eq!(named.validate(), Ok(()));
         let err = refused(|s| s.object_store.region = "EU West".into());
         assert!(err.contains("object_store.region"), "{err}");
+        let over: toml::Table =
+            toml::from_str("[object_store]\nconditional_writes = \"read-first\"\n").expect("toml");
+        let s = crate::config::layer::apply(Settings::default(), over).expect("apply");
+        assert_eq!(
+            s.object_store.conditional_writes,
+            super::ConditionalWrites::ReadFirst
+        );
+        let over: toml::Table =
+            toml::from_str("[object_store]\nconditional_writes = \"trust\"\n").expect("toml");
+        assert!(crate::config::layer::apply(Settings::default(), over).is_err());
         let err = refused(|s| s.object_store.request_timeout = Dur::secs(0));
         assert!(err.contains("object_store.request_timeout"), "{err}");
     }

@@ -67,6 +67,12 @@ section! {
         /// With `tiles_url`: each full tile and bundle is put under S3 Object Lock (compliance
         /// mode) for this long (a bucket without Object Lock is refused).
         pub tiles_lock_for: Option<Dur> = None,
+        /// How often the daemon re-reads every full tile and bundle it published (also once at
+        /// start), writing again from the database any that is missing; other bytes at a
+        /// published key are named and counted, never overwritten.
+        pub tiles_repair_every: Dur = defaults::TILES_REPAIR_EVERY,
+        /// The most objects the repair pass reads per second (its reads, not the signer's).
+        pub tiles_repair_rate: u32 = defaults::TILES_REPAIR_RATE,
         /// The log's name in its checkpoints (default: the key's name; keygen's default is
         /// event-audit/<database name>/<random>).
         #[flag("origin", was = "EVENT_AUDIT_ORIGIN")]

@@ -37,6 +37,15 @@ pub struct WitnessMetrics {
     pub(crate) tiles_size: IntGauge,
     /// Rounds whose tiles could not be written (the WARN line says why; retried next round).
     pub(crate) tiles_failures: IntCounter,
+    /// 1: the tiles' store refused the probe's second create (or is a directory); 0: it took
+    /// it, and every create reads first (`object_store.conditional_writes = "read-first"`).
+    pub(crate) tiles_store_probe: IntGauge,
+    /// Published tiles the last repair pass found missing and could not write again.
+    pub(crate) tiles_missing: IntGauge,
+    /// Published tiles found missing and written again from the database.
+    pub(crate) tiles_repaired: IntCounter,
+    /// Published tiles holding other bytes than the log's tree (never overwritten).
+    pub(crate) tiles_mismatched: IntGauge,
 }
 
 impl WitnessMetrics {
@@ -125,8 +134,29 @@ impl WitnessMetrics {
                 "event_audit_tiles_write_failures_total",
                 "Signer rounds whose tiles could not be written to the tile directory (retried)",
             ),
+            tiles_store_probe: gauge(
+                r,
+                "event_audit_tiles_store_conditional_writes",
+                "1 when the tiles' store refused the start-up probe's second create (If-None-Match: *), 0 when it took it and every create reads first (read-first)",
+            ),
+            tiles_missing: gauge(
+                r,
+                "event_audit_tiles_missing",
+                "Published full tiles and bundles the repair pass found missing from the store and could not write again",
+            ),
+            tiles_repaired: counter(
+                r,
+                "event_audit_tiles_repaired_total",
+                "Published full tiles and bundles found missing from the store and written again from the database",
+            ),
+            tiles_mismatched: gauge(
+                r,
+                "event_audit_tiles_mismatched",
+                "Published tiles the last repair pass found holding other bytes than the log's tree (named in ERROR lines, never overwritten)",
+            ),
         };
         m.signer_ok.set(1);
+        m.tiles_store_probe.set(1);
         m.stream_ok.set(1);
         m
     }

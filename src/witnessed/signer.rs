@@ -192,6 +192,11 @@ impl Signer {
         self
     }
 
+    /// The log's public key.
+    pub fn public(&self) -> &PublicKey {
+        &self.public
+    }
+
     /// The two logs: (log, origin).
     fn logs(&self) -> [(&'static str, String); 2] {
         [

@@ -51,6 +51,7 @@ mod row_copy;
 mod shutdown_lines;
 mod signer;
 mod sink;
+mod store_field;
 mod tamper;
 mod tiles;
 mod tiles_interop;

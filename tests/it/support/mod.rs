@@ -6,7 +6,8 @@
 //! audit rows built without the bus ([`records`]), personal data and a dump to search for it
 //! ([`personal`]), the operations tools ([`observe`]), the binary run under a memory
 //! ceiling with its peak measured, beside a file watched for any read ([`bounded`]), and buckets
-//! on the S3-compatible test servers ([`s3`]).
+//! on the S3-compatible test servers ([`s3`]), and one made to ignore conditional writes
+//! ([`proxy`]).
 //!
 //! Every test gets its own database, stream, consumer and subject space, and its own HTTP port,
 //! so tests run in parallel; databases and streams are removed when their guards drop (also
@@ -24,6 +25,7 @@ pub mod mutate;
 pub mod observe;
 pub mod personal;
 pub mod process;
+pub mod proxy;
 pub mod records;
 pub mod s3;
 pub mod sim;
