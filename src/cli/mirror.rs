@@ -59,7 +59,7 @@ pub fn run(args: MirrorArgs) -> anyhow::Result<ExitCode> {
     let policy = args
         .witness_policy
         .as_deref()
-        .map(crate::witnessed::signer::load_policy)
+        .map(|p| crate::witnessed::signer::load_policy(p, Some(&key)))
         .transpose()?;
     let source = Source::parse(&args.log_url, args.timeout.into()).map_err(anyhow::Error::msg)?;
     let log = Log {

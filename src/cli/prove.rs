@@ -78,7 +78,7 @@ pub fn run(args: ProveArgs) -> anyhow::Result<ExitCode> {
             .witness
             .witness_policy
             .as_deref()
-            .map(super::verify_proof::read_policy)
+            .map(|p| super::verify_proof::read_policy(p, key.as_ref()))
             .transpose()?;
         let store = TreeStore::new(db.clone());
         let found = crate::witnessed::signer::latest_checkpoint(

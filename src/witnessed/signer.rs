@@ -114,9 +114,23 @@ impl Signer {
         metrics: Arc<WitnessMetrics>,
     ) -> Result<Signer, CheckpointError> {
         let policy = match &s.witness_policy {
-            Some(p) => Some(load_policy(p)?),
+            Some(p) => Some(load_policy(p, Some(&key.public()))?),
             None => None,
         };
+        if let (Some(policy), Some(path)) = (&policy, &s.witness_policy) {
+            let with_url = (0..policy.witnesses.len())
+                .filter(|i| policy.witnesses[*i].url.is_some())
+                .collect();
+            if !policy.met_by(&with_url) {
+                return Err(CheckpointError::Policy {
+                    path: path.display().to_string(),
+                    why: format!(
+                        "the witnesses with a URL cannot meet the quorum {}: the daemon submits only to witnesses whose line has a URL (`witness <name> <vkey> <url>`)",
+                        policy.describe()
+                    ),
+                });
+            }
+        }
         let state = s.signer_state_path().ok_or_else(|| CheckpointError::Key {
             path: String::new(),
             why: "no signer state file (--signer-state)".into(),

@@ -220,19 +220,19 @@ fn both_verifiers_hold_the_checkpoint_to_a_witness_policy() {
         &note,
         &policy(&[&a], None),
         1,
-        "0 valid cosignature(s) of the 1",
+        "(1 of 1) (cosigned by: none)",
     );
     check(
         &cosign(&note, &a, 7),
         &policy(&[&a, &b], None),
         1,
-        "1 valid cosignature(s) of the 2",
+        "(2 of 2) (cosigned by: witness-a.example)",
     );
     check(
         &cosign(&note, &c, 7),
         &policy(&[&a], None),
         1,
-        "0 valid cosignature(s) of the 1",
+        "(1 of 1) (cosigned by: none)",
     );
     let line = cosign(&note, &a, 7)[note.len()..].to_owned();
     let (name, sig) = line.trim_end().rsplit_once(' ').expect("cosignature line");
@@ -437,7 +437,7 @@ async fn prove_shows_every_field_of_real_rows_and_both_verifiers_name_each_relab
         &args,
         &[("w", &pol)],
         1,
-        "0 valid cosignature(s) of the 1",
+        "(1 of 1) (cosigned by: none)",
     );
     let w = prove(
         &db,

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use crate::bus::{Bus, BusError};
 use crate::db::Db;
-use crate::tlog::cosign::WitnessPolicy;
 use crate::tlog::note::{self, Checkpoint, PrivateKey, PublicKey};
+use crate::tlog::policy::WitnessPolicy;
 
 use super::publish::{self, Found};
 use super::CheckpointError;
@@ -45,18 +45,29 @@ pub fn load_public_key(path: &Path) -> Result<PublicKey, CheckpointError> {
     })
 }
 
-/// Reads a witness policy file (`witness <vkey> <url>` lines, `quorum <n>`).
-pub fn load_policy(path: &Path) -> Result<WitnessPolicy, CheckpointError> {
+/// Reads a witness policy file (C2SP tlog-policy, or the format read before it, with a one-line
+/// note), and checks that its `log` lines, if any, name the log's key.
+pub fn load_policy(path: &Path, log: Option<&PublicKey>) -> Result<WitnessPolicy, CheckpointError> {
     let shown = path.display().to_string();
     let text = crate::files::bounded::read_text(path, crate::files::POLICY_MAX, "witness policy")
         .map_err(|e| CheckpointError::Policy {
         path: shown.clone(),
         why: e.to_string(),
     })?;
-    WitnessPolicy::parse(&text).map_err(|e| CheckpointError::Policy {
-        path: shown,
+    let policy = WitnessPolicy::parse(&text).map_err(|e| CheckpointError::Policy {
+        path: shown.clone(),
         why: e.to_string(),
-    })
+    })?;
+    if let Some(key) = log {
+        policy.check_log(key).map_err(|e| CheckpointError::Policy {
+            path: shown.clone(),
+            why: e.to_string(),
+        })?;
+    }
+    if policy.legacy {
+        tracing::warn!(policy = %shown, "{}", crate::tlog::policy::LEGACY_NOTE);
+    }
+    Ok(policy)
 }
 
 /// Every checkpoint the witness holds: the checkpoint directory when one is set, else the
