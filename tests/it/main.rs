@@ -61,4 +61,5 @@ mod verify_auditor;
 mod verify_mirror;
 mod verify_output;
 mod witness;
+mod witness_conformance;
 mod witness_server;
