@@ -60,8 +60,8 @@ options_group! {
              database's copy of the latest checkpoint may stand in for an unreachable witness)",
         ),
         "witness.witness_policy" => |a| a.help(
-            "A witness policy (`witness <vkey> <url>` lines, `quorum <n>`): prove against the \
-             newest checkpoint that carries the policy's quorum of valid cosignatures",
+            "A witness policy (C2SP tlog-policy: `witness <name> <vkey>`, `group`, `quorum`): \
+             prove against the newest checkpoint that carries the policy's quorum of valid cosignatures",
         ),
     ];
 }

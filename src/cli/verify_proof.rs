@@ -30,8 +30,9 @@ pub struct VerifyProofArgs {
     /// The log the checkpoint must be of (its origin line); another origin is a rejection.
     #[arg(long)]
     pub(crate) origin: Option<String>,
-    /// A witness policy (`witness <vkey> <url>` lines, `quorum <n>`, default every witness):
-    /// the checkpoint must carry the quorum of valid cosignatures by its witnesses.
+    /// A witness policy (C2SP tlog-policy: `log`, `witness <name> <vkey>`, `group`, `quorum`;
+    /// the older `witness <vkey> <url>`, `quorum <n>` still read): the checkpoint must carry
+    /// the quorum of valid cosignatures.
     #[arg(long)]
     pub(crate) witness_policy: Option<PathBuf>,
     /// Read each entry's inclusion from these tiles instead of the bundle's proof hashes: a
