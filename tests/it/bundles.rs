@@ -254,6 +254,26 @@ fn both_verifiers_hold_the_checkpoint_to_a_witness_policy() {
         "witness policy",
     );
     check(&two, &policy(&[&a], Some(2)), 2, "witness policy");
+    // C2SP tlog-policy: nested groups, `quorum none`, and the log line held to the log's key.
+    let (va, vb, vc) = (
+        a.public().encode(),
+        b.public().encode(),
+        c.public().encode(),
+    );
+    let nested = format!(
+        "log {k}\nwitness A {va}\nwitness B {vb}\nwitness C {vc}\ngroup AB all A B\ngroup top any AB C\nquorum top\n"
+    );
+    check(&two, &nested, 0, "cosigned by A, C");
+    check(
+        &cosign(&note, &a, 7),
+        &nested,
+        1,
+        "quorum top (1 of 2) (cosigned by: A)",
+    );
+    check(&note, "quorum none\n", 0, "OK: 1 entry");
+    let stranger_log = PrivateKey::from_seed("another/log", &[5; 32]).expect("key");
+    let elsewhere = nested.replace(&k, &stranger_log.public().encode());
+    check(&two, &elsewhere, 2, "do not name the log's key");
     cases.run();
 }
 
