@@ -40,3 +40,6 @@ if [ ! -x "$MOTO/bin/moto_server" ]; then
     python3 -m venv "$MOTO"
     "$MOTO/bin/pip" install --quiet --disable-pip-version-check 'moto[server]==5.2.5'
 fi
+# The witness conformance suite of the siglog crate (crates.io) and its Python packages (a venv
+# under ~/.local/share/event-audit/witness-conformance): tests/it/witness_conformance.rs.
+"$(dirname "$0")/witness-conformance.sh" --install

@@ -20,8 +20,8 @@ pub(crate) mod pull;
 pub(crate) mod source;
 
 use crate::log::tiles::TilesError;
-use crate::tlog::cosign::WitnessPolicy;
 use crate::tlog::note::{Checkpoint, PublicKey};
+use crate::tlog::policy::WitnessPolicy;
 use source::{FetchError, Source};
 
 /// A log as the mirror reads it: where, the key its checkpoints are signed with, and the

@@ -132,8 +132,91 @@ def open_checkpoint(note, key):
     if "" in lines[3:]: raise bad("an extension line is empty")
     return text, sigs, (lines[0], int(lines[1]), root)
 
+def _url(u, err):
+    host = re.sub(r"^https?://", "", u.rstrip("/"), count=1)
+    if host == u.rstrip("/") or not host or host.startswith("/"):
+        raise err("the URL is not http:// or https:// and a host")
+
+def _legacy(text):
+    """No `log` or `group` line, and a `witness` line whose first word is a witness vkey."""
+    found = False
+    for line in text.split("\n"):
+        w = WORDS.findall(line)
+        if w and w[0] in ("log", "group"): return False
+        if len(w) >= 2 and w[0] == "witness":
+            try:
+                vkey(w[1], 0x04, Unusable)
+                found = True
+            except Unusable:
+                pass
+    return found
+
+MAX_ENTRIES = 256
+
 def read_policy(text):
+    """C2SP tlog-policy (`log <vkey> [url]`, `witness <name> <vkey> [url]`, `group <name>
+    all|any|<k> <names...>`, `quorum <name>|none`), or the format read before it (`witness <vkey>
+    <url>` lines and `quorum <n>`, read as one group). Returns (logs, witnesses, groups,
+    quorum): witnesses are (policy name, key name, key id, key), groups (name, k, members) with
+    members ("w"|"g", index), quorum None or a member."""
+    if _legacy(text): return read_legacy_policy(text)
+    logs, witnesses, groups, names, quorum = [], [], [], {}, False
+    for n, line in enumerate(text.split("\n"), 1):
+        err = lambda why: Unusable(f"the witness policy, line {n}: {why}")
+        if any(c != "\t" and (ord(c) < 0x20 or ord(c) == 0x7f) for c in line):
+            raise err("a control character other than tab (tlog-policy allows only tab and newline)")
+        words = [w for w in re.split("[ \t]", line) if w]
+        if not words or words[0].startswith("#"): continue
+        def define(name, m):
+            if name == "none": raise err("`none` is predefined and cannot name a witness or group")
+            if name in names: raise err("this name is defined twice")
+            names[name] = m
+        if words[0] == "log" and len(words) in (2, 3):
+            k = vkey(words[1], 0x01, lambda why: err(f"the log's vkey: {why}"))
+            if any(x[2].public_bytes_raw() == k[2].public_bytes_raw() for x in logs):
+                raise err("this log's key is listed twice")
+            if len(words) == 3: _url(words[2], err)
+            logs.append(k)
+        elif words[0] == "witness" and len(words) in (3, 4):
+            k = vkey(words[2], 0x04, lambda why: err(f"the witness's vkey: {why}"))
+            if any(x[3].public_bytes_raw() == k[2].public_bytes_raw() for x in witnesses):
+                raise err("this witness's key is listed twice")
+            if len(words) == 4: _url(words[3], err)
+            define(words[1], ("w", len(witnesses)))
+            witnesses.append((words[1],) + k)
+        elif words[0] == "group" and len(words) >= 4:
+            members = []
+            for m in words[3:]:
+                if m not in names:
+                    raise err(f"group member `{m}` is not a witness or group defined above")
+                if names[m] in members: raise err(f"group member `{m}` is listed twice")
+                members.append(names[m])
+            k = {"all": len(members), "any": 1}.get(words[2])
+            if k is None:
+                if not DECIMAL.fullmatch(words[2]) or not 1 <= int(words[2]) <= len(members):
+                    raise err(f"the threshold is not all, any or a number from 1 to {len(members)}")
+                k = int(words[2])
+            define(words[1], ("g", len(groups)))
+            groups.append((words[1], k, members))
+        elif words[0] == "quorum" and len(words) == 2:
+            if quorum is not False: raise err("a second quorum line")
+            if words[1] == "none": quorum = None
+            elif words[1] in names: quorum = names[words[1]]
+            else: raise err(f"quorum `{words[1]}` is not a witness or group defined above")
+        else:
+            raise err("expected `log <vkey> [<url>]`, `witness <name> <vkey> [<url>]`, "
+                      "`group <name> all|any|<k> <name>...` or `quorum <name>|none` (C2SP tlog-policy)")
+        if max(len(logs), len(witnesses), len(groups)) > MAX_ENTRIES:
+            raise err(f"more than {MAX_ENTRIES} logs, witnesses or groups")
+    if quorum is False:
+        raise Unusable("the witness policy has no quorum line (tlog-policy: `quorum <name>` or `quorum none`)")
+    return logs, witnesses, groups, quorum
+
+def read_legacy_policy(text):
     """`witness <vkey> <url>` lines and `quorum <n>` (default: every witness); `#` comments."""
+    print("verify_bundle.py: note: the witness policy is in the format read before C2SP "
+          "tlog-policy; it is still read: rewrite it as `witness <name> <vkey> <url>` lines, a "
+          "`group` and `quorum <name>`", file=sys.stderr)
     witnesses, quorum = [], None
     for n, line in enumerate(text.split("\n"), 1):
         err = lambda why: Unusable(f"the witness policy, line {n}: {why}")
@@ -141,11 +224,9 @@ def read_policy(text):
         if not words: continue
         if words[0] == "witness" and len(words) == 3:
             w = vkey(words[1], 0x04, err)
-            if any(x[:2] == w[:2] for x in witnesses): raise err("this witness is listed twice")
-            host = re.sub(r"^https?://", "", words[2].rstrip("/"), count=1)
-            if host == words[2].rstrip("/") or not host or host.startswith("/"):
-                raise err("the URL is not http:// or https:// and a host")
-            witnesses.append(w)
+            if any(x[1:3] == w[:2] for x in witnesses): raise err("this witness is listed twice")
+            _url(words[2], err)
+            witnesses.append((w[0],) + w)
         elif words[0] == "quorum" and len(words) == 2:
             if not DECIMAL.fullmatch(words[1]) or not 0 < int(words[1]) <= U64:
                 raise err("the quorum is not a number above 0")
@@ -153,17 +234,41 @@ def read_policy(text):
             quorum = int(words[1])
         else:
             raise err("expected `witness <vkey> <url>` or `quorum <n>`")
+        if len(witnesses) > MAX_ENTRIES: raise err(f"more than {MAX_ENTRIES} witnesses")
     if not witnesses: raise Unusable("the witness policy names no witness")
     quorum = len(witnesses) if quorum is None else quorum
     if quorum > len(witnesses):
-        raise Unusable(f"the witness policy's quorum {quorum} is above its {len(witnesses)} witness(es)")
-    return witnesses, quorum
+        raise Unusable(f"quorum {quorum} is larger than the {len(witnesses)} witness(es) the policy names")
+    group = ("quorum", quorum, [("w", i) for i in range(len(witnesses))])
+    return [], witnesses, [group], ("g", 0)
+
+def check_log(policy, key):
+    """The policy's log lines, if any, must name the log's key (name and key)."""
+    logs = policy[0]
+    name, kid, public = key
+    if logs and not any(l[0] == name and l[1] == kid for l in logs):
+        raise Unusable(f"the policy's log lines do not name the log's key {name}+{kid.hex()} "
+                       "(the policy is another log's; give the one written for this log)")
+
+def _met(policy, m, by):
+    _, _, groups, _ = policy
+    if m[0] == "w": return m[1] in by
+    _, k, members = groups[m[1]]
+    return sum(1 for x in members if _met(policy, x, by)) >= k
+
+def describe(policy):
+    _, witnesses, groups, q = policy
+    if q is None: return "none"
+    if q[0] == "w": return witnesses[q[1]][0]
+    name, k, members = groups[q[1]]
+    return f"{name} ({k} of {len(members)})"
 
 def cosigned(text, sigs, policy):
-    """The names of the policy's witnesses with a valid cosignature/v1 on the note's text."""
-    witnesses, quorum = policy
+    """The policy names of the witnesses with a valid cosignature/v1 on the note's text, once
+    they meet the quorum."""
+    _, witnesses, _, quorum = policy
     by = set()
-    for name, kid, public in witnesses:
+    for i, (label, name, kid, public) in enumerate(witnesses):
         lines = [blob for n, blob in sigs if n == name and blob[:4] == kid]
         for blob in lines:
             t = int.from_bytes(blob[4:12], "big")
@@ -172,11 +277,12 @@ def cosigned(text, sigs, policy):
                 raise Rejected(f"witness policy: the cosignature by witness {name}+{kid.hex()} "
                                "does not verify (forged or altered)")
         if lines:
-            by.add(name)
-    if len(by) < quorum:
-        raise Rejected(f"witness policy: {len(by)} valid cosignature(s) of the {quorum} the witness "
-                       f"policy requires (cosigned by: {', '.join(sorted(by)) or 'none'})")
-    return sorted(by)
+            by.add(i)
+    names = sorted(witnesses[i][0] for i in by)
+    if quorum is not None and not _met(policy, quorum, by):
+        raise Rejected(f"witness policy: the cosignatures on the checkpoint do not meet the witness "
+                       f"policy's quorum {describe(policy)} (cosigned by: {', '.join(names) or 'none'})")
+    return names
 
 # --- JSON ---------------------------------------------------------------------------------
 
@@ -576,11 +682,12 @@ def main():
     ap.add_argument("bundle")
     ap.add_argument("--public-key", required=True)
     ap.add_argument("--origin", help="the log the checkpoint must be of")
-    ap.add_argument("--witness-policy", help="witness <vkey> <url> lines and quorum <n>")
+    ap.add_argument("--witness-policy", help="a C2SP tlog-policy file (or the format read before it)")
     a = ap.parse_args()
     try:
         key = vkey(read_text(a.public_key).strip(WS), 0x01, lambda why: Unusable(f"the public key: {why}"))
         policy = read_policy(read_text(a.witness_policy)) if a.witness_policy else None
+        if policy: check_log(policy, key)
         try:
             bundle = shape(load_json(read_text(a.bundle), unique=True))
         except (ValueError, RecursionError) as e:

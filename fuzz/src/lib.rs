@@ -13,8 +13,9 @@ use event_audit::decode::catalogue::kind::JsonKind;
 use event_audit::decode::catalogue::rt::FieldError;
 use event_audit::decode::verdict::{decode_with, Status, Verdict};
 use event_audit::test_support::evolution::compat;
-use event_audit::tlog::cosign::{WitnessPolicy, WitnessSigner};
+use event_audit::tlog::cosign::WitnessSigner;
 use event_audit::tlog::note::PrivateKey;
+use event_audit::tlog::policy::WitnessPolicy;
 
 #[path = "archive.rs"]
 mod archive;

@@ -62,7 +62,7 @@ pub fn run(args: MirrorArgs) -> anyhow::Result<ExitCode> {
     let policy = args
         .witness_policy
         .as_deref()
-        .map(crate::witnessed::signer::load_policy)
+        .map(|p| crate::witnessed::signer::load_policy(p, Some(&key)))
         .transpose()?;
     let settings = args.config.load()?;
     let source = Source::parse(

@@ -60,8 +60,8 @@ options_group! {
              database's copy of the latest checkpoint may stand in for an unreachable witness)",
         ),
         "witness.witness_policy" => |a| a.help(
-            "A witness policy (`witness <vkey> <url>` lines, `quorum <n>`): prove against the \
-             newest checkpoint that carries the policy's quorum of valid cosignatures",
+            "A witness policy (C2SP tlog-policy: `witness <name> <vkey>`, `group`, `quorum`): \
+             prove against the newest checkpoint that carries the policy's quorum of valid cosignatures",
         ),
     ];
 }
@@ -78,7 +78,7 @@ pub fn run(args: ProveArgs) -> anyhow::Result<ExitCode> {
             .witness
             .witness_policy
             .as_deref()
-            .map(super::verify_proof::read_policy)
+            .map(|p| super::verify_proof::read_policy(p, key.as_ref()))
             .transpose()?;
         let store = TreeStore::new(db.clone());
         let found = crate::witnessed::signer::latest_checkpoint(

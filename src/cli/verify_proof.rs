@@ -16,8 +16,8 @@ use crate::config::Dur;
 use crate::evidence::bundle::{self, Expect};
 use crate::files::{KEY_MAX, POLICY_MAX};
 use crate::mirror::proof::{tiles_for_bundle, TreeTiles};
-use crate::tlog::cosign::WitnessPolicy;
 use crate::tlog::note::PublicKey;
+use crate::tlog::policy::WitnessPolicy;
 
 /// Options of `event-audit verify-proof`.
 #[derive(clap::Args, Debug, Clone)]
@@ -30,8 +30,9 @@ pub struct VerifyProofArgs {
     /// The log the checkpoint must be of (its origin line); another origin is a rejection.
     #[arg(long)]
     pub(crate) origin: Option<String>,
-    /// A witness policy (`witness <vkey> <url>` lines, `quorum <n>`, default every witness):
-    /// the checkpoint must carry the quorum of valid cosignatures by its witnesses.
+    /// A witness policy (C2SP tlog-policy: `log`, `witness <name> <vkey>`, `group`, `quorum`;
+    /// the older `witness <vkey> <url>`, `quorum <n>` still read): the checkpoint must carry
+    /// the quorum of valid cosignatures.
     #[arg(long)]
     pub(crate) witness_policy: Option<PathBuf>,
     /// Read each entry's inclusion from these tiles instead of the bundle's proof hashes: a
@@ -55,10 +56,26 @@ pub struct VerifyProofArgs {
 pub(crate) const MAX_BUNDLE: u64 = 64 << 20;
 
 /// Reads a witness policy file (`prove` and `verify-proof`).
-pub(crate) fn read_policy(path: &Path) -> anyhow::Result<WitnessPolicy> {
+/// C2SP tlog-policy, or the format read before it (with a one-line note on stderr); its `log`
+/// lines, if any, must name the log's key.
+pub(crate) fn read_policy(path: &Path, log: Option<&PublicKey>) -> anyhow::Result<WitnessPolicy> {
     let text = crate::files::bounded::read_text(path, POLICY_MAX, "witness policy")
         .with_context(|| format!("reading the witness policy {}", path.display()))?;
-    WitnessPolicy::parse(&text).with_context(|| format!("the witness policy {}", path.display()))
+    let policy = WitnessPolicy::parse(&text)
+        .with_context(|| format!("the witness policy {}", path.display()))?;
+    if let Some(key) = log {
+        policy
+            .check_log(key)
+            .with_context(|| format!("the witness policy {}", path.display()))?;
+    }
+    if policy.legacy {
+        eprintln!(
+            "event-audit: note: {}: {}",
+            path.display(),
+            crate::tlog::policy::LEGACY_NOTE
+        );
+    }
+    Ok(policy)
 }
 
 fn inputs(args: &VerifyProofArgs) -> anyhow::Result<(PublicKey, Option<WitnessPolicy>, String)> {
@@ -69,7 +86,7 @@ fn inputs(args: &VerifyProofArgs) -> anyhow::Result<(PublicKey, Option<WitnessPo
     let policy = args
         .witness_policy
         .as_deref()
-        .map(read_policy)
+        .map(|p| read_policy(p, Some(&key)))
         .transpose()?;
     let text = if args.bundle.as_os_str() == "-" {
         let mut bytes = Vec::new();

@@ -104,9 +104,10 @@ section! {
         /// the key file's path with `.state` appended). Keep it with the key.
         #[flag("signer-state", was = "EVENT_AUDIT_SIGNER_STATE")]
         pub signer_state: Option<PathBuf> = None,
-        /// Witness policy file: `witness <vkey> <url>` lines and `quorum <n>` (default: all).
-        /// `run` submits every checkpoint to these witnesses and publishes it with their
-        /// cosignatures; readers require the quorum (URLs ignored).
+        /// Witness policy file, C2SP tlog-policy (`log <vkey>`, `witness <name> <vkey> [url]`,
+        /// `group <name> all|any|<k> <names…>`, `quorum <name>|none`; the older `witness <vkey>
+        /// <url>` and `quorum <n>` still read). `run` submits every checkpoint to the witnesses
+        /// with a URL and publishes it with their cosignatures; readers require the quorum.
         #[flag("witness-policy", was = "EVENT_AUDIT_WITNESS_POLICY")]
         pub witness_policy: Option<PathBuf> = None,
         /// Neither read nor write the state file (a first look at a log, or a state deliberately

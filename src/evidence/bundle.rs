@@ -18,9 +18,9 @@ use base64::Engine;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use crate::tlog::cosign::{PolicyError, WitnessPolicy};
 use crate::tlog::merkle::{self, Hash, Node, ProofError};
 use crate::tlog::note::{self, NoteError, PublicKey};
+use crate::tlog::policy::{PolicyError, WitnessPolicy};
 use crate::tlog::tile::read::{ReadError, TileReader};
 use fields::FieldFault;
 use json::Json;

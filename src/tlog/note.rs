@@ -120,6 +120,11 @@ impl PublicKey {
         raw.extend_from_slice(self.key.as_bytes());
         format!("{}+{}+{}", self.name, hex4(&self.id), B64.encode(raw))
     }
+
+    /// Whether both wrap the same Ed25519 key, whatever their names (tlog-policy's duplicates).
+    pub(crate) fn same_key(&self, other: &PublicKey) -> bool {
+        self.key == other.key
+    }
 }
 
 /// One private key type for every signature algorithm of the log's notes: the log's Ed25519

@@ -153,7 +153,7 @@ pub async fn prepare(
     let w = &settings.witness;
     let key = crate::witnessed::signer::load_public_key(public_key)?;
     let policy = match &w.witness_policy {
-        Some(p) => Some(crate::witnessed::signer::load_policy(p)?),
+        Some(p) => Some(crate::witnessed::signer::load_policy(p, Some(&key))?),
         None => None,
     };
     let origin = w.origin.clone().unwrap_or_else(|| key.name.clone());

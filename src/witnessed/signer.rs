@@ -122,7 +122,7 @@ impl Signer {
         metrics: Arc<WitnessMetrics>,
     ) -> Result<Signer, CheckpointError> {
         let policy = match &s.witness_policy {
-            Some(p) => Some(load_policy(p)?),
+            Some(p) => Some(read::load_submitting_policy(p, &key.public())?),
             None => None,
         };
         let state = s.signer_state_path().ok_or_else(|| CheckpointError::Key {

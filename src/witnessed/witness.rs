@@ -10,6 +10,7 @@
 
 pub(crate) mod add;
 mod http;
+mod monitor;
 mod state;
 
 use std::collections::HashMap;
@@ -177,6 +178,7 @@ impl WitnessServer {
             .route("/", get(index))
             .route("/add-checkpoint", post(add_checkpoint))
             .route("/metrics", get(metrics))
+            .route("/{origin_hash}/checkpoint", get(monitor::checkpoint))
             .layer(axum::extract::DefaultBodyLimit::max(
                 defaults::WITNESS_MAX_BODY,
             ))
@@ -193,7 +195,7 @@ async fn index(State(w): State<Arc<Inner>>) -> String {
     let mut logs: Vec<&String> = w.logs.keys().collect();
     logs.sort();
     format!(
-        "event-audit witness (C2SP tlog-witness, cosignature/v1)\nkey {}\nPOST /add-checkpoint\nGET /metrics\nlogs:\n{}\n",
+        "event-audit witness (C2SP tlog-witness, cosignature/v1)\nkey {}\nPOST /add-checkpoint\nGET /<hex SHA-256 of the origin>/checkpoint\nGET /metrics\nlogs:\n{}\n",
         w.signer.public().encode(),
         logs.iter().map(|l| format!("  {l}")).collect::<Vec<_>>().join("\n")
     )
@@ -258,7 +260,16 @@ async fn add_checkpoint(State(w): State<Arc<Inner>>, headers: HeaderMap, body: B
             )
         }
     };
-    if let Err(e) = w.state.store(&cp.origin, &next) {
+    let line = w.signer.cosign(&signed, now);
+    let served = monitor::served_note(
+        &req.note,
+        w.logs
+            .get(&cp.origin)
+            .map(Vec::as_slice)
+            .unwrap_or_default(),
+        &line,
+    );
+    if let Err(e) = w.state.store(&cp.origin, &next, &served) {
         tracing::error!(origin = %cp.origin, error = %e, "the witness's state cannot be written; refusing to cosign");
         return text(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -266,7 +277,6 @@ async fn add_checkpoint(State(w): State<Arc<Inner>>, headers: HeaderMap, body: B
             "text/plain",
         );
     }
-    let line = w.signer.cosign(&signed, now);
     w.metrics.cosigned.with_label_values(&[&cp.origin]).inc();
     tracing::debug!(origin = %cp.origin, size = cp.size, "checkpoint cosigned");
     text(StatusCode::OK, line, "text/plain; charset=utf-8")

@@ -303,6 +303,7 @@ const BOUNDARY: &[&str] = &[
     "tlog::latest",
     "tlog::merkle",
     "tlog::note",
+    "tlog::policy",
     "tlog::tile",
     "tlog::tile::build",
     "tlog::tile::read",

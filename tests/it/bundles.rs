@@ -220,19 +220,19 @@ fn both_verifiers_hold_the_checkpoint_to_a_witness_policy() {
         &note,
         &policy(&[&a], None),
         1,
-        "0 valid cosignature(s) of the 1",
+        "(1 of 1) (cosigned by: none)",
     );
     check(
         &cosign(&note, &a, 7),
         &policy(&[&a, &b], None),
         1,
-        "1 valid cosignature(s) of the 2",
+        "(2 of 2) (cosigned by: witness-a.example)",
     );
     check(
         &cosign(&note, &c, 7),
         &policy(&[&a], None),
         1,
-        "0 valid cosignature(s) of the 1",
+        "(1 of 1) (cosigned by: none)",
     );
     let line = cosign(&note, &a, 7)[note.len()..].to_owned();
     let (name, sig) = line.trim_end().rsplit_once(' ').expect("cosignature line");
@@ -254,6 +254,26 @@ fn both_verifiers_hold_the_checkpoint_to_a_witness_policy() {
         "witness policy",
     );
     check(&two, &policy(&[&a], Some(2)), 2, "witness policy");
+    // C2SP tlog-policy: nested groups, `quorum none`, and the log line held to the log's key.
+    let (va, vb, vc) = (
+        a.public().encode(),
+        b.public().encode(),
+        c.public().encode(),
+    );
+    let nested = format!(
+        "log {k}\nwitness A {va}\nwitness B {vb}\nwitness C {vc}\ngroup AB all A B\ngroup top any AB C\nquorum top\n"
+    );
+    check(&two, &nested, 0, "cosigned by A, C");
+    check(
+        &cosign(&note, &a, 7),
+        &nested,
+        1,
+        "quorum top (1 of 2) (cosigned by: A)",
+    );
+    check(&note, "quorum none\n", 0, "OK: 1 entry");
+    let stranger_log = PrivateKey::from_seed("another/log", &[5; 32]).expect("key");
+    let elsewhere = nested.replace(&k, &stranger_log.public().encode());
+    check(&two, &elsewhere, 2, "do not name the log's key");
     cases.run();
 }
 
@@ -437,7 +457,7 @@ async fn prove_shows_every_field_of_real_rows_and_both_verifiers_name_each_relab
         &args,
         &[("w", &pol)],
         1,
-        "0 valid cosignature(s) of the 1",
+        "(1 of 1) (cosigned by: none)",
     );
     let w = prove(
         &db,

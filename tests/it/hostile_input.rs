@@ -24,8 +24,9 @@ use event_audit::evidence::bundle::{self, leaf, Expect, Proven};
 use event_audit::test_support::dev::sample::realistic_mix;
 use event_audit::test_support::row::pgcopy::CopyBuf;
 use event_audit::test_support::verify::copy::Tuples;
-use event_audit::tlog::cosign::{WitnessKey, WitnessPolicy, WitnessSigner};
+use event_audit::tlog::cosign::{WitnessKey, WitnessSigner};
 use event_audit::tlog::note::{claimed, open, Checkpoint, Note, PrivateKey, PublicKey};
+use event_audit::tlog::policy::WitnessPolicy;
 
 const ORIGIN: &str = "event-audit/hostile";
 
@@ -189,13 +190,12 @@ proptest! {
         let valid = policy(&[&n.witnesses[0], &n.witnesses[1]], Some(2));
         for text in [s, m.apply_str(&valid).0] {
             if let Ok(p) = WitnessPolicy::parse(&text) {
-                prop_assert!(p.quorum >= 1 && p.quorum <= p.witnesses.len());
-                let mut again = String::new();
-                for w in &p.witnesses {
-                    again += &format!("witness {} {}\n", w.key.encode(), w.url);
-                }
-                again += &format!("quorum {}\n", p.quorum);
-                prop_assert_eq!(WitnessPolicy::parse(&again), Ok(p));
+                // Every witness cosigning meets any quorum (1 <= k <= n in every group), and
+                // the policy reads back the same from the tlog-policy lines it writes.
+                let all = (0..p.witnesses.len()).collect();
+                prop_assert!(p.met_by(&all));
+                let again = p.encode();
+                prop_assert_eq!(WitnessPolicy::parse(&again), Ok(WitnessPolicy { legacy: false, ..p }));
             }
         }
     }

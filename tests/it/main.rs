@@ -62,5 +62,6 @@ mod verify_auditor;
 mod verify_mirror;
 mod verify_output;
 mod witness;
+mod witness_conformance;
 mod witness_server;
 mod wrong_places;

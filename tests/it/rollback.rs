@@ -16,8 +16,8 @@ use crate::support::{TestDb, TestStream};
 use event_audit::config::{Dur, Settings};
 use event_audit::test_support::db::Db;
 use event_audit::test_support::log::tree::TreeStore;
-use event_audit::tlog::cosign::WitnessPolicy;
 use event_audit::tlog::note::{self, Checkpoint};
+use event_audit::tlog::policy::WitnessPolicy;
 
 fn signing(
     db: &TestDb,

@@ -22,9 +22,9 @@ use event_audit::config::Dur;
 use event_audit::test_support::bus::Bus;
 use event_audit::test_support::row::chain::{batch_digest, link_hash_v2};
 use event_audit::test_support::witnessed::signer::publish;
-use event_audit::tlog::cosign::WitnessPolicy;
 use event_audit::tlog::merkle::{leaf_hash, Frontier};
 use event_audit::tlog::note::{self, Checkpoint, PrivateKey};
+use event_audit::tlog::policy::WitnessPolicy;
 
 #[tokio::test]
 async fn a_forged_head_or_queued_note_is_never_signed_or_published() {

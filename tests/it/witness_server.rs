@@ -7,13 +7,15 @@
 //! state, and a restart that keeps it; a hostile client's flood (mutated, truncated, oversized,
 //! slow and idle requests) with no 5xx, memory flat, every refusal counted by status, and a
 //! valid checkpoint cosigned after it; a connection closed once older than the age cap
-//! ([`age`]). Also `keygen --witness`, unique default origins and keys
+//! ([`age`]); the monitoring API ([`monitor`]). Also `keygen --witness`, unique default origins and keys
 //! never written through a symlink.
 
 #[path = "witness_server/age.rs"]
 mod age;
 #[path = "witness_server/hostile.rs"]
 mod hostile;
+#[path = "witness_server/monitor.rs"]
+mod monitor;
 
 use std::collections::BTreeMap;
 use std::path::Path;

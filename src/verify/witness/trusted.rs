@@ -4,8 +4,8 @@
 //! is never smaller than, nor another root at the size of, the one checked last time.
 
 use super::{BeforePolicy, Rejected, Trusted, WitnessReport};
-use crate::tlog::cosign::WitnessPolicy;
 use crate::tlog::note::{self, PublicKey, REVERDICTS_SUFFIX};
+use crate::tlog::policy::WitnessPolicy;
 use crate::verify::auditor::Checked;
 use crate::witnessed::signer::publish::Found;
 

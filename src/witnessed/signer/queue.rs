@@ -147,9 +147,9 @@ impl Signer {
                 }));
             }
         }
-        if got.count < w.policy.quorum {
+        if !w.policy.met_by(&got.by) {
             let why: Vec<String> = got.failures.iter().map(ToString::to_string).collect();
-            tracing::warn!(log, size, cosigned = got.count, quorum = w.policy.quorum, failures = %why.join("; "), "checkpoint waits for the witnesses' quorum; retried at the next round");
+            tracing::warn!(log, size, cosigned = got.by.len(), quorum = %w.policy.describe(), failures = %why.join("; "), "checkpoint waits for the witnesses' quorum; retried at the next round");
             return Ok(Ok(None));
         }
         Ok(Ok(Some(got.lines)))

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use crate::bus::{Bus, BusError};
 use crate::db::Db;
-use crate::tlog::cosign::WitnessPolicy;
 use crate::tlog::note::{self, Checkpoint, PrivateKey, PublicKey};
+use crate::tlog::policy::WitnessPolicy;
 
 use super::publish::{self, Found};
 use super::CheckpointError;
@@ -45,18 +45,51 @@ pub fn load_public_key(path: &Path) -> Result<PublicKey, CheckpointError> {
     })
 }
 
-/// Reads a witness policy file (`witness <vkey> <url>` lines, `quorum <n>`).
-pub fn load_policy(path: &Path) -> Result<WitnessPolicy, CheckpointError> {
+/// The signer's policy: [`load_policy`], and the witnesses whose line has a URL (the only
+/// ones the daemon submits to) must be able to meet its quorum.
+pub(crate) fn load_submitting_policy(
+    path: &Path,
+    log: &PublicKey,
+) -> Result<WitnessPolicy, CheckpointError> {
+    let policy = load_policy(path, Some(log))?;
+    let with_url = (0..policy.witnesses.len())
+        .filter(|i| policy.witnesses[*i].url.is_some())
+        .collect();
+    if !policy.met_by(&with_url) {
+        return Err(CheckpointError::Policy {
+            path: path.display().to_string(),
+            why: format!(
+                "the witnesses with a URL cannot meet the quorum {}: the daemon submits only to witnesses whose line has a URL (`witness <name> <vkey> <url>`)",
+                policy.describe()
+            ),
+        });
+    }
+    Ok(policy)
+}
+
+/// Reads a witness policy file (C2SP tlog-policy, or the format read before it, with a one-line
+/// note), and checks that its `log` lines, if any, name the log's key.
+pub fn load_policy(path: &Path, log: Option<&PublicKey>) -> Result<WitnessPolicy, CheckpointError> {
     let shown = path.display().to_string();
     let text = crate::files::bounded::read_text(path, crate::files::POLICY_MAX, "witness policy")
         .map_err(|e| CheckpointError::Policy {
         path: shown.clone(),
         why: e.to_string(),
     })?;
-    WitnessPolicy::parse(&text).map_err(|e| CheckpointError::Policy {
-        path: shown,
+    let policy = WitnessPolicy::parse(&text).map_err(|e| CheckpointError::Policy {
+        path: shown.clone(),
         why: e.to_string(),
-    })
+    })?;
+    if let Some(key) = log {
+        policy.check_log(key).map_err(|e| CheckpointError::Policy {
+            path: shown.clone(),
+            why: e.to_string(),
+        })?;
+    }
+    if policy.legacy {
+        tracing::warn!(policy = %shown, "{}", crate::tlog::policy::LEGACY_NOTE);
+    }
+    Ok(policy)
 }
 
 /// Every checkpoint the witness holds: the checkpoint directory when one is set, else the

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::{load_key, load_policy, CheckpointError, Signer};
+use super::{load_key, CheckpointError, Signer};
 use crate::bus::Bus;
 use crate::db::Db;
 use crate::log::tiles::Tiles;
@@ -38,7 +38,7 @@ pub(crate) fn check(s: &crate::config::Settings) -> Result<Option<Checked>, Chec
         _ => key.name.clone(),
     };
     if let Some(p) = &w.witness_policy {
-        load_policy(p)?;
+        super::read::load_submitting_policy(p, &key.public())?;
     }
     Ok(Some(Checked { key, origin }))
 }

@@ -15,9 +15,9 @@ use std::time::Duration;
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 
-use crate::tlog::cosign::{PolicyWitness, WitnessPolicy};
 use crate::tlog::merkle::Hash;
 use crate::tlog::note::{parse_decimal, Note};
+use crate::tlog::policy::{PolicyWitness, WitnessPolicy};
 
 /// Why one witness did not cosign.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,8 +62,8 @@ pub(crate) struct Witnesses {
 pub(crate) struct Cosigned {
     /// The valid cosignature lines (each with its newline).
     pub(crate) lines: String,
-    /// How many witnesses cosigned.
-    pub(crate) count: usize,
+    /// The policy's indexes of the witnesses that cosigned.
+    pub(crate) by: std::collections::BTreeSet<usize>,
     pub(crate) failures: Vec<Failure>,
 }
 
@@ -89,8 +89,8 @@ impl Witnesses {
         }
     }
 
-    /// Submits `note` (of `size`, for `origin`) to every witness, concurrently; `proof(old)`
-    /// gives the consistency proof from `old` to `size`.
+    /// Submits `note` (of `size`, for `origin`) to every witness of the policy that has a URL,
+    /// concurrently; `proof(old)` gives the consistency proof from `old` to `size`.
     pub(crate) async fn submit<F, Fut>(
         &mut self,
         origin: &str,
@@ -102,7 +102,14 @@ impl Witnesses {
         F: Fn(u64) -> Fut,
         Fut: Future<Output = Result<Vec<Hash>, String>>,
     {
-        let jobs = self.policy.witnesses.iter().map(|w| {
+        let with_url: Vec<(usize, &PolicyWitness)> = self
+            .policy
+            .witnesses
+            .iter()
+            .enumerate()
+            .filter(|(_, w)| w.url.is_some())
+            .collect();
+        let jobs = with_url.iter().map(|(_, w)| {
             let known = self
                 .known
                 .get(&(w.key.name.clone(), origin.to_owned()))
@@ -111,7 +118,7 @@ impl Witnesses {
         });
         let results = futures::future::join_all(jobs).await;
         let mut out = Cosigned::default();
-        for (w, (known, r)) in self.policy.witnesses.iter().zip(results) {
+        for ((i, w), (known, r)) in with_url.iter().zip(results) {
             if let Some(k) = known {
                 self.known
                     .insert((w.key.name.clone(), origin.to_owned()), k);
@@ -119,7 +126,7 @@ impl Witnesses {
             match r {
                 Ok(line) => {
                     out.lines.push_str(&line);
-                    out.count += 1;
+                    out.by.insert(*i);
                 }
                 Err(f) => out.failures.push(f),
             }
@@ -231,7 +238,10 @@ where
     body.push('\n');
     body.push_str(note);
     let resp = client
-        .post(format!("{}/add-checkpoint", w.url))
+        .post(format!(
+            "{}/add-checkpoint",
+            w.url.as_deref().unwrap_or_default()
+        ))
         .body(body)
         .send()
         .await
@@ -368,8 +378,9 @@ mod tests {
         });
         let signer = WitnessSigner::from_seed("witness.example/s", &[3; 32]).unwrap();
         let w = PolicyWitness {
+            name: "s".into(),
             key: signer.public(),
-            url: "http://127.0.0.1:1".into(),
+            url: Some("http://127.0.0.1:1".into()),
         };
         let text = Note::parse(&note).unwrap().text.to_owned();
         let read = |status, body: &str, sizes| read_answer(&w, &note, status, body, sizes);

@@ -1,5 +1,6 @@
-//! The witness's memory: per log origin, the latest checkpoint it cosigned (size, root, and the
-//! note it was shown), one file per origin in the state directory, replaced atomically and
+//! The witness's memory: per log origin, the latest checkpoint it cosigned (size, root, the
+//! note it was shown, and the note it serves monitors: the log's signatures it verified and its
+//! own cosignature), one file per origin in the state directory, replaced atomically and
 //! fsynced before the witness answers, never lowered. A lock on the directory keeps a second
 //! witness process away from it (two processes could otherwise roll each other back).
 
@@ -24,6 +25,10 @@ struct File {
     size: u64,
     root: String,
     note: String,
+    /// The checkpoint with the log's verified signatures and this witness's cosignature, served
+    /// at `GET /<origin hash>/checkpoint` (absent in files written before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    served: Option<String>,
 }
 
 /// The state directory, locked by this process.
@@ -69,6 +74,15 @@ impl StateDir {
     /// The latest cosigned checkpoint of `origin`, if any. A file that cannot be read is an
     /// error (never taken as "no state": that would let a log start over).
     pub fn load(&self, origin: &str) -> std::io::Result<Option<Latest>> {
+        Ok(self.read(origin)?.map(|(l, _)| l))
+    }
+
+    /// The cosigned checkpoint served to monitors for `origin`, if one was kept.
+    pub fn served(&self, origin: &str) -> std::io::Result<Option<String>> {
+        Ok(self.read(origin)?.and_then(|(_, s)| s))
+    }
+
+    fn read(&self, origin: &str) -> std::io::Result<Option<(Latest, Option<String>)>> {
         let path = self.path(origin);
         let Some(text) =
             crate::files::read_if_present(&path, crate::files::STATE_MAX, "state file")?
@@ -90,21 +104,24 @@ impl StateDir {
             .ok()
             .and_then(|r| Hash::try_from(r).ok())
             .ok_or_else(|| bad("its root is not 32 bytes of base64"))?;
-        Ok(Some(Latest {
+        let latest = Latest {
             size: f.size,
             root,
             note: f.note,
             tree: (),
-        }))
+        };
+        Ok(Some((latest, f.served)))
     }
 
-    /// Stores `latest` for `origin`, durably, before the witness answers.
-    pub(crate) fn store(&self, origin: &str, latest: &Latest) -> std::io::Result<()> {
+    /// Stores `latest` for `origin`, and the cosigned checkpoint served to monitors, durably,
+    /// before the witness answers.
+    pub(crate) fn store(&self, origin: &str, latest: &Latest, served: &str) -> std::io::Result<()> {
         let f = File {
             origin: origin.to_owned(),
             size: latest.size,
             root: B64.encode(latest.root),
             note: latest.note.clone(),
+            served: Some(served.to_owned()),
         };
         let body = serde_json::to_vec_pretty(&f).unwrap_or_default();
         crate::files::replace_private(&self.path(origin), &body)
@@ -130,8 +147,9 @@ mod tests {
             note: "n".into(),
             tree: (),
         };
-        s.store("a", &l).unwrap();
+        s.store("a", &l, "served").unwrap();
         assert_eq!(s.load("a").unwrap(), Some(l));
+        assert_eq!(s.served("a").unwrap().as_deref(), Some("served"));
         assert_eq!(s.load("b").unwrap(), None);
         std::fs::write(s.path("b"), "{").unwrap();
         assert!(s.load("b").is_err(), "an unreadable state is an error");

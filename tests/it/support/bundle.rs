@@ -228,19 +228,22 @@ pub fn cosign(note: &str, w: &WitnessSigner, time: u64) -> String {
     format!("{note}{}", w.cosign(&text, time))
 }
 
-/// A witness policy file's text: each witness's vkey with a URL, then the quorum if given.
+/// A C2SP tlog-policy file's text: each witness named by its key name, with its vkey and a URL, one group
+/// of them with the quorum (`all` when none is given), and the quorum naming that group.
 pub fn policy(witnesses: &[&WitnessSigner], quorum: Option<usize>) -> String {
     let mut t = String::from("# the auditor's witnesses\n");
+    let mut names = Vec::new();
     for w in witnesses {
         t += &format!(
-            "witness {} https://{}.example/ # a comment\n",
+            "witness {} {} https://{}.example/\n",
+            w.name,
             w.public().encode(),
             w.name
         );
+        names.push(w.name.clone());
     }
-    if let Some(q) = quorum {
-        t += &format!("quorum {q}\n");
-    }
+    let k = quorum.map_or("all".to_owned(), |q| q.to_string());
+    t += &format!("group auditors {k} {}\nquorum auditors\n", names.join(" "));
     t
 }
 

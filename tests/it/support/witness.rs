@@ -117,13 +117,20 @@ pub fn write_witness_key(
     (private, public, k)
 }
 
-/// A policy file naming `witnesses` (vkey, base URL) with `quorum`.
+/// A C2SP tlog-policy file naming `witnesses` (vkey, submission URL) by their key names, in one group
+/// of `quorum`, the policy's quorum.
 pub fn write_policy(path: &Path, witnesses: &[(String, String)], quorum: usize) -> PathBuf {
     let mut text = String::from("# test witnesses\n");
+    let mut names = Vec::new();
     for (vkey, url) in witnesses {
-        text.push_str(&format!("witness {vkey} {url}\n"));
+        let name = vkey.split('+').next().unwrap_or_default();
+        text.push_str(&format!("witness {name} {vkey} {url}\n"));
+        names.push(name.to_owned());
     }
-    text.push_str(&format!("quorum {quorum}\n"));
+    text.push_str(&format!(
+        "group test-witnesses {quorum} {}\nquorum test-witnesses\n",
+        names.join(" ")
+    ));
     std::fs::write(path, text).expect("write policy");
     path.to_owned()
 }
