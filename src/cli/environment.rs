@@ -15,6 +15,8 @@ const READ_ELSEWHERE: &[&str] = &[
     crate::config::secrets::API_KEY_ENV,
     "EVENT_AUDIT_CONFIG",
     "EVENT_AUDIT_LOG_JSON",
+    // The fuzz tools' and scripts' path to the binary, passed down to it.
+    "EVENT_AUDIT_BIN",
 ];
 const READ_BY_PREFIX: &[&str] = &[
     "EVENT_AUDIT_DEV_",

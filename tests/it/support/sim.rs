@@ -212,6 +212,7 @@ pub fn stated(pairs: &[(&str, u64)]) -> BTreeMap<String, u64> {
         "in_progress",
         "not_found",
         "unverified",
+        "erased",
     ]
     .iter()
     .map(|v| (v.to_string(), 0))
