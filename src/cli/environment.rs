@@ -6,6 +6,7 @@
 use std::collections::BTreeSet;
 
 use crate::config::options::{self, ENV_PREFIX};
+use crate::evolution::compat::distance;
 
 /// Variables under the prefix read outside the options: the secrets, the settings file, and
 /// the development and test switches (by prefix).
@@ -44,22 +45,6 @@ fn known(cmd: &clap::Command) -> BTreeSet<String> {
     }
     walk(cmd, &mut out);
     out
-}
-
-/// Edit distance (insertions, deletions, substitutions) between two names.
-fn distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let cur = row[j + 1];
-            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
-            prev = cur;
-        }
-    }
-    row[b.len()]
 }
 
 /// One line per `EVENT_AUDIT_*` variable of `names` that nothing reads, naming the closest known

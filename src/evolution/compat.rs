@@ -160,7 +160,7 @@ pub fn dynamic(cat: &Catalogue) -> DynCatalogue {
 }
 
 /// Edit distance between two names (insertions, deletions, substitutions).
-fn distance(a: &str, b: &str) -> usize {
+pub(crate) fn distance(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
     let mut row: Vec<usize> = (0..=b.len()).collect();
     for (i, ca) in a.chars().enumerate() {
