@@ -9,4 +9,4 @@ cd "$(dirname "$0")/.."
 scripts/test-deps.sh
 scripts/services.sh
 export DATABASE_URL=${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}
-exec cargo test --locked --features dev "$@"
+exec cargo test --workspace --locked --features dev "$@"

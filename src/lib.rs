@@ -47,7 +47,7 @@ pub(crate) mod server;
 pub(crate) mod telemetry;
 #[doc(hidden)]
 pub mod test_support;
-pub mod tlog;
+pub use event_audit_tlog as tlog;
 pub(crate) mod tls;
 pub(crate) mod verify;
 pub(crate) mod witnessed;

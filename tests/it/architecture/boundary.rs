@@ -115,7 +115,7 @@ pub fn file_index(root: &Path) -> String {
         .collect();
     rows.sort();
     let mut out = String::from(
-        "# Files\n\nEvery file of `src/`, by room, with the first sentence of its own documentation. \
+        "# Files\n\nEvery file of `src/`, by room, then of each crate under `crates/`, with the first sentence of its own documentation. \
          Made from the sources by a test (`architecture::the_file_index_is_current`); write it \
          again with `EVENT_AUDIT_WRITE_INDEX=1 cargo test --features dev --test it \
          architecture::the_file_index`. What each room owns: [ARCHITECTURE.md](../ARCHITECTURE.md).\n",
@@ -132,6 +132,27 @@ pub fn file_index(root: &Path) -> String {
             out.push_str(&format!("\n## `{this}`\n\n"));
             room = this;
         }
+        out.push_str(&format!("- `{rel}`: {sentence}\n"));
+    }
+    out
+}
+
+/// One workspace crate's part of docs/files.md: its files (paths from the repository) under one
+/// heading, each with the first sentence of its `//!` documentation.
+pub fn crate_index(root: &Path, name: &str) -> String {
+    let mut files = Vec::new();
+    super::scan::rust_files(&root.join("src"), &mut files);
+    let mut rows: Vec<(String, String)> = files
+        .iter()
+        .map(|f| {
+            let rel = f.strip_prefix(root).unwrap_or(f).display().to_string();
+            let text = std::fs::read_to_string(f).unwrap_or_default();
+            (format!("{name}/{rel}"), first_sentence(&text))
+        })
+        .collect();
+    rows.sort();
+    let mut out = format!("\n## Crate `{name}`\n\n");
+    for (rel, sentence) in rows {
         out.push_str(&format!("- `{rel}`: {sentence}\n"));
     }
     out

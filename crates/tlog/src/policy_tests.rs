@@ -2,8 +2,8 @@
 //! format read before it.
 
 use super::*;
-use crate::tlog::cosign::WitnessSigner;
-use crate::tlog::note::{Checkpoint, PrivateKey};
+use crate::cosign::WitnessSigner;
+use crate::note::{Checkpoint, PrivateKey};
 
 fn witness(name: &str, b: u8) -> WitnessSigner {
     WitnessSigner::from_seed(name, &[b; 32]).unwrap()

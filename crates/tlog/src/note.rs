@@ -17,9 +17,9 @@ use sha2::{Digest, Sha256};
 use super::merkle::Hash;
 
 /// The Ed25519 algorithm byte of a signed-note key.
-pub(crate) const ALG_ED25519: u8 = 0x01;
+pub const ALG_ED25519: u8 = 0x01;
 /// The signature line's dash (U+2014).
-pub(crate) const DASH: &str = "\u{2014} ";
+pub const DASH: &str = "\u{2014} ";
 
 /// Why a key, checkpoint or note cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -37,12 +37,12 @@ pub enum NoteError {
 }
 
 /// `SHA-256(name ‖ "\n" ‖ 0x01 ‖ key)[:4]`.
-pub(crate) fn key_id(name: &str, public: &[u8; 32]) -> [u8; 4] {
+pub fn key_id(name: &str, public: &[u8; 32]) -> [u8; 4] {
     key_id_of(name, ALG_ED25519, public)
 }
 
 /// `SHA-256(name ‖ "\n" ‖ alg ‖ key)[:4]`: a signed-note key id for signature type `alg`.
-pub(crate) fn key_id_of(name: &str, alg: u8, public: &[u8; 32]) -> [u8; 4] {
+pub fn key_id_of(name: &str, alg: u8, public: &[u8; 32]) -> [u8; 4] {
     let h = Sha256::new()
         .chain_update(name.as_bytes())
         .chain_update(b"\n")
@@ -53,17 +53,17 @@ pub(crate) fn key_id_of(name: &str, alg: u8, public: &[u8; 32]) -> [u8; 4] {
 }
 
 /// The key id as 8 hex digits.
-pub(crate) fn hex4(id: &[u8; 4]) -> String {
+pub fn hex4(id: &[u8; 4]) -> String {
     id.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// A key name: non-empty, no '+', no whitespace.
-pub(crate) fn valid_name(name: &str) -> bool {
+pub fn valid_name(name: &str) -> bool {
     !name.is_empty() && !name.contains('+') && !name.chars().any(char::is_whitespace)
 }
 
 /// Splits `<name>+<hex id>+<base64(alg ‖ 32 bytes)>` (the id is checked by the caller).
-pub(crate) fn parse_key_parts(s: &str, alg: u8) -> Result<(String, [u8; 4], [u8; 32]), NoteError> {
+pub fn parse_key_parts(s: &str, alg: u8) -> Result<(String, [u8; 4], [u8; 32]), NoteError> {
     // From the left: neither the name nor the id holds '+', base64 may.
     let mut it = s.trim().splitn(3, '+');
     let (Some(name), Some(id), Some(b64)) = (it.next(), it.next(), it.next()) else {
@@ -122,7 +122,7 @@ impl PublicKey {
     }
 
     /// Whether both wrap the same Ed25519 key, whatever their names (tlog-policy's duplicates).
-    pub(crate) fn same_key(&self, other: &PublicKey) -> bool {
+    pub fn same_key(&self, other: &PublicKey) -> bool {
         self.key == other.key
     }
 }
@@ -192,13 +192,13 @@ impl<const ALG: u8> Signer<ALG> {
     }
 
     /// The public half.
-    pub(crate) fn verifying_key(&self) -> VerifyingKey {
+    pub fn verifying_key(&self) -> VerifyingKey {
         self.key.verifying_key()
     }
 
     /// A signature line's blob: the key id, `prefix` (a cosignature's time), the signature of
     /// `message`.
-    pub(crate) fn blob(&self, prefix: &[u8], message: &[u8]) -> Vec<u8> {
+    pub fn blob(&self, prefix: &[u8], message: &[u8]) -> Vec<u8> {
         let sig = self.key.sign(message);
         let mut blob = self.id.to_vec();
         blob.extend_from_slice(prefix);
@@ -228,14 +228,14 @@ impl Signer<ALG_ED25519> {
 }
 
 /// The re-verdict log's origin is the events log's origin with this suffix (same key).
-pub(crate) const REVERDICTS_SUFFIX: &str = "/reverdicts";
+pub const REVERDICTS_SUFFIX: &str = "/reverdicts";
 
 /// The most signature lines a note may carry (the spec asks verifiers to accept at least 16).
-pub(crate) const MAX_SIGNATURES: usize = 64;
+pub const MAX_SIGNATURES: usize = 64;
 
 /// The longest note read, in bytes: a checkpoint's text and [`MAX_SIGNATURES`] signature lines
 /// take a few kilobytes; a file, response or message longer than this is refused unread.
-pub(crate) const MAX_NOTE: u64 = 64 << 10;
+pub const MAX_NOTE: u64 = 64 << 10;
 
 /// A tree head: the log's name, its size and its root.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -246,7 +246,7 @@ pub struct Checkpoint {
 }
 
 /// `"0"`, or digits without a leading zero, within `u64`.
-pub(crate) fn parse_decimal(s: &str) -> Option<u64> {
+pub fn parse_decimal(s: &str) -> Option<u64> {
     if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) || (s.len() > 1 && s.starts_with('0'))
     {
         return None;
@@ -256,7 +256,7 @@ pub(crate) fn parse_decimal(s: &str) -> Option<u64> {
 
 impl Checkpoint {
     /// `"<origin>\n<size>\n<base64 root>\n"`.
-    pub(crate) fn body(&self) -> String {
+    pub fn body(&self) -> String {
         format!(
             "{}\n{}\n{}\n",
             self.origin,
@@ -267,7 +267,7 @@ impl Checkpoint {
 
     /// Parses a checkpoint body: origin, size (decimal, no leading zero), base64 root, each
     /// ending in a newline; extension lines after the root are allowed (non-empty) and ignored.
-    pub(crate) fn parse_body(body: &str) -> Result<Checkpoint, NoteError> {
+    pub fn parse_body(body: &str) -> Result<Checkpoint, NoteError> {
         if body.bytes().any(|b| b < 0x20 && b != b'\n') {
             return Err(NoteError::Checkpoint("it holds a control character"));
         }
@@ -312,7 +312,7 @@ pub struct SigLine<'a> {
 
 impl SigLine<'_> {
     /// The key id the blob starts with.
-    pub(crate) fn id(&self) -> Option<[u8; 4]> {
+    pub fn id(&self) -> Option<[u8; 4]> {
         self.blob.get(..4)?.try_into().ok()
     }
 }
@@ -371,7 +371,7 @@ impl<'a> Note<'a> {
     }
 
     /// The signature lines whose key name and id are `name` and `id`.
-    pub(crate) fn by<'s>(
+    pub fn by<'s>(
         &'s self,
         name: &'s str,
         id: &'s [u8; 4],
@@ -409,7 +409,7 @@ pub fn claimed(note: &str) -> Result<Checkpoint, NoteError> {
 
 /// The note with `lines` (signature lines, each ending in a newline) appended, skipping any it
 /// already carries.
-pub(crate) fn with_signatures(note: &str, lines: &str) -> String {
+pub fn with_signatures(note: &str, lines: &str) -> String {
     let mut out = note.to_owned();
     for l in lines.lines().filter(|l| !l.is_empty()) {
         if !note.lines().any(|have| have == l) {

@@ -4,7 +4,7 @@
 //! stopped goes on from its files without reading the tree again.
 
 use super::{parse_bundle, push_entry, TileError, TileId, TILE_WIDTH};
-use crate::tlog::merkle::{leaf_hash, range_hash, root_of, Hash};
+use crate::merkle::{leaf_hash, range_hash, root_of, Hash};
 
 /// The tiles of a tree being extended.
 #[derive(Debug, Clone, Default)]

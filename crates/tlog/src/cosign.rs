@@ -17,10 +17,10 @@ use ed25519_dalek::{Signature, Verifier, VerifyingKey};
 use super::note::{hex4, key_id_of, parse_key_parts, Note, NoteError, Signer, DASH};
 
 /// The signature type byte of a timestamped Ed25519 cosignature.
-pub(crate) const ALG_COSIGNATURE_V1: u8 = 0x04;
+pub const ALG_COSIGNATURE_V1: u8 = 0x04;
 
 /// The message a cosignature signs: the header and time lines, then the note text.
-pub(crate) fn signed_message(time: u64, text: &str) -> String {
+pub fn signed_message(time: u64, text: &str) -> String {
     format!("cosignature/v1\ntime {time}\n{text}")
 }
 
@@ -47,7 +47,7 @@ impl WitnessKey {
     }
 
     /// Whether both wrap the same Ed25519 key, whatever their names (tlog-policy's duplicates).
-    pub(crate) fn same_key(&self, other: &WitnessKey) -> bool {
+    pub fn same_key(&self, other: &WitnessKey) -> bool {
         self.key == other.key
     }
 
@@ -59,7 +59,7 @@ impl WitnessKey {
 
     /// The time of this witness's valid cosignature on `note`, if it carries one. A line with
     /// this witness's name and id that does not verify is an error (the note is rejected).
-    pub(crate) fn cosigned(&self, note: &Note<'_>) -> Result<Option<u64>, NoteError> {
+    pub fn cosigned(&self, note: &Note<'_>) -> Result<Option<u64>, NoteError> {
         let mut found = None;
         for s in note.by(&self.name, &self.id) {
             let blob = &s.blob[4..];
@@ -110,7 +110,7 @@ impl Signer<ALG_COSIGNATURE_V1> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tlog::note::{open, Checkpoint, PrivateKey};
+    use crate::note::{open, Checkpoint, PrivateKey};
 
     fn witness(name: &str, b: u8) -> WitnessSigner {
         WitnessSigner::from_seed(name, &[b; 32]).unwrap()

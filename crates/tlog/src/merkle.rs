@@ -18,7 +18,7 @@ pub fn leaf_hash(data: &[u8]) -> Hash {
 }
 
 /// `SHA-256(0x01 ‖ left ‖ right)`.
-pub(crate) fn node_hash(left: &Hash, right: &Hash) -> Hash {
+pub fn node_hash(left: &Hash, right: &Hash) -> Hash {
     Sha256::new()
         .chain_update([1u8])
         .chain_update(left)
@@ -28,7 +28,7 @@ pub(crate) fn node_hash(left: &Hash, right: &Hash) -> Hash {
 }
 
 /// The root of the empty tree: `SHA-256("")`.
-pub(crate) fn empty_root() -> Hash {
+pub fn empty_root() -> Hash {
     Sha256::digest([]).into()
 }
 
@@ -40,7 +40,7 @@ fn split(n: u64) -> u64 {
 
 /// The root over leaf hashes (RFC 6962 MTH), by recursion: the reference, used by tests and
 /// small ranges.
-pub(crate) fn root_of(leaves: &[Hash]) -> Hash {
+pub fn root_of(leaves: &[Hash]) -> Hash {
     match leaves.len() {
         0 => empty_root(),
         1 => leaves[0],
@@ -62,7 +62,7 @@ impl Node {
     pub fn start(self) -> u64 {
         self.index << self.level
     }
-    pub(crate) fn end(self) -> u64 {
+    pub fn end(self) -> u64 {
         (self.index + 1) << self.level
     }
 }
@@ -70,7 +70,7 @@ impl Node {
 /// The perfect subtrees whose hashes make the hash of leaves `[start, end)`, left to right, as
 /// MTH splits it (`start` aligned to the largest power of two not above `end - start`, as every
 /// range of a proof is).
-pub(crate) fn range_nodes(start: u64, end: u64) -> Vec<Node> {
+pub fn range_nodes(start: u64, end: u64) -> Vec<Node> {
     let mut out = Vec::new();
     let mut s = start;
     while s < end {
@@ -88,7 +88,7 @@ pub(crate) fn range_nodes(start: u64, end: u64) -> Vec<Node> {
 }
 
 /// The hash of leaves `[start, end)` from the hashes of its [`range_nodes`], in that order.
-pub(crate) fn range_hash(parts: &[Hash]) -> Hash {
+pub fn range_hash(parts: &[Hash]) -> Hash {
     let mut it = parts.iter().rev();
     let Some(last) = it.next() else {
         return empty_root();
@@ -98,7 +98,7 @@ pub(crate) fn range_hash(parts: &[Hash]) -> Hash {
 
 /// The ranges whose hashes make the inclusion proof of leaf `m` in a tree of `n` (RFC 6962
 /// PATH), in proof order.
-pub(crate) fn inclusion_ranges(m: u64, n: u64) -> Vec<(u64, u64)> {
+pub fn inclusion_ranges(m: u64, n: u64) -> Vec<(u64, u64)> {
     let mut out = Vec::new();
     let (mut lo, mut hi) = (0u64, n);
     // Collected top-down; the proof lists them bottom-up.
@@ -118,7 +118,7 @@ pub(crate) fn inclusion_ranges(m: u64, n: u64) -> Vec<(u64, u64)> {
 
 /// The ranges whose hashes make the consistency proof from size `m` to size `n` (RFC 6962
 /// PROOF), in proof order. Empty when `m == 0` or `m == n`.
-pub(crate) fn consistency_ranges(m: u64, n: u64) -> Vec<(u64, u64)> {
+pub fn consistency_ranges(m: u64, n: u64) -> Vec<(u64, u64)> {
     let mut out = Vec::new();
     if m == 0 || m >= n {
         return out;
@@ -146,7 +146,7 @@ pub(crate) fn consistency_ranges(m: u64, n: u64) -> Vec<(u64, u64)> {
 }
 
 /// Every perfect subtree a list of ranges needs, deduplicated and sorted.
-pub(crate) fn nodes_needed(ranges: &[(u64, u64)]) -> Vec<Node> {
+pub fn nodes_needed(ranges: &[(u64, u64)]) -> Vec<Node> {
     let mut v: Vec<Node> = ranges
         .iter()
         .flat_map(|&(s, e)| range_nodes(s, e))
@@ -158,7 +158,7 @@ pub(crate) fn nodes_needed(ranges: &[(u64, u64)]) -> Vec<Node> {
 
 /// Builds the hashes of `ranges` from perfect subtree hashes (`get` answers every node of
 /// [`nodes_needed`]).
-pub(crate) fn assemble<E>(
+pub fn assemble<E>(
     ranges: &[(u64, u64)],
     mut get: impl FnMut(Node) -> Result<Hash, E>,
 ) -> Result<Vec<Hash>, E> {
@@ -230,7 +230,7 @@ pub fn verify_inclusion(
 
 /// RFC 9162 §2.1.4.2: checks that the tree of `size2` with `root2` extends the tree of `size1`
 /// with `root1`.
-pub(crate) fn verify_consistency(
+pub fn verify_consistency(
     size1: u64,
     size2: u64,
     root1: &Hash,
@@ -376,7 +376,7 @@ impl Frontier {
 
     /// The frontier of a tree of `size` from its stored form, or `None` when the bytes do not
     /// hold one hash per set bit of `size`.
-    pub(crate) fn from_bytes(size: u64, bytes: &[u8]) -> Option<Frontier> {
+    pub fn from_bytes(size: u64, bytes: &[u8]) -> Option<Frontier> {
         if bytes.len() != 32 * size.count_ones() as usize {
             return None;
         }
@@ -399,7 +399,7 @@ pub struct MemTree {
 }
 
 impl MemTree {
-    pub(crate) fn node(&self, n: Node) -> Hash {
+    pub fn node(&self, n: Node) -> Hash {
         root_of(&self.leaves[n.start() as usize..n.end() as usize])
     }
 

@@ -17,13 +17,13 @@ pub const TILE_HEIGHT: u32 = 8;
 pub const TILE_WIDTH: u64 = 1 << TILE_HEIGHT;
 
 /// The highest level a tile path may name (C2SP: 0 to 63).
-pub(crate) const MAX_LEVEL: u8 = 63;
+pub const MAX_LEVEL: u8 = 63;
 
 /// The longest entry a bundle can hold (its length prefix is a uint16).
-pub(crate) const MAX_ENTRY: usize = u16::MAX as usize;
+pub const MAX_ENTRY: usize = u16::MAX as usize;
 
 /// Whether `node` is the root of a subtree that the stored tree keeps (a full tile's hash).
-pub(crate) fn is_stored(node: &Node) -> bool {
+pub fn is_stored(node: &Node) -> bool {
     node.level > 0 && node.level % TILE_HEIGHT == 0
 }
 
@@ -119,7 +119,7 @@ impl TileId {
 
     /// The most bytes the tile can hold at its width: 32 a hash, or for a bundle a uint16
     /// length and up to [`MAX_ENTRY`] bytes an entry.
-    pub(crate) fn max_bytes(&self) -> u64 {
+    pub fn max_bytes(&self) -> u64 {
         let per = match self.kind {
             Kind::Hashes(_) => 32,
             Kind::Entries => 2 + MAX_ENTRY as u64,
@@ -201,7 +201,7 @@ impl TileId {
 }
 
 /// `1234067` as `x001/x234/067`.
-pub(crate) fn index_path(mut n: u64) -> String {
+pub fn index_path(mut n: u64) -> String {
     let mut parts = vec![format!("{:03}", n % 1000)];
     n /= 1000;
     while n > 0 {

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 
 use super::{TileId, TILE_HEIGHT, TILE_WIDTH};
-use crate::tlog::merkle::{self, Hash, Node};
+use crate::merkle::{self, Hash, Node};
 
 /// Why a hash could not be read from the tiles.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -19,7 +19,7 @@ pub enum ReadError {
 
 /// The tile of a tree of `size` leaves that holds `node`'s hash (or its children's, hashed
 /// together), and where in it: `(tile, first hash, how many)`.
-pub(crate) fn tile_of(node: Node, size: u64) -> Result<(TileId, usize, usize), ReadError> {
+pub fn tile_of(node: Node, size: u64) -> Result<(TileId, usize, usize), ReadError> {
     let outside = ReadError::Outside {
         level: node.level,
         index: node.index,

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use super::build::TileBuilder;
 use super::read::{tiles_for, TileReader};
 use super::*;
-use crate::tlog::merkle::{self, leaf_hash, root_of, Node};
+use crate::merkle::{self, leaf_hash, root_of, Node};
 
 #[test]
 fn only_tile_roots_above_the_leaves_are_stored() {

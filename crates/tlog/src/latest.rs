@@ -17,16 +17,16 @@ use super::note::PublicKey;
 /// tree's right edge for the signer and the auditor, nothing for the witness).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Remembered<E = Frontier> {
-    pub(crate) size: u64,
-    pub(crate) root: Hash,
+    pub size: u64,
+    pub root: Hash,
     /// The signed note (with the cosignatures gathered for it, where the keeper has them).
-    pub(crate) note: String,
-    pub(crate) tree: E,
+    pub note: String,
+    pub tree: E,
 }
 
 impl Remembered<Frontier> {
     /// The checkpoint at the right edge `tree`, signed by `note`.
-    pub(crate) fn at(tree: Frontier, note: String) -> Remembered<Frontier> {
+    pub fn at(tree: Frontier, note: String) -> Remembered<Frontier> {
         Remembered {
             size: tree.size(),
             root: tree.root(),
@@ -40,7 +40,7 @@ impl Remembered<Frontier> {
     /// A remembered checkpoint read back from its keeper's file: `note` must open with `key` and
     /// name `origin`, and `frontier` (base64) must be the right edge at the note's size, with its
     /// root. The reason it does not hold, otherwise.
-    pub(crate) fn read(
+    pub fn read(
         origin: &str,
         note: &str,
         frontier: &str,
@@ -120,7 +120,7 @@ impl<E> Newest<E> {
 
     /// The remembered checkpoint of `origin`, to add the cosignatures gathered for it to its
     /// note (its size and root stay).
-    pub(crate) fn note_mut(&mut self, origin: &str) -> Option<&mut String> {
+    pub fn note_mut(&mut self, origin: &str) -> Option<&mut String> {
         self.logs.get_mut(origin).map(|r| &mut r.note)
     }
 
