@@ -394,30 +394,7 @@ fn stopped(totals: Result<Totals, IngestError>, restored: u64) -> anyhow::Result
     Ok(totals)
 }
 
-/// A token cancelled on SIGTERM or SIGINT; `then` says what the process does next (logged
-/// as `shutdown requested: {then}`), each command its own: the daemon finishes the batches
-/// in hand, the witness the requests it is answering.
-pub(crate) fn shutdown_signal(then: &'static str) -> CancellationToken {
-    let token = CancellationToken::new();
-    let t = token.clone();
-    tokio::spawn(async move {
-        let term = async {
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(mut s) => {
-                    s.recv().await;
-                }
-                Err(_) => std::future::pending::<()>().await,
-            }
-        };
-        tokio::select! {
-            _ = term => {},
-            _ = tokio::signal::ctrl_c() => {},
-        }
-        tracing::info!("shutdown requested: {then}");
-        t.cancel();
-    });
-    token
-}
+pub(crate) use event_audit_base::signal::shutdown_signal;
 
 /// Development builds only: `EVENT_AUDIT_DEV_ROW_ENCODING=2` makes the daemon write new rows in
 /// encoding 2, as before version 3, so that `scripts/bench-encoding.sh` can compare the two with

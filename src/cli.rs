@@ -2,51 +2,17 @@
 //! command turns its arguments into [`crate::config::Settings`] (defaults → file → environment →
 //! flags, once) and calls into the library; output formatting lives here, logic does not.
 
-/// A group of options a command flattens: the flags of the settings at these paths (declared
-/// once, in `config`), other groups, and a path with `=> |arg| ...` where this command shows the
-/// option under another flag or help. What they give is read by [`args::ConfigArg`].
+/// The option groups' macro is the base crate's ([`event_audit_base::options_group`]); in scope
+/// here for every command's file.
 macro_rules! options_group {
-    ($(#[$m:meta])* $vis:vis struct $name:ident = [$($items:tt)*];) => {
-        $(#[$m])*
-        #[derive(Debug, Clone, Copy, Default)]
-        $vis struct $name;
-
-        impl clap::FromArgMatches for $name {
-            fn from_arg_matches(_: &clap::ArgMatches) -> Result<Self, clap::Error> {
-                Ok($name)
-            }
-            fn update_from_arg_matches(&mut self, _: &clap::ArgMatches) -> Result<(), clap::Error> {
-                Ok(())
-            }
-        }
-
-        impl clap::Args for $name {
-            fn augment_args(cmd: clap::Command) -> clap::Command {
-                options_group!(@add cmd; $($items)*)
-            }
-            fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
-                <Self as clap::Args>::augment_args(cmd)
-            }
-        }
-    };
-    (@add $cmd:ident;) => { $cmd };
-    (@add $cmd:ident; $path:literal => $tweak:expr $(, $($rest:tt)*)?) => {{
-        let tweak: fn(clap::Arg) -> clap::Arg = $tweak;
-        let $cmd = $cmd.arg(tweak($crate::config::options::arg($path)));
-        options_group!(@add $cmd; $($($rest)*)?)
-    }};
-    (@add $cmd:ident; $path:literal $(, $($rest:tt)*)?) => {{
-        let $cmd = $cmd.arg($crate::config::options::arg($path));
-        options_group!(@add $cmd; $($($rest)*)?)
-    }};
-    (@add $cmd:ident; $group:ident $(, $($rest:tt)*)?) => {{
-        let $cmd = <$group as clap::Args>::augment_args($cmd);
-        options_group!(@add $cmd; $($($rest)*)?)
-    }};
+    ($($t:tt)*) => { event_audit_base::options_group!($($t)*); };
 }
 
 mod archive;
-mod args;
+pub(crate) use event_audit_base::args;
+#[cfg(test)]
+#[path = "cli/args_tests.rs"]
+mod args_tests;
 mod batch;
 mod catalogue;
 mod decode;
@@ -54,7 +20,6 @@ mod drift;
 mod environment;
 mod erase;
 mod keygen;
-mod mirror;
 #[cfg(all(test, feature = "dev"))]
 mod options_doc;
 mod output;
@@ -65,16 +30,15 @@ mod reprocess;
 mod restore;
 mod run;
 mod runs;
-mod tiles;
 mod verify;
-mod verify_proof;
 mod verify_witness;
 mod witness;
-mod witness_args;
+pub(crate) use event_audit_base::witness_args;
 
 #[cfg(feature = "dev")]
 mod dev;
 
+use event_audit_proof::cli::{mirror, tiles, verify_proof};
 use std::process::ExitCode;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
@@ -273,33 +237,6 @@ pub fn default_log_filter(cli: &Cli) -> &'static str {
         Command::Demo(_) => "warn",
         _ => crate::telemetry::DEFAULT_FILTER,
     }
-}
-
-/// The log's tiles at `location` (see [`store_at`]).
-pub(crate) fn tiles_at(
-    location: &str,
-    config: Option<&std::path::Path>,
-) -> anyhow::Result<crate::log::tiles::Tiles> {
-    if let Ok(crate::blobs::Location::Dir(d)) = crate::blobs::Location::parse(location) {
-        return Ok(crate::log::tiles::Tiles::dir(d));
-    }
-    Ok(crate::log::tiles::Tiles::new(store_at(location, config)?))
-}
-
-/// The store at `location` (a directory, or `s3://bucket/prefix` with the settings file's
-/// `[object_store]`, its credentials from their files or the environment).
-pub(crate) fn store_at(
-    location: &str,
-    config: Option<&std::path::Path>,
-) -> anyhow::Result<crate::blobs::Store> {
-    let at = crate::blobs::Location::parse(location).map_err(anyhow::Error::msg)?;
-    let settings = match (&at, config) {
-        (crate::blobs::Location::S3 { .. }, Some(_)) => {
-            crate::config::layer::load(config, toml::Table::new())?.object_store
-        }
-        _ => crate::config::ObjectStoreSettings::default(),
-    };
-    Ok(crate::blobs::Store::open(&at, &settings)?)
 }
 
 /// A multi-threaded runtime for the commands that do I/O.

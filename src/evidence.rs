@@ -3,5 +3,5 @@
 //! ([`bundle`], pure, shared by `verify-proof`), and `prove`, which writes one from the
 //! database's stored tree ([`prove`]).
 
-pub mod bundle;
+pub use event_audit_proof::bundle;
 pub(crate) mod prove;

@@ -24,10 +24,10 @@
 
 pub mod app;
 pub(crate) mod archive;
-pub(crate) mod blobs;
+pub(crate) use event_audit_proof::blobs;
 pub(crate) mod bus;
 pub(crate) mod cli;
-pub mod config;
+pub use event_audit_base::config;
 pub(crate) mod db;
 pub mod decode;
 #[cfg(feature = "dev")]
@@ -35,10 +35,10 @@ pub(crate) mod dev;
 pub(crate) mod erase;
 pub mod evidence;
 pub(crate) mod evolution;
-pub(crate) mod files;
+pub(crate) use event_audit_base::files;
 pub(crate) mod ingest;
 pub(crate) mod log;
-pub(crate) mod mirror;
+pub(crate) use event_audit_proof::mirror;
 pub(crate) mod reconcile;
 pub(crate) mod restore;
 pub(crate) mod retention;
@@ -47,8 +47,8 @@ pub(crate) mod server;
 pub(crate) mod telemetry;
 #[doc(hidden)]
 pub mod test_support;
+pub(crate) use event_audit_base::tls;
 pub use event_audit_tlog as tlog;
-pub(crate) mod tls;
 pub(crate) mod verify;
 pub(crate) mod witnessed;
 

@@ -17,7 +17,7 @@ pub mod read;
 pub(crate) mod restored;
 pub(crate) mod signed;
 pub(crate) mod standby;
-pub mod tiles;
+pub use event_audit_proof::tiles;
 pub mod tree;
 
 use std::sync::Arc;

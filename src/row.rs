@@ -18,8 +18,4 @@ pub(crate) mod restore;
 pub(crate) mod reverdict;
 pub mod view;
 
-/// Bytes as lowercase hex: row hashes in reports and erasure records, signatures in links, a
-/// mirror's origin directory.
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
+pub(crate) use event_audit_proof::hex;

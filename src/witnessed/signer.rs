@@ -68,6 +68,16 @@ pub enum CheckpointError {
     },
 }
 
+impl From<event_audit_proof::keys::KeyFileError> for CheckpointError {
+    fn from(e: event_audit_proof::keys::KeyFileError) -> CheckpointError {
+        use event_audit_proof::keys::KeyFileError as K;
+        match e {
+            K::PublicKey { path, why } => CheckpointError::PublicKey { path, why },
+            K::Policy { path, why } => CheckpointError::Policy { path, why },
+        }
+    }
+}
+
 /// What one round did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Round {

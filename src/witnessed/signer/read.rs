@@ -29,20 +29,9 @@ pub fn load_key(path: &Path) -> Result<PrivateKey, CheckpointError> {
     })
 }
 
-/// Reads a public key file.
+/// Reads a public key file ([`event_audit_proof::keys::load_public_key`]).
 pub fn load_public_key(path: &Path) -> Result<PublicKey, CheckpointError> {
-    let shown = path.display().to_string();
-    let text =
-        crate::files::bounded::read_text(path, crate::files::KEY_MAX, "key file").map_err(|e| {
-            CheckpointError::PublicKey {
-                path: shown.clone(),
-                why: e.to_string(),
-            }
-        })?;
-    PublicKey::parse(&text).map_err(|e| CheckpointError::PublicKey {
-        path: shown,
-        why: e.to_string(),
-    })
+    Ok(event_audit_proof::keys::load_public_key(path)?)
 }
 
 /// The signer's policy: [`load_policy`], and the witnesses whose line has a URL (the only
@@ -67,29 +56,9 @@ pub(crate) fn load_submitting_policy(
     Ok(policy)
 }
 
-/// Reads a witness policy file (C2SP tlog-policy, or the format read before it, with a one-line
-/// note), and checks that its `log` lines, if any, name the log's key.
+/// Reads a witness policy file ([`event_audit_proof::keys::load_policy`]).
 pub fn load_policy(path: &Path, log: Option<&PublicKey>) -> Result<WitnessPolicy, CheckpointError> {
-    let shown = path.display().to_string();
-    let text = crate::files::bounded::read_text(path, crate::files::POLICY_MAX, "witness policy")
-        .map_err(|e| CheckpointError::Policy {
-        path: shown.clone(),
-        why: e.to_string(),
-    })?;
-    let policy = WitnessPolicy::parse(&text).map_err(|e| CheckpointError::Policy {
-        path: shown.clone(),
-        why: e.to_string(),
-    })?;
-    if let Some(key) = log {
-        policy.check_log(key).map_err(|e| CheckpointError::Policy {
-            path: shown.clone(),
-            why: e.to_string(),
-        })?;
-    }
-    if policy.legacy {
-        tracing::warn!(policy = %shown, "{}", crate::tlog::policy::LEGACY_NOTE);
-    }
-    Ok(policy)
+    Ok(event_audit_proof::keys::load_policy(path, log)?)
 }
 
 /// Every checkpoint the witness holds: the checkpoint directory when one is set, else the

@@ -1,0 +1,188 @@
+//! `event-audit verify-proof BUNDLE --public-key FILE [--origin NAME] [--witness-policy FILE]
+//! [--tiles URL|DIR]`: checks an evidence bundle offline (no database, no NATS): exit 0 proven,
+//! 1 rejected (naming what failed), 2 unusable input (a file, key or policy that cannot be read,
+//! a bundle whose JSON or shape is not a bundle's; with `--tiles`, tiles that cannot be read,
+//! are behind the bundle or do not make their own signed root). With `--tiles`, each entry's
+//! inclusion is read from a mirror's (or the log's) tiles instead of the bundle's proof hashes.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use std::io::Read;
+
+use anyhow::Context;
+
+use crate::bundle::{self, Expect};
+use crate::config::Dur;
+use crate::files::{KEY_MAX, POLICY_MAX};
+use crate::mirror::proof::{tiles_for_bundle, TreeTiles};
+use crate::tlog::note::PublicKey;
+use crate::tlog::policy::WitnessPolicy;
+
+/// Options of `event-audit verify-proof`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct VerifyProofArgs {
+    /// The evidence bundle (JSON, as `prove` writes it); `-` reads stdin.
+    pub bundle: PathBuf,
+    /// The log's public key file (`<name>+<key id>+<base64 key>`).
+    #[arg(long)]
+    pub public_key: PathBuf,
+    /// The log the checkpoint must be of (its origin line); another origin is a rejection.
+    #[arg(long)]
+    pub origin: Option<String>,
+    /// A witness policy (C2SP tlog-policy: `log`, `witness <name> <vkey>`, `group`, `quorum`;
+    /// the older `witness <vkey> <url>`, `quorum <n>` still read): the checkpoint must carry
+    /// the quorum of valid cosignatures.
+    #[arg(long)]
+    pub witness_policy: Option<PathBuf>,
+    /// Read each entry's inclusion from these tiles instead of the bundle's proof hashes: a
+    /// mirror's directory or URL (`event-audit mirror --dir`), or the log's tlog-tiles prefix
+    /// (`http(s)://host:port/log`, a directory). Their checkpoint must be signed by the log's
+    /// key and hold at least the bundle's tree.
+    #[arg(long, value_name = "URL|DIR")]
+    pub tiles: Option<String>,
+    /// With --tiles: how long each request may take (connecting and the whole body included).
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "30s",
+        requires = "tiles"
+    )]
+    pub timeout: Dur,
+}
+
+/// The largest bundle read (file or stdin): `prove --account` of a few thousand rows is a few
+/// megabytes; a larger account is proven in parts (`--since`, `--until`).
+pub const MAX_BUNDLE: u64 = 64 << 20;
+
+/// Reads a witness policy file (`prove` and `verify-proof`).
+/// C2SP tlog-policy, or the format read before it (with a one-line note on stderr); its `log`
+/// lines, if any, must name the log's key.
+pub fn read_policy(path: &Path, log: Option<&PublicKey>) -> anyhow::Result<WitnessPolicy> {
+    let text = crate::files::bounded::read_text(path, POLICY_MAX, "witness policy")
+        .with_context(|| format!("reading the witness policy {}", path.display()))?;
+    let policy = WitnessPolicy::parse(&text)
+        .with_context(|| format!("the witness policy {}", path.display()))?;
+    if let Some(key) = log {
+        policy
+            .check_log(key)
+            .with_context(|| format!("the witness policy {}", path.display()))?;
+    }
+    if policy.legacy {
+        eprintln!(
+            "event-audit: note: {}: {}",
+            path.display(),
+            crate::tlog::policy::LEGACY_NOTE
+        );
+    }
+    Ok(policy)
+}
+
+fn inputs(args: &VerifyProofArgs) -> anyhow::Result<(PublicKey, Option<WitnessPolicy>, String)> {
+    let key_text = crate::files::bounded::read_text(&args.public_key, KEY_MAX, "key file")
+        .with_context(|| format!("reading the public key {}", args.public_key.display()))?;
+    let key = PublicKey::parse(key_text.trim())
+        .with_context(|| format!("the public key {}", args.public_key.display()))?;
+    let policy = args
+        .witness_policy
+        .as_deref()
+        .map(|p| read_policy(p, Some(&key)))
+        .transpose()?;
+    let text = if args.bundle.as_os_str() == "-" {
+        let mut bytes = Vec::new();
+        std::io::stdin()
+            .take(MAX_BUNDLE + 1)
+            .read_to_end(&mut bytes)
+            .context("reading the bundle from stdin")?;
+        if bytes.len() as u64 > MAX_BUNDLE {
+            anyhow::bail!(
+                "the bundle on stdin is larger than {MAX_BUNDLE} bytes, larger than a bundle may be; prove an account in parts (--since, --until)"
+            );
+        }
+        String::from_utf8(bytes).context("the bundle on stdin is not UTF-8 text")?
+    } else {
+        crate::files::bounded::read_text(&args.bundle, MAX_BUNDLE, "bundle")
+            .with_context(|| format!("reading the bundle {}", args.bundle.display()))?
+    };
+    Ok((key, policy, text))
+}
+
+pub fn run(args: VerifyProofArgs) -> anyhow::Result<ExitCode> {
+    let (key, policy, text) = match inputs(&args) {
+        Ok(i) => i,
+        Err(e) => {
+            eprintln!("UNUSABLE: {e:#}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let expect = Expect {
+        origin: args.origin.clone(),
+        policy,
+    };
+    let tiles = match &args.tiles {
+        Some(at) => match tiles_for(at, &key, &text, args.timeout.into()) {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("UNUSABLE: {e:#}");
+                return Ok(ExitCode::from(2));
+            }
+        },
+        None => None,
+    };
+    let checked = match &tiles {
+        Some(t) => bundle::check_against_tiles(&text, &key, &expect, &t.reader()),
+        None => bundle::check(&text, Some(&key), &expect),
+    };
+    match checked {
+        Ok(p) => {
+            println!("{}", serde_json::to_string(&p)?);
+            eprintln!(
+                "OK: {} entr{} proven against {} at tree size {}{}",
+                p.entries,
+                if p.entries == 1 { "y" } else { "ies" },
+                p.origin,
+                p.tree_size,
+                p.cosigned_by
+                    .as_ref()
+                    .map(|w| format!(", cosigned by {}", w.join(", ")))
+                    .unwrap_or_default()
+            );
+            if let Some(t) = &tiles {
+                eprintln!(
+                    "inclusion read from the tiles at {} (tree size {}), not from the bundle's proof hashes",
+                    t.at, t.size
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) if e.exit_code() == 2 => {
+            eprintln!("UNUSABLE: {e}");
+            Ok(ExitCode::from(2))
+        }
+        Err(e) => {
+            eprintln!("REJECTED: {e}");
+            Ok(ExitCode::from(1))
+        }
+    }
+}
+
+/// The tiles at `at` a bundle's check reads; `None` when the bundle's shape or signature does
+/// not let it say which (its check then says why).
+fn tiles_for(
+    at: &str,
+    key: &PublicKey,
+    text: &str,
+    timeout: std::time::Duration,
+) -> anyhow::Result<Option<TreeTiles>> {
+    let Ok(b) = bundle::read(text) else {
+        return Ok(None);
+    };
+    let Ok(cp) = crate::tlog::note::open(&b.checkpoint, key) else {
+        return Ok(None);
+    };
+    let leaves: Vec<u64> = b.entries.iter().map(|e| e.leaf_index).collect();
+    let tiles = super::runtime()?.block_on(tiles_for_bundle(
+        at, key, &cp.origin, cp.size, &leaves, timeout,
+    ))?;
+    Ok(Some(tiles))
+}

@@ -1,0 +1,64 @@
+//! The `event-audit-proof` binary: the auditor's commands (`verify-proof`, `mirror`, `tiles
+//! fsck`) without the daemon, its database or its bus.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use event_audit_proof::cli::{mirror, tiles, verify_proof};
+
+/// Checks event-audit's evidence offline: bundles, mirrors of the log's tiles, a store's tiles.
+#[derive(Parser, Debug)]
+#[command(name = "event-audit-proof", version, about, long_about = None)]
+struct Cli {
+    /// Log lines as JSON (one object per line) instead of text.
+    #[arg(long, global = true)]
+    log_json: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Check an evidence bundle offline: exit 0 proven, 1 rejected, 2 unusable.
+    VerifyProof(verify_proof::VerifyProofArgs),
+    /// Copy the log's tiles and checkpoints into a directory, checking each against the last.
+    Mirror(mirror::MirrorArgs),
+    /// The log's tiles in a store: `tiles fsck` checks them against a signed checkpoint.
+    Tiles {
+        #[command(subcommand)]
+        action: tiles::TilesAction,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    event_audit_proof::logging::init(cli.log_json, "info");
+    let done = match cli.command {
+        Command::VerifyProof(args) => verify_proof::run(args),
+        Command::Mirror(args) => mirror::run(args),
+        Command::Tiles { action } => tiles::run(action),
+    };
+    match done {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("event-audit-proof: {}", message(&err));
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// The error and its causes, each said once (a cause already quoted by its parent is skipped).
+fn message(err: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in err.chain() {
+        let c = cause.to_string();
+        if !text.contains(&c) {
+            if !text.is_empty() {
+                text.push_str(": ");
+            }
+            text.push_str(&c);
+        }
+    }
+    text
+}
