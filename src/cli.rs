@@ -32,8 +32,8 @@ mod run;
 mod runs;
 mod verify;
 mod verify_witness;
-mod witness;
 pub(crate) use event_audit_base::witness_args;
+use event_audit_witness::cli as witness;
 
 #[cfg(feature = "dev")]
 mod dev;

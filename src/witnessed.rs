@@ -8,4 +8,4 @@ pub mod metrics;
 pub mod repair;
 pub mod signer;
 pub mod tile_writer;
-pub(crate) mod witness;
+pub(crate) use event_audit_witness as witness;

@@ -50,7 +50,12 @@ fn repo() -> PathBuf {
 
 /// The workspace's other crates (the daemon is the repository's root package): each is checked
 /// as its own crate (cycles, sizes, docs, the file index), and the pure ones do no I/O.
-const CRATES: &[&str] = &["crates/tlog", "crates/base", "crates/proof"];
+const CRATES: &[&str] = &[
+    "crates/tlog",
+    "crates/base",
+    "crates/proof",
+    "crates/witness",
+];
 
 /// The crates whose every module is pure (no I/O at all).
 const PURE_CRATES: &[&str] = &["crates/tlog"];

@@ -134,7 +134,9 @@ pub fn client_config(peer: &Peer) -> Result<rustls::ClientConfig, TlsError> {
 
 /// The one builder of every HTTPS client (the REST service and its token endpoint, the object
 /// store, the witnesses, a log's tiles read by `mirror` and `--restore-from`): TLS as
-/// [`client_config`] makes it. The caller adds its timeouts and redirect policy.
+/// [`client_config`] makes it. The caller adds its timeouts and redirect policy. (Feature
+/// `https-client`: the witness makes no requests and builds without it.)
+#[cfg(feature = "https-client")]
 pub fn https_client(peer: &Peer) -> Result<reqwest::ClientBuilder, TlsError> {
     let config = client_config(peer)?;
     Ok(reqwest::Client::builder()

@@ -4,7 +4,7 @@
 //! must be UTF-8 (400); every answer with an error status is counted by status in a fixed
 //! vocabulary (`event_audit_witness_rejected_requests_total{code}`). The listener's own limits
 //! (request head time and size, idle time, connection age and count) are in
-//! [`crate::server::limits`].
+//! [`event_audit_base::http::limits`].
 
 use std::sync::Arc;
 
@@ -17,10 +17,10 @@ use futures::StreamExt;
 
 use super::Inner;
 use crate::config::defaults;
-use crate::witnessed::metrics::WITNESS_CODES;
+use crate::metrics::WITNESS_CODES;
 
 /// A plain-text answer (the request is never echoed).
-pub(crate) fn text(status: StatusCode, body: String, content_type: &'static str) -> Response {
+pub fn text(status: StatusCode, body: String, content_type: &'static str) -> Response {
     (status, [(header::CONTENT_TYPE, content_type)], body).into_response()
 }
 
@@ -29,7 +29,7 @@ fn refused(status: StatusCode, why: &str) -> Response {
 }
 
 /// The request body as text, or the answer refusing it (413, 408 or 400).
-pub(crate) async fn read_body(headers: &HeaderMap, body: Body) -> Result<String, Response> {
+pub async fn read_body(headers: &HeaderMap, body: Body) -> Result<String, Response> {
     let max = defaults::WITNESS_MAX_BODY;
     let announced = headers
         .get(header::CONTENT_LENGTH)
@@ -69,11 +69,7 @@ pub(crate) async fn read_body(headers: &HeaderMap, body: Body) -> Result<String,
 
 /// Counts every answer with an error status by its code (routes, methods and extractors
 /// included); a refusal that is evidence against the log is counted by reason as well.
-pub(crate) async fn count_errors(
-    State(w): State<Arc<Inner>>,
-    req: Request,
-    next: Next,
-) -> Response {
+pub async fn count_errors(State(w): State<Arc<Inner>>, req: Request, next: Next) -> Response {
     let resp = next.run(req).await;
     let status = resp.status();
     if status.is_client_error() || status.is_server_error() {

@@ -1,11 +1,11 @@
-//! `event-audit witness serve`: the independent witness (C2SP tlog-witness) as a process of its
+//! `event-audit-witness serve` (and the daemon's `event-audit witness serve`, the same command): the independent witness (C2SP tlog-witness) as a process of its
 //! own, for an auditor's machine: no PostgreSQL, no NATS; stops on SIGTERM or SIGINT.
 
 use std::process::ExitCode;
 
-use super::args::{ConfigArg, ListenerTlsArgs};
-use crate::app::shutdown_signal;
-use crate::witnessed::witness::WitnessServer;
+use crate::args::{ConfigArg, ListenerTlsArgs};
+use crate::signal::shutdown_signal;
+use crate::WitnessServer;
 
 #[derive(clap::Subcommand, Debug)]
 pub enum WitnessAction {
@@ -18,12 +18,12 @@ pub enum WitnessAction {
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct ServeArgs {
     #[command(flatten)]
-    pub(crate) config: ConfigArg,
+    pub config: ConfigArg,
     #[command(flatten)]
-    pub(crate) witness_server: ServerArgs,
+    pub witness_server: ServerArgs,
 }
 
-options_group! {
+event_audit_base::options_group! {
     /// The witness's own settings (`witness_server.*`).
     pub struct ServerArgs = [
         "witness_server.key_file",
@@ -38,15 +38,18 @@ options_group! {
 pub fn run(action: WitnessAction) -> anyhow::Result<ExitCode> {
     let WitnessAction::Serve(args) = action;
     let settings = args.config.load()?;
-    super::runtime()?.block_on(async {
-        let server = WitnessServer::build(&settings).await?;
-        // The address on stdout, for scripts that start it on port 0.
-        println!("{}", server.address());
-        server
-            .run_until_stopped(shutdown_signal(
-                "answering the requests in progress, accepting no more",
-            ))
-            .await;
-        Ok(ExitCode::SUCCESS)
-    })
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(async {
+            let server = WitnessServer::build(&settings).await?;
+            // The address on stdout, for scripts that start it on port 0.
+            println!("{}", server.address());
+            server
+                .run_until_stopped(shutdown_signal(
+                    "answering the requests in progress, accepting no more",
+                ))
+                .await;
+            Ok(ExitCode::SUCCESS)
+        })
 }

@@ -23,10 +23,10 @@ const MAX_PROOF: usize = 63;
 /// A parsed request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Request {
-    pub(crate) old: u64,
-    pub(crate) proof: Vec<Hash>,
+    pub old: u64,
+    pub proof: Vec<Hash>,
     /// The signed checkpoint, as sent.
-    pub(crate) note: String,
+    pub note: String,
 }
 
 /// Parses the body; `Err` names what is malformed (a 400).
@@ -80,7 +80,7 @@ impl Request {
 
 /// Why a checkpoint is not cosigned.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Refused {
+pub enum Refused {
     Malformed(&'static str),
     /// No trusted key for this origin.
     UnknownOrigin,
@@ -107,7 +107,7 @@ pub(crate) enum Refused {
 
 impl Refused {
     /// The HTTP status.
-    pub(crate) fn status(&self) -> u16 {
+    pub fn status(&self) -> u16 {
         match self {
             Refused::Malformed(_) | Refused::OldTooLarge => 400,
             Refused::UnknownOrigin => 404,
@@ -121,7 +121,7 @@ impl Refused {
     }
 
     /// What the answer's body says (a refusal never echoes the request).
-    pub(crate) fn text(&self) -> &'static str {
+    pub fn text(&self) -> &'static str {
         match self {
             Refused::Malformed(why) => why,
             Refused::UnknownOrigin => "unknown log origin",
@@ -137,7 +137,7 @@ impl Refused {
     }
 
     /// The metric reason of a refusal made after a valid signature (evidence), if it is one.
-    pub(crate) fn evidence(&self) -> Option<&'static str> {
+    pub fn evidence(&self) -> Option<&'static str> {
         match self {
             Refused::OldTooLarge => Some("old_size"),
             Refused::Conflict => Some("conflict"),
@@ -149,7 +149,7 @@ impl Refused {
 }
 
 /// The checkpoint a request shows, once its origin is known and a trusted key signed it.
-pub(crate) fn authenticate(
+pub fn authenticate(
     req: &Request,
     keys_for: impl Fn(&str) -> Vec<PublicKey>,
 ) -> Result<Checkpoint, Refused> {
@@ -172,11 +172,7 @@ pub(crate) fn authenticate(
 
 /// The decision on an authenticated checkpoint against the latest one cosigned: `Ok` with the
 /// new latest (to store, then cosign).
-pub(crate) fn decide(
-    req: &Request,
-    cp: &Checkpoint,
-    latest: Option<&Latest>,
-) -> Result<Latest, Refused> {
+pub fn decide(req: &Request, cp: &Checkpoint, latest: Option<&Latest>) -> Result<Latest, Refused> {
     if req.old > cp.size {
         return Err(Refused::OldTooLarge);
     }

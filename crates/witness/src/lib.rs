@@ -8,8 +8,13 @@
 //! party it guards against: bodies, times and connections are bounded ([`http`]), nothing a
 //! client sends gets a 5xx, and every refusal is counted by status.
 
-pub(crate) mod add;
+pub use event_audit_base::{args, config, files, logging, signal, tls};
+pub use event_audit_tlog as tlog;
+
+pub mod add;
+pub mod cli;
 mod http;
+pub mod metrics;
 mod monitor;
 mod state;
 
@@ -29,17 +34,17 @@ use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{defaults, Settings};
-use crate::telemetry::metrics::Registry;
+use crate::metrics::WitnessServerMetrics;
 use crate::tlog::cosign::WitnessSigner;
 use crate::tlog::note::{PublicKey, REVERDICTS_SUFFIX};
-use crate::witnessed::metrics::WitnessServerMetrics;
 use add::Refused;
+use event_audit_base::metrics::Registry;
 use http::text;
 use state::StateDir;
 
 /// Why the witness cannot start.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum WitnessServerError {
+pub enum WitnessServerError {
     #[error("witness key file {path}: {why}; create one with `event-audit keygen --witness --name NAME --out PREFIX`")]
     Key { path: String, why: String },
     #[error("log key file {path}: {why}")]
@@ -71,11 +76,11 @@ struct Inner {
 }
 
 /// A witness bound to its port, ready to serve.
-pub(crate) struct WitnessServer {
+pub struct WitnessServer {
     inner: Arc<Inner>,
     listener: TcpListener,
     address: SocketAddr,
-    limits: crate::server::limits::Limits,
+    limits: event_audit_base::http::limits::Limits,
     /// HTTPS (`http.tls_cert_file`, `http.tls_key_file`), when asked for.
     tls: Option<tokio_rustls::TlsAcceptor>,
 }
@@ -161,9 +166,9 @@ impl WitnessServer {
             listener,
             address,
             tls,
-            limits: crate::server::limits::Limits {
+            limits: event_audit_base::http::limits::Limits {
                 max_age: Some(s.max_connection_age.get()),
-                ..crate::server::limits::Limits::from_settings(&settings.http)
+                ..event_audit_base::http::limits::Limits::from_settings(&settings.http)
             },
         })
     }
@@ -187,7 +192,7 @@ impl WitnessServer {
                 http::count_errors,
             ))
             .with_state(self.inner);
-        crate::server::serve(self.listener, router, self.limits, self.tls, stop).await;
+        event_audit_base::http::serve(self.listener, router, self.limits, self.tls, stop).await;
     }
 }
 
@@ -204,7 +209,7 @@ async fn index(State(w): State<Arc<Inner>>) -> String {
 async fn metrics(State(w): State<Arc<Inner>>) -> Response {
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        crate::telemetry::metrics::render(&w.registry),
+        event_audit_base::metrics::render(&w.registry),
     )
         .into_response()
 }

@@ -32,7 +32,7 @@ struct File {
 }
 
 /// The state directory, locked by this process.
-pub(crate) struct StateDir {
+pub struct StateDir {
     dir: PathBuf,
     _lock: std::fs::File,
 }
@@ -115,7 +115,7 @@ impl StateDir {
 
     /// Stores `latest` for `origin`, and the cosigned checkpoint served to monitors, durably,
     /// before the witness answers.
-    pub(crate) fn store(&self, origin: &str, latest: &Latest, served: &str) -> std::io::Result<()> {
+    pub fn store(&self, origin: &str, latest: &Latest, served: &str) -> std::io::Result<()> {
         let f = File {
             origin: origin.to_owned(),
             size: latest.size,
