@@ -23,7 +23,7 @@ fn capped(meta: &tracing::Metadata<'_>) -> bool {
 pub(crate) const DEFAULT_FILTER: &str = "info,sqlx=warn,async_nats=warn";
 
 /// Human-readable logs on stderr (coloured only on a terminal, never with `NO_COLOR`), or JSON
-/// lines; `RUST_LOG` filters (else `default`, normally [`DEFAULT_FILTER`]), and no setting lets
+/// lines; `RUST_LOG` filters (else `default`, normally `DEFAULT_FILTER`), and no setting lets
 /// the capped dependencies log below INFO.
 pub fn init(json: bool, default: &str) {
     use tracing_subscriber::prelude::*;

@@ -258,7 +258,7 @@ pub fn check(field: &str, key: &str, shown: &Json, c: &Canon<'_>) -> Result<(), 
 }
 
 /// The columns `prove` shows for a leaf: every column it covers (for a version 1 leaf, none of
-/// the payload's, the payload error or the catalogue), in [`COLUMNS`] order after `stream` and
+/// the payload's, the payload error or the catalogue), in `COLUMNS` order after `stream` and
 /// `stream_seq` (which the entry carries itself). `Err` names a column whose value the leaf
 /// holds but no bundle can show (not JSON, a time outside the years 0000 to 9999): a bundle
 /// shows every column, so there is then no bundle for that row.

@@ -1,5 +1,5 @@
 //! A leaf's data read back into the row it encodes, strictly by the grammar of
-//! [`crate::row::canon`] (versions 1, 2 and 3): the version tag, then each field exactly as
+//! `row::canon` (versions 1, 2 and 3): the version tag, then each field exactly as
 //! `Canon::encode` writes it, every byte used, nothing after the raw message (version 3: after
 //! the commitment); NULL (`u64::MAX` as the length) only where the encoding can write one; text
 //! fields UTF-8. So the raw message a bundle shows is the leaf's raw field itself (version 3:
