@@ -172,7 +172,7 @@ impl Canon<'_> {
 
     /// Version 3: the opening of the commitment, `None` without a salt (erased, or not
     /// version 3): the 32-byte salt, then length-prefixed the raw message, the payload's place,
-    /// the headers, the envelope id, the account number and the errors ([`PERSONAL`]).
+    /// the headers, the envelope id, the account number and the errors.
     pub fn opening(&self) -> Option<Vec<u8>> {
         let salt = self.salt?;
         let mut out = Vec::with_capacity(self.raw.len() + 256);
