@@ -228,7 +228,7 @@ fn credentials_in_argv(m: &clap::ArgMatches) -> Option<String> {
     None
 }
 
-/// The log filter when `RUST_LOG` is not set: [`crate::telemetry::DEFAULT_FILTER`], except for
+/// The log filter when `RUST_LOG` is not set: `telemetry::DEFAULT_FILTER`, except for
 /// the demo, which prints its own summary of each run and logs only warnings (`RUST_LOG=info`
 /// shows the daemon's log).
 pub fn default_log_filter(cli: &Cli) -> &'static str {

@@ -161,7 +161,7 @@ impl Db {
     }
 
     /// The writer's pool: creates the database if missing, applies the migrations as the
-    /// connecting user, then opens connections that work as [`WRITER_ROLE`].
+    /// connecting user, then opens connections that work as `WRITER_ROLE`.
     pub async fn open_writer(s: &DatabaseSettings) -> Result<Db, DbError> {
         tls::explained(Self::open_writer_as_is(s).await, s).await
     }

@@ -1,6 +1,7 @@
-//! Development tooling, apart from the production path (the default-on `dev` feature): the
-//! demo, the platform simulator, the load generator, sample payloads from the catalogue, and
-//! the benchmark ceilings. Nothing outside `dev`, `cli` and the tests imports it.
+//! Development tooling, apart from the production path (the `dev` feature, off by default; the
+//! scripts, the tests and CI turn it on): the demo, the platform simulator, the load generator,
+//! sample payloads from the catalogue, and the benchmark ceilings. Nothing outside `dev`, `cli`
+//! and the tests imports it.
 
 pub(crate) mod bench;
 pub mod demo;

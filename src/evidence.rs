@@ -1,7 +1,7 @@
 //! The evidence an auditor takes away, writer and checker together: a bundle of rows with their
 //! leaf data and inclusion proofs against a signed checkpoint, its format and its strict check
 //! ([`bundle`], pure, shared by `verify-proof`), and `prove`, which writes one from the
-//! database's stored tree ([`prove`]).
+//! database's stored tree (`evidence::prove`).
 
 pub use event_audit_proof::bundle;
 pub(crate) mod prove;

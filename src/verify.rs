@@ -1,9 +1,9 @@
 //! `event-audit verify`: checks the chain's links in order, then rehashes every row in parallel
-//! ([`walk`]: binary COPY over several connections, [`copy`] parses it, [`rows`] checks a row)
+//! ([`walk`]: binary COPY over several connections, [`crate::row::copy`] parses it, [`rows`] checks a row)
 //! and lists every break (a row, a link, the head, an unlinked row), naming the first in log
 //! order; [`gaps`] reports which stream sequences the log holds and why the others are missing.
-//! Its SQL is in [`store`]; it opens the database as a reader (never creates, never migrates).
-//! [`run`] is the whole use case (chain, completeness, witness, auditor's state, mirror,
+//! Its SQL is the log's ([`VerifyStore`]); it opens the database as a reader (never creates, never migrates).
+//! [`run()`] is the whole use case (chain, completeness, witness, auditor's state, mirror,
 //! archive) returning one typed [`VerifyReport`], which the command line only renders.
 
 pub(crate) mod archive;

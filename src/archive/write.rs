@@ -85,7 +85,7 @@ pub(crate) async fn partition(
     })
 }
 
-/// Streams `p`'s rows (see [`copy_sql`]) as lines into `out`, in one bounded read-only
+/// Streams `p`'s rows (see [`partitions::copy_rows`]) as lines into `out`, in one bounded read-only
 /// transaction.
 async fn stream_rows(
     conn: &mut sqlx::PgConnection,

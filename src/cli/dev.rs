@@ -1,4 +1,4 @@
-//! The development commands (behind the default-on `dev` feature): `demo`,
+//! The development commands (behind the `dev` feature, off by default): `demo`,
 //! `simulate-platform`, `publish` and the hidden `bench`. Arguments only; the work is in
 //! `crate::dev`.
 

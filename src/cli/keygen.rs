@@ -30,7 +30,7 @@ pub struct KeygenArgs {
     #[arg(long, requires = "cosigner")]
     pub(crate) name: Option<String>,
     /// The database whose name goes into the default log origin
-    /// (event-audit/<database name>/<random>).
+    /// (`event-audit/<database name>/<random>`).
     #[command(flatten)]
     pub(crate) database: DatabaseUrlArg,
     #[command(flatten)]

@@ -30,7 +30,7 @@ pub struct RestoreArgs {
     #[command(flatten)]
     pub(crate) tls: super::witness_args::WitnessTlsArgs,
     /// A copy of the log's tiles: a directory, a file:// URL, an http(s):// prefix, or
-    /// s3://BUCKET/PREFIX (with the settings file's [object_store]); with or without a mirror's
+    /// s3://BUCKET/PREFIX (with the settings file's `[object_store]`); with or without a mirror's
     /// `<hex sha256(origin)>/` folder; repeat to try several in order.
     #[arg(long = "from", required = true)]
     pub(crate) from: Vec<String>,

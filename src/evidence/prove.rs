@@ -29,7 +29,7 @@ pub struct Entry {
     pub(crate) stream_seq: i64,
     pub(crate) leaf_index: u64,
     pub(crate) raw: String,
-    /// Read back from the leaf data (`audit::bundle::fields`).
+    /// Read back from the leaf data (`evidence::bundle::fields`).
     pub(crate) columns: Json,
     pub(crate) leaf_data: String,
     pub(crate) row_hash: String,

@@ -81,7 +81,7 @@ impl Sink {
     /// the batch may be acked.
     ///
     /// The whole write, connection included, is bounded by `database.write_timeout`: past it
-    /// the connection is forgotten (never returned to the pool) and [`DbError::Timeout`]
+    /// the connection is forgotten (never returned to the pool) and `DbError::Timeout`
     /// (transient) returned, so a silent network costs a retry, never the pipeline.
     pub async fn write_batch(&self, recs: &mut [Record]) -> Result<BatchOutcome, DbError> {
         recs.sort_by(|a, b| a.log_key().cmp(&b.log_key()));

@@ -32,8 +32,9 @@ pub(crate) const CLAIMS_ITS_ID: &str = "(e.event_id IS NOT NULL AND e.event_type
 
 /// The columns of `audit.events`, in COPY order, written once. Each entry: the field of
 /// [`crate::row::view::RowView`], the column, its type, and `req` (NOT NULL) or `opt`. The macro
-/// hands the list to `$m!`, which generates from it: [`EVENTS`] here; in `audit::row` the row
-/// view, its binary COPY writer and its parser; in `verify::store` the row read by name. Adding
+/// hands the list to `$m!`, which generates from it: [`EVENTS`] here; in `row::view` the row
+/// view, its binary COPY writer and its parser; in `log::read` the row read by name; in
+/// `archive::line` the archive's line. Adding
 /// a column is a line here and a migration (and the places that give it a value: a record's
 /// view, the canonical encoding, if the hash is to cover it).
 macro_rules! events_row {

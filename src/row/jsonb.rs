@@ -51,7 +51,7 @@ pub enum Refusal {
     NumberOutOfRange,
     /// Nested deeper than [`MAX_DEPTH`].
     TooDeep,
-    /// Longer than [`MAX_LEN`].
+    /// Longer than `MAX_LEN`.
     TooLarge,
     /// Not JSON that PostgreSQL's parser accepts.
     InvalidJson,

@@ -3,7 +3,7 @@
 //! each of its two trees that grew — the rows (origin `O`) and the closed re-verdict runs
 //! (`O/reverdicts`) — but only a tree it has proved, with its own code, to extend every
 //! checkpoint its key signed ([`sign`]), remembering what it signed outside PostgreSQL
-//! ([`memory`], written before anything is stored or published). It then publishes the queue in
+//! ([`crate::log::signed`], written before anything is stored or published). It then publishes the queue in
 //! order: each note opened with its own key first, cosigned by the witness policy's quorum
 //! ([`submit`]) when there is one, to the witness stream and the directory ([`publish`]). A
 //! refusal signs nothing, says why in one ERROR line, sets `event_audit_checkpoint_signer_ok` to

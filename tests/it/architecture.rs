@@ -1,10 +1,11 @@
 //! The structure's invariants, checked over the source text: no module imports a module that
 //! imports it back (between top-level rooms, and between the rooms of one folder, `super::super`
-//! paths included), imports point down the layers, `decode` and `audit` do no I/O, SQL lives only
-//! in the database rooms, production code never imports `dev`, every file says what it is for,
-//! hand-written files and functions stay small; the library's public modules are the listed
-//! boundary, each note, tile and leaf format constant is defined once, and docs/files.md indexes
-//! every file; a fixture crate shows the checks find breaks.
+//! paths included), imports point down the layers, `decode`, `row`, `evidence::bundle` and the
+//! pure crates do no I/O, SQL lives only in the database rooms, production code never imports
+//! `dev`, every file says what it is for, hand-written files and functions stay small; the
+//! library's public modules are the listed boundary, each note, tile and leaf format constant is
+//! defined once, and docs/files.md indexes every file; a fixture crate shows the checks find
+//! breaks.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;

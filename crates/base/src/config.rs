@@ -1,6 +1,6 @@
 //! `Settings`: every option of `run`, `reconcile`, `verify`, `demo`, `simulate-platform` and
-//! `publish` in one nested type. Defaults live in [`defaults`]; [`layer`] builds a `Settings`
-//! once per process from defaults → TOML file → environment → flags; [`Settings::validate`]
+//! `publish` in one nested type. Defaults live in `config::defaults`; `config::layer` builds a
+//! `Settings` once per process from defaults → TOML file → environment → flags; [`Settings::validate`]
 //! refuses what cannot work, naming the key, the value and the allowed range. This module
 //! imports nothing else of the crate: every other room reads its part of the settings.
 

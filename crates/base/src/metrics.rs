@@ -3,7 +3,7 @@
 //! area's metrics live beside what emits them (`ingest::metrics`, `verify::metrics`,
 //! `reconcile::metrics`, `reconcile::rest::metrics`, `witnessed::metrics`); `app::metrics`
 //! builds the daemon's registry from them. Names follow `event_audit_<noun>_<unit>[_total]`;
-//! labels are bounded (see ARCHITECTURE.md).
+//! labels are bounded vocabularies (docs/internals.md, "How the invariants are held").
 
 use prometheus::{
     Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts,

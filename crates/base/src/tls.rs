@@ -1,7 +1,7 @@
 //! TLS for every connection made or accepted: what a client trusts (the system's store, with
 //! `SSL_CERT_FILE` and `SSL_CERT_DIR`, plus a peer's own CA file), its client certificate, the
 //! one builder of every HTTPS client ([`https_client`]), a refused certificate told in one line
-//! ([`refusal`]), and the listener's certificate, read again when its files change
+//! ([`refusal()`]), and the listener's certificate, read again when its files change
 //! ([`listen`]).
 
 pub mod listen;

@@ -1,6 +1,6 @@
 //! Where the log's tiles and its archives are kept: one narrow interface (as Sunlight's
 //! `Backend` and Tessera's storage drivers) over a directory ([`dir`]) or an S3-compatible
-//! object store ([`s3`], signed with [`sigv4`]), chosen by a location ([`url`]: a path or
+//! object store ([`s3`], signed with `sigv4`), chosen by a location ([`url`]: a path or
 //! `s3://bucket/prefix`). Every operation is bounded: a read by the bytes the caller allows, a
 //! request by `object_store.request_timeout`. A create (`Mode::Create`) never replaces other
 //! bytes: the same bytes already there are [`Wrote::Same`], other bytes [`BlobError::Conflict`]

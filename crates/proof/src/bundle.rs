@@ -1,5 +1,5 @@
 //! Evidence bundles (`event-audit-bundle/3`, written by `prove`; `/2` and `/1` still read), checked
-//! offline: the bundle's JSON and shape ([`shape`]), the signed checkpoint against the log's
+//! offline: the bundle's JSON and shape (`bundle::shape`), the signed checkpoint against the log's
 //! public key, its origin and the witness policy's quorum of cosignatures when asked, then per
 //! entry its row hash (SHA-256 of its leaf data), the leaf data read strictly as a row encoding
 //! ([`leaf`]; a version 3 leaf opened with the entry's opening, or erased without one), the raw

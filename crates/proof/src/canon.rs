@@ -1,5 +1,5 @@
 //! The canonical encoding of an audit row and its SHA-256 (the row hash): built from a
-//! [`super::record::Record`] when writing and from the stored columns when verifying, so both
+//! `super::record::Record` when writing and from the stored columns when verifying, so both
 //! sides hash exactly the same bytes. Version 3 (written now) covers the personal columns and
 //! the raw message through a salted commitment ([`Canon::opening`]), so they can be erased while
 //! the row hash still holds; versions 1 and 2 keep their encodings. Pure: no I/O.
@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use sha2::{Digest, Sha256};
 
-/// The columns the row hash covers, borrowed. Built from a [`super::record::Record`] when
+/// The columns the row hash covers, borrowed. Built from a `super::record::Record` when
 /// writing and from the stored row when verifying, so both sides hash exactly the same bytes.
 /// The payload column is covered by where its text lies in `raw` (`payload`); `verify` checks
 /// its content against that text. Its own type, not the row view, because it is what the hash
@@ -170,7 +170,7 @@ impl Canon<'_> {
 
     /// Version 3: the opening of the commitment, `None` without a salt (erased, or not
     /// version 3): the 32-byte salt, then length-prefixed the raw message, the payload's place,
-    /// the headers, the envelope id, the account number and the errors ([`PERSONAL`]).
+    /// the headers, the envelope id, the account number and the errors.
     pub fn opening(&self) -> Option<Vec<u8>> {
         let salt = self.salt?;
         let mut out = Vec::with_capacity(self.raw.len() + 256);

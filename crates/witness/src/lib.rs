@@ -1,11 +1,11 @@
 //! The independent witness (`event-audit witness serve`): a C2SP tlog-witness cosigner that an
 //! auditor runs outside the log operators' reach. It keeps, per log origin, the latest
-//! checkpoint it cosigned ([`state`]), and cosigns (C2SP tlog-cosignature, `cosignature/v1`)
+//! checkpoint it cosigned (`state`), and cosigns (C2SP tlog-cosignature, `cosignature/v1`)
 //! only a checkpoint signed by the log's key that extends it ([`add`]); the check and the update
 //! are one step under one lock, and the new state is on disk before the answer. It needs no
 //! PostgreSQL and no NATS. Refusals of validly signed checkpoints are logged and counted: they
 //! are evidence of a log that rewrote its history. Its clients are the log's operators, the
-//! party it guards against: bodies, times and connections are bounded ([`http`]), nothing a
+//! party it guards against: bodies, times and connections are bounded (`http`), nothing a
 //! client sends gets a 5xx, and every refusal is counted by status.
 
 pub use event_audit_base::{args, config, files, logging, signal, tls};

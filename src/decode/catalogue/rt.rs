@@ -1,7 +1,7 @@
 //! Decoding runtime for the generated catalogue types: walks a payload once with serde, collects
 //! every failing field with its path, and never builds a `serde_json::Value`.
 //!
-//! Generated structs implement [`Struct`] (a field table plus `put`/`finish`); everything else,
+//! Generated structs implement `Struct` (a field table plus `put`/`finish`); everything else,
 //! scalars, arrays, objects and the struct walk itself, lives here.
 
 use std::borrow::Cow;

@@ -1,5 +1,5 @@
 //! When PostgreSQL refuses a batch as data although every payload passed the jsonb check
-//! (`audit::jsonb::refusal`), this finds the payloads it refuses by bisection — casting them
+//! (`row::jsonb::refusal`), this finds the payloads it refuses by bisection — casting them
 //! to jsonb outside the failed transaction — and keeps only those in `raw`, with the reason.
 //! Their neighbours keep their payload column.
 

@@ -238,7 +238,8 @@ pub fn layer_breaks(g: &[(PathBuf, String, BTreeSet<String>)], layers: &[&[&str]
     out.into_iter().collect()
 }
 
-/// Paths whose presence in `decode` or `audit` would be I/O.
+/// Paths whose presence in a pure room (`decode`, `row`, `evidence::bundle`, a pure crate) would
+/// be I/O.
 pub const IO: &[&str] = &[
     "std::fs",
     "std::net",

@@ -1,4 +1,4 @@
-//! Every option declared once: a settings field written inside [`section!`] carries its type,
+//! Every option declared once: a settings field written inside `section!` carries its type,
 //! its default, its help (the field's doc comment) and, with `#[flag(...)]`, its command-line
 //! flag. The environment name is derived from the settings path (`ingest.batch_size` →
 //! `EVENT_AUDIT_INGEST_BATCH_SIZE`); the name an option had before is kept as an alias

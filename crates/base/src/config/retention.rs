@@ -26,7 +26,7 @@ section! {
         #[flag("retention-rows-for")]
         pub rows_for: Option<Dur> = None,
         /// Where rows are archived before they leave the database: a directory, or
-        /// s3://BUCKET/PREFIX with the settings file's [object_store].
+        /// s3://BUCKET/PREFIX with the settings file's `[object_store]`.
         #[flag("retention-archive-dir")]
         pub archive_dir: Option<PathBuf> = None,
         /// `archive --out s3://...` and a scheduled archive to a bucket: each archive object is

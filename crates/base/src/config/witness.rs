@@ -61,7 +61,8 @@ section! {
         #[flag("tiles-dir", was = "EVENT_AUDIT_TILES_DIR")]
         pub tiles_dir: Option<PathBuf> = None,
         /// The same in an S3 bucket, s3://BUCKET/PREFIX (endpoint, region and credential files
-        /// from the settings file's [object_store], or AWS_* in the environment), served under /log/.
+        /// from the settings file's `[object_store]`, or AWS_* in the environment), served under
+        /// /log/.
         #[flag("tiles-url", was = "EVENT_AUDIT_TILES_URL")]
         pub tiles_url: Option<String> = None,
         /// With `tiles_url`: each full tile and bundle is put under S3 Object Lock (compliance
@@ -74,7 +75,7 @@ section! {
         /// The most objects the repair pass reads per second (its reads, not the signer's).
         pub tiles_repair_rate: u32 = defaults::TILES_REPAIR_RATE,
         /// The log's name in its checkpoints (default: the key's name; keygen's default is
-        /// event-audit/<database name>/<random>).
+        /// `event-audit/<database name>/<random>`).
         #[flag("origin", was = "EVENT_AUDIT_ORIGIN")]
         pub origin: Option<String> = None,
         /// The log's public key file (`keygen`'s .pub): verify against the witnessed checkpoints.
@@ -94,7 +95,7 @@ section! {
         #[flag("acknowledge-break", env = false; value_name("ID"))]
         pub acknowledge_break: Option<String> = None,
         /// Where the last checked checkpoint is remembered (default
-        /// $HOME/.local/state/event-audit/<origin>+<key id>.json). Keep it, and a copy of the
+        /// `$HOME/.local/state/event-audit/<origin>+<key id>.json`). Keep it, and a copy of the
         /// checkpoints, out of the log operators' reach.
         #[flag("state-file")]
         pub state_file: Option<PathBuf> = None,

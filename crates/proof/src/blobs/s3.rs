@@ -1,5 +1,5 @@
 //! The S3 driver: GET, HEAD, PUT and DELETE of objects under a bucket's prefix, each request
-//! signed with SigV4 ([`super::sigv4`]) and bounded by `object_store.request_timeout`
+//! signed with SigV4 (`super::sigv4`) and bounded by `object_store.request_timeout`
 //! (connecting included), never following a redirect. A create is a PUT with
 //! `If-None-Match: *`: a 412 (or a 409 while another write of the key is in flight) is answered
 //! by reading what is there, the same bytes being `Same` and other bytes a conflict. A retention lock is S3 Object

@@ -58,7 +58,7 @@ fn erased(c: &Canon<'_>) -> bool {
 }
 
 /// The keys `columns` must hold, no more and no fewer: in `event-audit-bundle/2`, every column
-/// the entry's leaf covers (for a version 1 leaf, none of [`V2_ONLY`]); in
+/// the entry's leaf covers (for a version 1 leaf, none of `V2_ONLY`); in
 /// `event-audit-bundle/1`, the nineteen columns its `prove` wrote (with `stream` and
 /// `stream_seq`, without `payload_place`), whatever the leaf. `None` for a leaf version no
 /// format defines. A later format may let an entry mark a column as withheld (an erased row's
@@ -258,7 +258,7 @@ pub fn check(field: &str, key: &str, shown: &Json, c: &Canon<'_>) -> Result<(), 
 }
 
 /// The columns `prove` shows for a leaf: every column it covers (for a version 1 leaf, none of
-/// the payload's, the payload error or the catalogue), in [`COLUMNS`] order after `stream` and
+/// the payload's, the payload error or the catalogue), in `COLUMNS` order after `stream` and
 /// `stream_seq` (which the entry carries itself). `Err` names a column whose value the leaf
 /// holds but no bundle can show (not JSON, a time outside the years 0000 to 9999): a bundle
 /// shows every column, so there is then no bundle for that row.

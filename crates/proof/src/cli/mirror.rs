@@ -33,10 +33,10 @@ pub struct MirrorArgs {
     #[arg(long, value_name = "FILE")]
     pub witness_policy: Option<PathBuf>,
     /// Where the copies are kept: one per log, in `<dir>/<hex SHA-256 of the origin>/`; a
-    /// directory or s3://BUCKET/PREFIX (with the settings file's [object_store]).
+    /// directory or s3://BUCKET/PREFIX (with the settings file's `[object_store]`).
     #[arg(long, value_name = "DIR|s3://BUCKET/PREFIX")]
     pub dir: String,
-    /// A settings file: its [object_store] is read for an s3:// --dir, its [witness] TLS for
+    /// A settings file: its `[object_store]` is read for an s3:// --dir, its `[witness]` TLS for
     /// an https:// --log-url.
     #[command(flatten)]
     pub config: super::args::ConfigArg,

@@ -35,7 +35,7 @@ pub struct FsckArgs {
     /// The log's public key file (`<name>+<key id>+<base64 key>`).
     #[arg(long, value_name = "FILE")]
     pub public_key: PathBuf,
-    /// A settings file: its [object_store] is read for an s3:// location.
+    /// A settings file: its `[object_store]` is read for an s3:// location.
     #[arg(long, env = "EVENT_AUDIT_CONFIG")]
     pub config: Option<PathBuf>,
     /// How long each request may take (connecting and the whole body included).
