@@ -5,3 +5,4 @@
 
 pub mod bundle;
 pub(crate) mod prove;
+pub(crate) mod tlog_proof;
