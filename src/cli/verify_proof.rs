@@ -122,7 +122,12 @@ pub fn run(args: VerifyProofArgs) -> anyhow::Result<ExitCode> {
         }
     };
     if args.entry.is_some() || crate::tlog::proof::is_tlog_proof(&text) {
-        return super::verify_tlog_proof::run(&args, &key, policy.as_ref(), &text);
+        let given = super::verify_tlog_proof::Given {
+            entry: args.entry.as_deref(),
+            origin: args.origin.as_deref(),
+            tiles: args.tiles.is_some(),
+        };
+        return super::verify_tlog_proof::run(&given, &key, policy.as_ref(), &text);
     }
     let expect = Expect {
         origin: args.origin.clone(),

@@ -9,7 +9,6 @@ use std::process::ExitCode;
 
 use serde::Serialize;
 
-use super::verify_proof::VerifyProofArgs;
 use crate::row::hex;
 use crate::tlog::note::PublicKey;
 use crate::tlog::policy::WitnessPolicy;
@@ -52,26 +51,34 @@ fn unusable(why: impl std::fmt::Display) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::from(2))
 }
 
+/// What `verify-proof` was given besides the file's text, the key and the policy.
+pub struct Given<'a> {
+    pub entry: Option<&'a str>,
+    pub origin: Option<&'a str>,
+    /// Whether `--tiles` was given (refused: a tlog-proof carries its own proof).
+    pub tiles: bool,
+}
+
 pub fn run(
-    args: &VerifyProofArgs,
+    args: &Given<'_>,
     key: &PublicKey,
     policy: Option<&WitnessPolicy>,
     text: &str,
 ) -> anyhow::Result<ExitCode> {
-    if args.tiles.is_some() {
+    if args.tiles {
         return unusable("--tiles reads a bundle's inclusion from tiles; a tlog-proof carries its own (leave --tiles out)");
     }
     let proof = match TlogProof::parse(text) {
         Ok(p) => p,
         Err(e) => return unusable(format!("not a usable tlog-proof: {e}")),
     };
-    let entry = match entry(args.entry.as_deref()) {
+    let entry = match entry(args.entry) {
         Ok(e) => e,
         Err(why) => return unusable(why),
     };
     let accept = Accept {
         key,
-        origin: args.origin.as_deref().unwrap_or(&key.name),
+        origin: args.origin.unwrap_or(&key.name),
         policy,
     };
     match proof.verify(&entry_leaf(&entry), &accept) {
