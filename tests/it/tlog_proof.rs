@@ -3,7 +3,8 @@
 //! verifiers (`verify-proof --entry` and tools/verify_bundle.py) with the same verdicts: proven;
 //! rejected naming the step that failed (2: another origin, a checkpoint the key did not sign;
 //! 3: a policy whose quorum did not cosign; 4: a proof hash flipped, another entry); unusable
-//! (garbage, no `--entry`, a malformed line); `--account` writing one file per row. And
+//! (garbage, no `--entry`, a malformed line); `--account` writing one file per row; Go's
+//! `tlog.CheckRecord` (tests/go/tlogcheck -proof) accepting the file for its entry only. And
 //! tlog-scales (PyPI, another author's code) reading the daemon's tiles: the proof it writes is
 //! byte for byte the daemon's and is accepted, and the entry it reads there is the row hash.
 
@@ -144,6 +145,13 @@ async fn prove_writes_tlog_proofs_both_verifiers_accept_and_reject_naming_the_st
         "the cosignature: {text}"
     );
     let index = index_of(&text);
+    // Go's own tlog.CheckRecord accepts it, and refuses it for another row's entry.
+    let go = crate::tiles_interop::go::check_proof(&file, &log.public, &entry);
+    assert_eq!(go.code, Some(0), "{go:?}");
+    assert!(go.stdout.contains(&format!("\"index\":{index}")), "{go:?}");
+    let other = log.entry(6).await;
+    crate::tiles_interop::go::check_proof(&file, &log.public, &other)
+        .assert_refused("tlog.CheckRecord");
     let mut cases = Cases::default();
     let pol = ["--witness-policy", "{dir}/w"];
     let w_file = std::fs::read_to_string(log.path("witnesses")).expect("policy");
@@ -189,7 +197,6 @@ async fn prove_writes_tlog_proofs_both_verifiers_accept_and_reject_naming_the_st
     let flipped = text.replacen(&line, &crate::support::bundle::flip(&line, 0), 1);
     let step4 = format!("step 4 (inclusion proof): the entry at index {index} does not lead to the signed root of tree size 30");
     run(&mut cases, &flipped, &pol, 1, &step4);
-    let other = log.entry(6).await;
     cases.expect_text(&text, &log.key, &["--entry", &other], &[], 1, &step4);
     // Unusable: garbage, no --entry, a malformed index line, an entry that is not a row hash.
     run(
