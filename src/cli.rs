@@ -24,6 +24,7 @@ mod keygen;
 mod options_doc;
 mod output;
 mod prove;
+mod prove_tlog_proof;
 mod reconcile;
 mod recover;
 mod reprocess;
@@ -74,7 +75,8 @@ pub enum Command {
     /// Rehash every row and walk the hash chain, report completeness; list every break (exit 1),
     /// 2 when it could not verify.
     Verify(verify::VerifyArgs),
-    /// Check an evidence bundle offline against the log's public key (no database, no NATS).
+    /// Check an evidence bundle, or a C2SP tlog-proof for `--entry`, offline against the log's
+    /// public key (no database, no NATS).
     VerifyProof(verify_proof::VerifyProofArgs),
     /// Write a key pair for signing checkpoints (or, with --witness, a witness's cosigning key):
     /// PREFIX.key (private, 0600) and PREFIX.pub.
@@ -94,8 +96,8 @@ pub enum Command {
         #[command(subcommand)]
         action: tiles::TilesAction,
     },
-    /// Write an evidence bundle (JSON) proving one event, or an account's events, against the
-    /// latest witnessed checkpoint.
+    /// Write an evidence bundle (JSON), or a C2SP tlog-proof per row, proving one event, or an
+    /// account's events, against the latest witnessed checkpoint.
     Prove(prove::ProveArgs),
     /// Reconcile a migration batch: outcome events against the platform's import status
     /// (exit 0 all matched, 1 mismatches, 2 could not complete).

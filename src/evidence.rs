@@ -5,3 +5,4 @@
 
 pub use event_audit_proof::bundle;
 pub(crate) mod prove;
+pub(crate) mod tlog_proof;

@@ -2,6 +2,7 @@
 """Checks an event-audit evidence bundle offline, independently of event-audit itself.
 
 Usage: verify_bundle.py BUNDLE.json --public-key KEY.pub [--origin NAME] [--witness-policy FILE]
+       verify_bundle.py FILE.tlog-proof --entry HEX --public-key KEY.pub [--origin NAME] [--witness-policy FILE]
 Needs Python 3.8+ and `cryptography` (Ed25519). Exit 0: every entry is proven against the signed
 checkpoint; 1: rejected (the line names what failed); 2: unusable input (a file, key or policy
 that cannot be read, a bundle whose JSON or shape is not a bundle's).
@@ -17,6 +18,11 @@ none of them when the opening is null: the row erased), raw == the leaf's raw fi
 stream, stream_seq and every key of columns against the leaf, and the RFC 9162 inclusion proof
 of leaf SHA-256(0x00 || row_hash) at leaf_index. columns must hold exactly the keys the format
 defines for the leaf's version: one missing or unknown is unusable input.
+
+A C2SP tlog-proof (c2sp.org/tlog-proof@v1, from its text) is checked for --entry, the row hash,
+in the spec's steps: 1, the leaf SHA-256(0x00 || entry); 2, the checkpoint's origin (--origin,
+else the key's name) and the log's signature; 3, the policy's quorum of cosignatures; 4, the
+inclusion proof. A rejection names the step.
 """
 import argparse, base64, hashlib, json, re, sys
 from decimal import Decimal
@@ -672,6 +678,62 @@ def complete(fmt, e, at):
         if k not in e["columns"]:
             raise Unusable(f"{at}columns.{k}: missing ({whose} shows every column it defines)")
 
+# --- C2SP tlog-proof ----------------------------------------------------------------------
+
+TLOG_PROOF = "c2sp.org/tlog-proof@v1"
+
+def read_tlog_proof(text):
+    """A c2sp.org/tlog-proof@v1 text -> (extra, index, proof hashes, checkpoint note), each line
+    as the spec writes it (anything else is unusable input)."""
+    err = lambda why: Unusable(f"not a usable tlog-proof: {why}")
+    if not text.startswith(TLOG_PROOF + "\n"):
+        raise err("not a tlog-proof: the first line is not `c2sp.org/tlog-proof@v1`")
+    rest = text[len(TLOG_PROOF) + 1 :]
+    def line():
+        nonlocal rest
+        l, nl, rest = rest.partition("\n")
+        if not nl: raise err("no empty line and checkpoint after the proof hashes")
+        if any(c < " " for c in l): raise err("a line holds a control character")
+        return l
+    l, extra = line(), None
+    if l.startswith("extra"):
+        if not l.startswith("extra "): raise err("the line `extra` is not followed by a space")
+        extra, l = b64(l[6:], "the extra line", err), line()
+    index = l[6:] if l.startswith("index ") else ""
+    if not DECIMAL.fullmatch(index) or int(index) > U64:
+        raise err("no line `index <N>` (a decimal leaf index without leading zeros) after the header")
+    hashes = []
+    while (l := line()) != "":
+        if len(hashes) == 64: raise err("more than 64 proof hashes")
+        h = b64(l, f"proof hash {len(hashes) + 1}", err)
+        if len(h) != 32: raise err(f"proof hash {len(hashes) + 1} is not 32 bytes")
+        hashes.append(h)
+    if rest == "": raise err("no empty line and checkpoint after the proof hashes")
+    return extra, int(index), hashes, rest
+
+def check_tlog_proof(text, key, entry, origin, policy):
+    """The spec's verification steps; step 1 this log's: the entry is a row hash, the leaf
+    SHA-256(0x00 || entry). Returns (origin, size, index, cosigned by)."""
+    extra, index, hashes, note = read_tlog_proof(text)
+    if entry is None or not re.fullmatch("[0-9a-fA-F]{64}", entry):
+        raise Unusable("a tlog-proof proves one entry: give --entry HEX (the row's row hash, 64 hex digits)")
+    want = key[0] if origin is None else origin
+    got = note.split("\n", 1)[0]
+    if got != want:
+        raise Rejected(f"step 2 (checkpoint origin): the checkpoint is of log {got}, not {want}")
+    try:
+        ctext, sigs, (_, size, root) = open_checkpoint(note, key)
+    except Rejected as r:
+        raise Rejected(f"step 2 (log signature): {str(r).split(': ', 1)[1]}")
+    try:
+        by = cosigned(ctext, sigs, policy) if policy else None
+    except Rejected as r:
+        raise Rejected(f"step 3 (cosignatures): {str(r).split(': ', 1)[1]}")
+    if inclusion_root(index, size, sha256(b"\x00", bytes.fromhex(entry)), hashes) != root:
+        raise Rejected(f"step 4 (inclusion proof): the entry at index {index} does not lead to the "
+                       f"signed root of tree size {size}")
+    return got, size, index, by
+
 def read_text(path):
     data = sys.stdin.buffer.read() if path == "-" else open(path, "rb").read()
     return data.decode("utf-8")
@@ -683,13 +745,17 @@ def main():
     ap.add_argument("--public-key", required=True)
     ap.add_argument("--origin", help="the log the checkpoint must be of")
     ap.add_argument("--witness-policy", help="a C2SP tlog-policy file (or the format read before it)")
+    ap.add_argument("--entry", help="for a C2SP tlog-proof: the entry it proves, the row hash (hex)")
     a = ap.parse_args()
     try:
         key = vkey(read_text(a.public_key).strip(WS), 0x01, lambda why: Unusable(f"the public key: {why}"))
         policy = read_policy(read_text(a.witness_policy)) if a.witness_policy else None
         if policy: check_log(policy, key)
+        text = read_text(a.bundle)
+        if a.entry is not None or text.split("\n", 1)[0] == TLOG_PROOF:
+            return tlog_proof_main(text, key, a, policy)
         try:
-            bundle = shape(load_json(read_text(a.bundle), unique=True))
+            bundle = shape(load_json(text, unique=True))
         except (ValueError, RecursionError) as e:
             raise Unusable(f"not JSON: {e}")
     except (OSError, UnicodeDecodeError, Unusable) as e:
@@ -710,6 +776,19 @@ def main():
         return 1
     n = len(bundle["entries"])
     print(f"OK: {n} entr{'y' if n == 1 else 'ies'} proven against {origin} at tree size {size}"
+          + (f", cosigned by {', '.join(by)}" if by is not None else ""))
+    return 0
+
+def tlog_proof_main(text, key, a, policy):
+    try:
+        origin, size, index, by = check_tlog_proof(text, key, a.entry, a.origin, policy)
+    except Unusable as e:
+        print(f"UNUSABLE: {e}", file=sys.stderr)
+        return 2
+    except Rejected as e:
+        print(f"REJECTED: {e}", file=sys.stderr)
+        return 1
+    print(f"OK: entry {a.entry.lower()} proven at index {index} against {origin} at tree size {size}"
           + (f", cosigned by {', '.join(by)}" if by is not None else ""))
     return 0
 

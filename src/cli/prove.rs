@@ -2,7 +2,8 @@
 //! account's events (`--account NUMBER [--since T] [--until T]`) against the latest witnessed
 //! checkpoint (with `--witness-policy`, the latest carrying the policy's quorum of cosignatures),
 //! to stdout or `-o FILE`; the bundle is checked as `verify-proof` checks it before it is written.
-//! Check it with `verify-proof` or tools/verify_bundle.py.
+//! Check it with `verify-proof` or tools/verify_bundle.py. `--format tlog-proof` writes a C2SP
+//! tlog-proof per row instead (src/cli/prove_tlog_proof.rs).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -39,9 +40,14 @@ pub struct ProveArgs {
     /// is proven from its archived copy, which must make the row hash the log keeps.
     #[arg(long)]
     pub(crate) archive: Option<PathBuf>,
-    /// Write the bundle here (mode 0600) instead of stdout.
+    /// Write the bundle here (mode 0600) instead of stdout; with `--format tlog-proof` and
+    /// `--account`, a directory that gets one `<stream>-<seq>.tlog-proof` per row.
     #[arg(short = 'o', long = "output")]
     pub(crate) output: Option<PathBuf>,
+    /// What to write: the evidence bundle (JSON: every field of each row, read back from its
+    /// leaf data), or a C2SP tlog-proof (`c2sp.org/tlog-proof@v1`) per row, for its row hash.
+    #[arg(long, value_enum, default_value_t = ProofFormat::Json)]
+    pub(crate) format: ProofFormat,
     #[command(flatten)]
     pub(crate) keys: ProveKeyArgs,
     #[command(flatten)]
@@ -50,6 +56,16 @@ pub struct ProveArgs {
     pub(crate) nats: NatsArgs,
     #[command(flatten)]
     pub(crate) witness: PlaceArgs,
+}
+
+/// `prove --format`.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ProofFormat {
+    // The evidence bundle (event-audit-bundle/3).
+    #[default]
+    Json,
+    // A C2SP tlog-proof per row (docs/auditors.md).
+    TlogProof,
 }
 
 options_group! {
@@ -110,6 +126,24 @@ pub fn run(args: ProveArgs) -> anyhow::Result<ExitCode> {
             _ => anyhow::bail!("give --stream and --seq, or --account"),
         };
         let started = std::time::Instant::now();
+        if args.format == ProofFormat::TlogProof {
+            let at = (&cp, note.as_str());
+            let rows = super::prove_tlog_proof::write(
+                &store,
+                query,
+                at,
+                (key.as_ref(), policy.as_ref()),
+                args.output.as_deref(),
+            )
+            .await?;
+            eprintln!(
+                "{rows} tlog-proof(s) against the checkpoint of size {} ({}) in {:.1} ms",
+                cp.size,
+                cp.origin,
+                started.elapsed().as_secs_f64() * 1e3
+            );
+            return Ok(ExitCode::SUCCESS);
+        }
         // An archive in a bucket is fetched into a staging directory first (removed after).
         let archive = match &args.archive {
             Some(a) => Some(crate::archive::remote::at(a, &settings.object_store).await?),

@@ -81,15 +81,12 @@ pub(crate) enum Query<'a> {
     },
 }
 
-/// The bundle for `query` against the checkpoint `cp` (whose signed note is `note`).
-pub(crate) async fn prove(
+/// The rows `query` names, in leaf order; none is an error saying why.
+pub(crate) async fn places(
     store: &TreeStore,
-    query: Query<'_>,
-    cp: &Checkpoint,
-    note: &str,
-    archive: Option<&std::path::Path>,
-) -> Result<Bundle, ProveError> {
-    let places: Vec<RowPlace> = match query {
+    query: &Query<'_>,
+) -> Result<Vec<RowPlace>, ProveError> {
+    let places: Vec<RowPlace> = match *query {
         Query::Event { stream, seq } => store.place(stream, seq).await?.into_iter().collect(),
         Query::Account {
             number,
@@ -98,7 +95,7 @@ pub(crate) async fn prove(
         } => store.account_places(number, since, until).await?,
     };
     if places.is_empty() {
-        return Err(ProveError::NotFound(match query {
+        return Err(ProveError::NotFound(match *query {
             Query::Event { stream, seq } => format!("stream={stream} stream_seq={seq}"),
             Query::Account {
                 number,
@@ -110,6 +107,18 @@ pub(crate) async fn prove(
             }
         }));
     }
+    Ok(places)
+}
+
+/// The bundle for `query` against the checkpoint `cp` (whose signed note is `note`).
+pub(crate) async fn prove(
+    store: &TreeStore,
+    query: Query<'_>,
+    cp: &Checkpoint,
+    note: &str,
+    archive: Option<&std::path::Path>,
+) -> Result<Bundle, ProveError> {
+    let places = places(store, &query).await?;
     let mut entries = Vec::with_capacity(places.len());
     for p in places {
         let what = format!("stream={} stream_seq={}", p.stream, p.stream_seq);

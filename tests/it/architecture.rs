@@ -473,3 +473,20 @@ fn the_boundary_checks_find_what_they_are_for() {
     assert!(modules(&src).contains(&"db".to_owned()));
     std::fs::remove_dir_all(&root).expect("remove the fixture");
 }
+
+/// ARCHITECTURE.md stays the map (a paragraph per crate and room): under 30 KB, with the
+/// specification in the rooms' docs and docs/internals.md.
+#[test]
+fn the_map_stays_a_map() {
+    let bytes = std::fs::metadata(repo().join("ARCHITECTURE.md"))
+        .expect("ARCHITECTURE.md")
+        .len();
+    assert!(bytes < 30_000, "ARCHITECTURE.md is {bytes} bytes: move specification into the rooms' docs or docs/internals.md");
+    let map = std::fs::read_to_string(repo().join("ARCHITECTURE.md")).expect("read");
+    for c in CRATES {
+        assert!(
+            map.contains(&format!("**`{c}`**")),
+            "ARCHITECTURE.md has no paragraph for {c}"
+        );
+    }
+}

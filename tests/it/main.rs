@@ -56,6 +56,7 @@ mod tamper;
 mod tiles;
 mod tiles_interop;
 mod tiles_s3;
+mod tlog_proof;
 mod tree_store;
 mod verify;
 mod verify_auditor;

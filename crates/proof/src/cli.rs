@@ -8,6 +8,7 @@ pub use event_audit_base::{args, witness_args};
 pub mod mirror;
 pub mod tiles;
 pub mod verify_proof;
+pub mod verify_tlog_proof;
 
 /// A multi-threaded runtime for the commands that do I/O.
 pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {

@@ -2,7 +2,7 @@
 //! rows with its inclusion and consistency proofs and its right edge ([`merkle`]), C2SP signed
 //! notes and checkpoints with the log's keys, one private key type for both signature
 //! algorithms ([`note`]), witnesses' cosignatures ([`cosign`]), the C2SP tlog-policy witness
-//! policy ([`policy`]), the newest checkpoint per origin, never lowered, that the signer, the auditor and the witness
+//! policy ([`policy`]), C2SP tlog-proof files ([`proof`]), the newest checkpoint per origin, never lowered, that the signer, the auditor and the witness
 //! each remember ([`latest`]), and the tile geometry every stored subtree follows ([`tile`]). No I/O,
 //! and no second definition of a note or tile format anywhere else.
 
@@ -11,4 +11,5 @@ pub mod latest;
 pub mod merkle;
 pub mod note;
 pub mod policy;
+pub mod proof;
 pub mod tile;

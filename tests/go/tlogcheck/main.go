@@ -6,6 +6,7 @@
 // Usage:
 //
 //	tlogcheck -tiles URL_OR_DIR -key FILE [-old FILE]
+//	tlogcheck -proof FILE -entry HEX -key FILE   (a C2SP tlog-proof: proof.go)
 //
 // -tiles is the log's prefix: a base URL (http://127.0.0.1:PORT/log) or a directory.
 // -key is the log's verifier key file (one line, "<name>+<hex key id>+<base64(0x01 || key)>").
@@ -65,7 +66,19 @@ func main() {
 	tiles := flag.String("tiles", "", "the log's prefix: a base URL or a directory")
 	keyFile := flag.String("key", "", "the log's verifier key file")
 	oldFile := flag.String("old", "", "an earlier checkpoint to prove consistent (optional)")
+	proofFile := flag.String("proof", "", "a C2SP tlog-proof to check with tlog.CheckRecord")
+	entry := flag.String("entry", "", "with -proof: the entry it proves, in hex")
 	flag.Parse()
+	if *proofFile != "" && *keyFile != "" && flag.NArg() == 0 {
+		s, err := checkProof(*proofFile, *keyFile, *entry)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "tlogcheck: %v\n", err)
+			os.Exit(1)
+		}
+		line, _ := json.Marshal(s)
+		fmt.Println(string(line))
+		return
+	}
 	if *tiles == "" || *keyFile == "" || flag.NArg() != 0 {
 		fmt.Fprintln(os.Stderr, "usage: tlogcheck -tiles URL_OR_DIR -key FILE [-old FILE]")
 		os.Exit(2)

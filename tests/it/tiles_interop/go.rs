@@ -112,3 +112,23 @@ pub async fn check(tiles: &str, key: &Path, old: Option<&Path>) -> Run {
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
 }
+
+/// Runs the checker's `-proof` mode: a C2SP tlog-proof file checked with `tlog.CheckRecord`
+/// for the entry `entry` (hex), its checkpoint opened with the verifier key file `key`.
+pub fn check_proof(proof: &Path, key: &Path, entry: &str) -> Run {
+    let out = std::process::Command::new(checker())
+        .arg("-proof")
+        .arg(proof)
+        .arg("-entry")
+        .arg(entry)
+        .arg("-key")
+        .arg(key)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run the checker");
+    Run {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}

@@ -4,6 +4,7 @@
 //! a bundle whose JSON or shape is not a bundle's; with `--tiles`, tiles that cannot be read,
 //! are behind the bundle or do not make their own signed root). With `--tiles`, each entry's
 //! inclusion is read from a mirror's (or the log's) tiles instead of the bundle's proof hashes.
+//! A C2SP tlog-proof with `--entry HEX` is checked in [`super::verify_tlog_proof`].
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -22,7 +23,8 @@ use crate::tlog::policy::WitnessPolicy;
 /// Options of `event-audit verify-proof`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct VerifyProofArgs {
-    /// The evidence bundle (JSON, as `prove` writes it); `-` reads stdin.
+    /// The evidence bundle (JSON, as `prove` writes it), or a C2SP tlog-proof (with --entry);
+    /// `-` reads stdin.
     pub bundle: PathBuf,
     /// The log's public key file (`<name>+<key id>+<base64 key>`).
     #[arg(long)]
@@ -49,6 +51,10 @@ pub struct VerifyProofArgs {
         requires = "tiles"
     )]
     pub timeout: Dur,
+    /// For a C2SP tlog-proof (`c2sp.org/tlog-proof@v1`, as `prove --format tlog-proof` or
+    /// anyone writes it): the entry it proves, the row's row hash (64 hex digits).
+    #[arg(long, value_name = "HEX")]
+    pub entry: Option<String>,
 }
 
 /// The largest bundle read (file or stdin): `prove --account` of a few thousand rows is a few
@@ -115,6 +121,14 @@ pub fn run(args: VerifyProofArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     };
+    if args.entry.is_some() || crate::tlog::proof::is_tlog_proof(&text) {
+        let given = super::verify_tlog_proof::Given {
+            entry: args.entry.as_deref(),
+            origin: args.origin.as_deref(),
+            tiles: args.tiles.is_some(),
+        };
+        return super::verify_tlog_proof::run(&given, &key, policy.as_ref(), &text);
+    }
     let expect = Expect {
         origin: args.origin.clone(),
         policy,
