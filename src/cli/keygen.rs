@@ -2,7 +2,8 @@
 //! `PREFIX.key` (the private key, mode 0600, for the daemon's --signing-key-file) and
 //! `PREFIX.pub` (the public key, for auditors and witnesses). With `--witness --name NAME`: a
 //! witness's cosigning key (C2SP tlog-cosignature, signature type 0x04) for `witness serve`;
-//! `--algorithm ml-dsa-44` makes it an ML-DSA-44 `subtree/v1` key (type 0x06).
+//! `--algorithm ml-dsa-44` makes either an ML-DSA-44 `subtree/v1` key (type 0x06): a witness's,
+//! or the log's second key (`--ml-dsa-signing-key-file`, named like its Ed25519 key).
 //! Files are created new (`O_EXCL`): an existing file or symlink is never written through.
 
 use std::path::PathBuf;
@@ -14,6 +15,7 @@ use rand::RngCore;
 use super::args::{ConfigArg, DatabaseUrlArg};
 use crate::files::create_new;
 use crate::tlog::cosign::AnyWitnessSigner;
+use crate::tlog::mldsa::MlDsaSigner;
 use crate::tlog::note::PrivateKey;
 
 /// Options of `event-audit keygen`.
@@ -30,9 +32,9 @@ pub struct KeygenArgs {
     /// The witness's name (a schema-less URL is recommended, e.g. witness.example.com/w1).
     #[arg(long, requires = "cosigner")]
     pub(crate) name: Option<String>,
-    /// The witness key's signature algorithm: ed25519 (cosignature/v1) or ml-dsa-44 (subtree/v1,
-    /// which C2SP recommends for new witnesses).
-    #[arg(long, value_enum, default_value_t = Algorithm::Ed25519, requires = "cosigner")]
+    /// The signature algorithm: ed25519, or ml-dsa-44 (C2SP subtree/v1, recommended for new
+    /// witnesses; for a log, its second key: give --origin the origin of its Ed25519 key).
+    #[arg(long, value_enum, default_value_t = Algorithm::Ed25519)]
     pub(crate) algorithm: Algorithm,
     /// The database whose name goes into the default log origin
     /// (event-audit/<database name>/<random>).
@@ -42,7 +44,7 @@ pub struct KeygenArgs {
     pub(crate) witness: OriginArg,
 }
 
-/// A witness key's signature algorithm.
+/// A key's signature algorithm.
 #[derive(clap::ValueEnum, Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Algorithm {
     #[default]
@@ -82,9 +84,14 @@ pub fn run(args: KeygenArgs) -> anyhow::Result<ExitCode> {
         rand::rngs::OsRng.fill_bytes(&mut unique);
         let unique: String = unique.iter().map(|b| format!("{b:02x}")).collect();
         let name = settings.witness.origin_for(&settings.database.url, &unique);
-        let k = PrivateKey::from_seed(&name, &seed)
-            .with_context(|| format!("the key name `{name}` (set --origin)"))?;
-        (k.encode(), k.public().encode())
+        let context = || format!("the key name `{name}` (set --origin)");
+        if args.algorithm == Algorithm::MlDsa44 {
+            let k = MlDsaSigner::from_seed(&name, &seed).with_context(context)?;
+            (k.encode(), k.public().encode())
+        } else {
+            let k = PrivateKey::from_seed(&name, &seed).with_context(context)?;
+            (k.encode(), k.public().encode())
+        }
     };
     seed.fill(0);
     let (private_path, public_path) = (with_ext(&args.out, ".key"), with_ext(&args.out, ".pub"));
@@ -105,6 +112,11 @@ pub fn run(args: KeygenArgs) -> anyhow::Result<ExitCode> {
         (
             "give it to `witness serve --key`",
             "give it to the log's operators and auditors for their --witness-policy",
+        )
+    } else if args.algorithm == Algorithm::MlDsa44 {
+        (
+            "give it to the daemon as --ml-dsa-signing-key-file",
+            "give it to readers that verify ML-DSA-44",
         )
     } else {
         (

@@ -2,7 +2,9 @@
 //! process: `keygen --witness --algorithm ml-dsa-44` writes a type 0x06 key, the witness cosigns
 //! the daemon's checkpoints with `subtree/v1` cosignatures, and `verify --witness-policy` with
 //! a policy naming that witness counts them (and fails the quorum with a policy naming another
-//! ML-DSA-44 witness). The log's Ed25519-only readers still open every checkpoint.
+//! ML-DSA-44 witness). The log's second key (`keygen --algorithm ml-dsa-44`, given as
+//! `--ml-dsa-signing-key-file`) signs each checkpoint beside its Ed25519 key, and the log's
+//! Ed25519-only readers (`verify`, the note opener) still open every checkpoint.
 
 use std::path::Path;
 
@@ -75,7 +77,26 @@ async fn an_ml_dsa_44_witness_cosigns_and_verify_counts_it() {
         &[(vkey.clone(), witness.url.clone())],
         1,
     );
+    // The log's second key: ML-DSA-44, of the log's name.
+    let second = tmp.path().join("log-pq");
+    let made = event_audit(
+        &[
+            "keygen",
+            "--algorithm",
+            "ml-dsa-44",
+            "--origin",
+            &origin,
+            "--out",
+            second.to_str().expect("utf-8"),
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(made.code, Some(0), "{made:?}");
+    let log_pq = WitnessKey::parse(made.stdout.trim()).expect("the log's ML-DSA-44 vkey");
+    assert_eq!(log_pq.name, origin);
     let mut s = signing(&db, &ts, &key, &cps, tmp.path());
+    s.witness.ml_dsa_signing_key_file = Some(tmp.path().join("log-pq.key"));
     s.witness.witness_policy = Some(policy.clone());
     s.witness.signer_state = Some(tmp.path().join("signer.state"));
     s.witness.checkpoint_interval = Dur::secs(3600);

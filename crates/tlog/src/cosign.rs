@@ -142,7 +142,7 @@ pub type WitnessSigner = Signer<ALG_COSIGNATURE_V1>;
 #[derive(Debug)]
 pub enum AnyWitnessSigner {
     Ed25519(WitnessSigner),
-    MlDsa44(Box<MlDsaSigner>),
+    MlDsa44(MlDsaSigner),
 }
 
 impl AnyWitnessSigner {
@@ -153,13 +153,13 @@ impl AnyWitnessSigner {
 
     /// An ML-DSA-44 witness key named `name` from a 32-byte seed ξ.
     pub fn ml_dsa_44_from_seed(name: &str, seed: &[u8; 32]) -> Result<AnyWitnessSigner, NoteError> {
-        MlDsaSigner::from_seed(name, seed).map(|k| AnyWitnessSigner::MlDsa44(Box::new(k)))
+        MlDsaSigner::from_seed(name, seed).map(AnyWitnessSigner::MlDsa44)
     }
 
     /// Parses a private key file's line of either type (0x04 or 0x06).
     pub fn parse(s: &str) -> Result<AnyWitnessSigner, NoteError> {
         match MlDsaSigner::parse(s) {
-            Ok(k) => Ok(AnyWitnessSigner::MlDsa44(Box::new(k))),
+            Ok(k) => Ok(AnyWitnessSigner::MlDsa44(k)),
             Err(_) => Signer::parse(s).map(AnyWitnessSigner::Ed25519),
         }
     }

@@ -67,7 +67,9 @@ fn the_message_is_the_spec_structure() {
         end: 20_852_163,
         hash: [9; 32],
     };
-    let mut want = b"subtree/v1\n\x00".to_vec();
+    // The label as tlog-cosignature spells it: "subtree/v1", a newline and a NUL.
+    let mut want = b"subtree/v1".to_vec();
+    want.extend_from_slice(&[b'\n', 0]);
     want.push(12);
     want.extend_from_slice(b"w.example/pq");
     want.extend_from_slice(&1_679_315_147u64.to_be_bytes());
