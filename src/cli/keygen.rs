@@ -1,7 +1,9 @@
 //! `event-audit keygen --out PREFIX`: an Ed25519 key pair for signing checkpoints:
 //! `PREFIX.key` (the private key, mode 0600, for the daemon's --signing-key-file) and
 //! `PREFIX.pub` (the public key, for auditors and witnesses). With `--witness --name NAME`: a
-//! witness's cosigning key (C2SP tlog-cosignature, signature type 0x04) for `witness serve`.
+//! witness's cosigning key (C2SP tlog-cosignature, signature type 0x04) for `witness serve`;
+//! `--algorithm ml-dsa-44` makes either an ML-DSA-44 `subtree/v1` key (type 0x06): a witness's,
+//! or the log's second key (`--ml-dsa-signing-key-file`, named like its Ed25519 key).
 //! Files are created new (`O_EXCL`): an existing file or symlink is never written through.
 
 use std::path::PathBuf;
@@ -12,7 +14,8 @@ use rand::RngCore;
 
 use super::args::{ConfigArg, DatabaseUrlArg};
 use crate::files::create_new;
-use crate::tlog::cosign::WitnessSigner;
+use crate::tlog::cosign::AnyWitnessSigner;
+use crate::tlog::mldsa::MlDsaSigner;
 use crate::tlog::note::PrivateKey;
 
 /// Options of `event-audit keygen`.
@@ -29,12 +32,25 @@ pub struct KeygenArgs {
     /// The witness's name (a schema-less URL is recommended, e.g. witness.example.com/w1).
     #[arg(long, requires = "cosigner")]
     pub(crate) name: Option<String>,
+    /// The signature algorithm: ed25519, or ml-dsa-44 (C2SP subtree/v1, recommended for new
+    /// witnesses; for a log, its second key: give --origin the origin of its Ed25519 key).
+    #[arg(long, value_enum, default_value_t = Algorithm::Ed25519)]
+    pub(crate) algorithm: Algorithm,
     /// The database whose name goes into the default log origin
     /// (`event-audit/<database name>/<random>`).
     #[command(flatten)]
     pub(crate) database: DatabaseUrlArg,
     #[command(flatten)]
     pub(crate) witness: OriginArg,
+}
+
+/// A key's signature algorithm.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Algorithm {
+    #[default]
+    Ed25519,
+    #[value(name = "ml-dsa-44")]
+    MlDsa44,
 }
 
 options_group! {
@@ -57,17 +73,25 @@ pub fn run(args: KeygenArgs) -> anyhow::Result<ExitCode> {
     rand::rngs::OsRng.fill_bytes(&mut seed);
     let (secret, public) = if args.cosigner {
         let name = args.name.clone().unwrap_or_default();
-        let k = WitnessSigner::from_seed(&name, &seed)
-            .with_context(|| format!("the witness name `{name}`"))?;
+        let k = match args.algorithm {
+            Algorithm::Ed25519 => AnyWitnessSigner::from_seed(&name, &seed),
+            Algorithm::MlDsa44 => AnyWitnessSigner::ml_dsa_44_from_seed(&name, &seed),
+        }
+        .with_context(|| format!("the witness name `{name}`"))?;
         (k.encode(), k.public().encode())
     } else {
         let mut unique = [0u8; 8];
         rand::rngs::OsRng.fill_bytes(&mut unique);
         let unique: String = unique.iter().map(|b| format!("{b:02x}")).collect();
         let name = settings.witness.origin_for(&settings.database.url, &unique);
-        let k = PrivateKey::from_seed(&name, &seed)
-            .with_context(|| format!("the key name `{name}` (set --origin)"))?;
-        (k.encode(), k.public().encode())
+        let context = || format!("the key name `{name}` (set --origin)");
+        if args.algorithm == Algorithm::MlDsa44 {
+            let k = MlDsaSigner::from_seed(&name, &seed).with_context(context)?;
+            (k.encode(), k.public().encode())
+        } else {
+            let k = PrivateKey::from_seed(&name, &seed).with_context(context)?;
+            (k.encode(), k.public().encode())
+        }
     };
     seed.fill(0);
     let (private_path, public_path) = (with_ext(&args.out, ".key"), with_ext(&args.out, ".pub"));
@@ -88,6 +112,11 @@ pub fn run(args: KeygenArgs) -> anyhow::Result<ExitCode> {
         (
             "give it to `witness serve --key`",
             "give it to the log's operators and auditors for their --witness-policy",
+        )
+    } else if args.algorithm == Algorithm::MlDsa44 {
+        (
+            "give it to the daemon as --ml-dsa-signing-key-file",
+            "give it to readers that verify ML-DSA-44",
         )
     } else {
         (

@@ -13,6 +13,7 @@
 pub mod publish;
 mod queue;
 mod read;
+mod second;
 mod sign;
 mod start;
 mod submit;
@@ -68,16 +69,6 @@ pub enum CheckpointError {
     },
 }
 
-impl From<event_audit_proof::keys::KeyFileError> for CheckpointError {
-    fn from(e: event_audit_proof::keys::KeyFileError) -> CheckpointError {
-        use event_audit_proof::keys::KeyFileError as K;
-        match e {
-            K::PublicKey { path, why } => CheckpointError::PublicKey { path, why },
-            K::Policy { path, why } => CheckpointError::Policy { path, why },
-        }
-    }
-}
-
 /// What one round did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Round {
@@ -93,6 +84,8 @@ pub struct Round {
 /// The checkpoint signer of one daemon.
 pub struct Signer {
     key: Arc<PrivateKey>,
+    /// The log's ML-DSA-44 key, whose signature each note carries too ([`second`]).
+    ml_dsa: Option<Arc<crate::tlog::mldsa::MlDsaSigner>>,
     public: PublicKey,
     origin: String,
     store: CheckpointStore,
@@ -165,6 +158,7 @@ impl Signer {
             last_backlog: std::sync::atomic::AtomicUsize::new(0),
             public: key.public(),
             key: Arc::new(key),
+            ml_dsa: None,
             origin,
             store: CheckpointStore::new(db.clone()),
             trees: TreeStore::new(db),
@@ -468,7 +462,7 @@ impl Signer {
                     size: tree.size(),
                     root: tree.root(),
                 };
-                let note = self.key.sign(&cp);
+                let note = self.sign_note(&cp);
                 fresh.push((log, cp.size as i64, note.clone()));
                 if let Err(r) = remember(&mut memory, log, &origin, Remembered::at(tree, note)) {
                     return Ok(Err(r));

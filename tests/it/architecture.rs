@@ -370,6 +370,7 @@ fn each_format_constant_is_defined_once() {
         ("DASH", "crates/tlog/src/note.rs"),
         ("ALG_ED25519", "crates/tlog/src/note.rs"),
         ("ALG_COSIGNATURE_V1", "crates/tlog/src/cosign.rs"),
+        ("ALG_MLDSA44", "crates/tlog/src/mldsa.rs"),
         ("MAX_SIGNATURES", "crates/tlog/src/note.rs"),
     ];
     for (name, home) in consts {
@@ -383,6 +384,7 @@ fn each_format_constant_is_defined_once() {
         ("event-audit row v1\\0", "crates/proof/src/canon.rs"),
         ("event-audit row v2\\0", "crates/proof/src/canon.rs"),
         ("cosignature/v1\\n", "crates/tlog/src/cosign.rs"),
+        ("subtree/v1\\n", "crates/tlog/src/mldsa.rs"),
         ("\\u{2014}", "crates/tlog/src/note.rs"),
     ];
     for (lit, home) in literals {

@@ -64,5 +64,6 @@ mod verify_mirror;
 mod verify_output;
 mod witness;
 mod witness_conformance;
+mod witness_mldsa;
 mod witness_server;
 mod wrong_places;

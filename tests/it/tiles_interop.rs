@@ -45,14 +45,18 @@ fn assert_checked(s: &serde_json::Value, size: u64) {
     }
 }
 
-/// Adds a witness's cosignature line to the checkpoint in `dir`: a signature by a key Go's
-/// checker does not know, which it must skip.
+/// Adds a witness's cosignature line and the log's own ML-DSA-44 line (its second key, of the
+/// log's name) to the checkpoint in `dir`: signatures by keys Go's checker does not know, which
+/// it must skip.
 async fn cosign(dir: &Tiles) {
     let signed = dir.checkpoint().await.expect("read").expect("a checkpoint");
     let text = &signed[..signed.find("\n\n").expect("a signed note") + 1];
     let witness = WitnessSigner::from_seed("witness.example/w1", &[9; 32]).expect("key");
     let line = witness.cosign(text, 1_700_000_000);
-    dir.write_checkpoint(&format!("{signed}{line}"))
+    let origin = text.lines().next().expect("an origin line");
+    let second = event_audit::tlog::mldsa::MlDsaSigner::from_seed(origin, &[9; 32]).expect("key");
+    let pq = second.cosign(text, 0).expect("an ML-DSA-44 line");
+    dir.write_checkpoint(&format!("{signed}{line}{pq}"))
         .await
         .expect("write the cosigned checkpoint");
 }

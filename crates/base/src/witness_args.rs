@@ -5,6 +5,7 @@ options_group! {
     /// `run`: signing and publishing checkpoints.
     pub struct SignerArgs = [
         "witness.signing_key_file",
+        "witness.ml_dsa_signing_key_file",
         "witness.checkpoint_interval",
         "witness.signer_state",
         "witness.checkpoint_replicas",

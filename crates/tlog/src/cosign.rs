@@ -1,6 +1,6 @@
 //! Witness cosignatures, pure: C2SP tlog-cosignature `cosignature/v1` with Ed25519 (signature
-//! type 0x04) and the witness's key files; the witness policy readers hold a checkpoint against
-//! is in [`super::policy`].
+//! type 0x04), or `subtree/v1` with ML-DSA-44 (type 0x06, in [`super::mldsa`]), and the witness's
+//! key files; the witness policy readers hold a checkpoint against is in [`super::policy`].
 //!
 //! ```text
 //! key id        = SHA-256(name ‖ "\n" ‖ 0x04 ‖ public key)[:4]
@@ -14,7 +14,8 @@ use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use ed25519_dalek::{Signature, Verifier, VerifyingKey};
 
-use super::note::{hex4, key_id_of, parse_key_parts, Note, NoteError, Signer, DASH};
+use super::mldsa::{MlDsaKey, MlDsaSigner, ALG_MLDSA44};
+use super::note::{hex4, key_id_of, parse_key_parts, split_key, Note, NoteError, Signer, DASH};
 
 /// The signature type byte of a timestamped Ed25519 cosignature.
 pub const ALG_COSIGNATURE_V1: u8 = 0x04;
@@ -24,17 +25,32 @@ pub fn signed_message(time: u64, text: &str) -> String {
     format!("cosignature/v1\ntime {time}\n{text}")
 }
 
+/// Whether `signature` (64 bytes) is `key`'s Ed25519 signature of `message` (RFC 8032).
+pub fn ed25519_verifies(key: &VerifyingKey, message: &[u8], signature: &[u8]) -> bool {
+    Signature::from_slice(signature).is_ok_and(|sig| key.verify(message, &sig).is_ok())
+}
+
 /// A witness's public key: what logs and auditors configure.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WitnessKey {
     pub name: String,
     pub id: [u8; 4],
-    key: VerifyingKey,
+    key: Cosigner,
+}
+
+/// The algorithm and key behind a [`WitnessKey`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Cosigner {
+    Ed25519(VerifyingKey),
+    MlDsa44(Box<MlDsaKey>),
 }
 
 impl WitnessKey {
-    /// Parses a vkey line (`NAME+<key id>+base64(0x04 ‖ key)`).
+    /// Parses a vkey line (`NAME+<key id>+base64(0x04 ‖ key)`, or `0x06 ‖ key` for ML-DSA-44).
     pub fn parse(s: &str) -> Result<WitnessKey, NoteError> {
+        if split_key(s).is_ok_and(|(_, _, raw)| raw.first() == Some(&ALG_MLDSA44)) {
+            return Ok(WitnessKey::from(MlDsaKey::parse(s)?));
+        }
         let (name, id, key) = parse_key_parts(s, ALG_COSIGNATURE_V1)?;
         if key_id_of(&name, ALG_COSIGNATURE_V1, &key) != id {
             return Err(NoteError::Key(
@@ -43,23 +59,47 @@ impl WitnessKey {
         }
         let key = VerifyingKey::from_bytes(&key)
             .map_err(|_| NoteError::Key("not a valid Ed25519 public key"))?;
-        Ok(WitnessKey { name, id, key })
+        Ok(WitnessKey {
+            name,
+            id,
+            key: Cosigner::Ed25519(key),
+        })
     }
 
-    /// Whether both wrap the same Ed25519 key, whatever their names (tlog-policy's duplicates).
+    /// Whether both wrap the same key, whatever their names (tlog-policy's duplicates).
     pub fn same_key(&self, other: &WitnessKey) -> bool {
-        self.key == other.key
+        match (&self.key, &other.key) {
+            (Cosigner::Ed25519(a), Cosigner::Ed25519(b)) => a == b,
+            (Cosigner::MlDsa44(a), Cosigner::MlDsa44(b)) => a.same_key(b),
+            _ => false,
+        }
+    }
+
+    /// The signature type byte: 0x04 (Ed25519) or 0x06 (ML-DSA-44).
+    pub fn algorithm(&self) -> u8 {
+        match self.key {
+            Cosigner::Ed25519(_) => ALG_COSIGNATURE_V1,
+            Cosigner::MlDsa44(_) => ALG_MLDSA44,
+        }
     }
 
     pub fn encode(&self) -> String {
+        let key = match &self.key {
+            Cosigner::Ed25519(key) => key,
+            Cosigner::MlDsa44(key) => return key.encode(),
+        };
         let mut raw = vec![ALG_COSIGNATURE_V1];
-        raw.extend_from_slice(self.key.as_bytes());
+        raw.extend_from_slice(key.as_bytes());
         format!("{}+{}+{}", self.name, hex4(&self.id), B64.encode(raw))
     }
 
     /// The time of this witness's valid cosignature on `note`, if it carries one. A line with
     /// this witness's name and id that does not verify is an error (the note is rejected).
     pub fn cosigned(&self, note: &Note<'_>) -> Result<Option<u64>, NoteError> {
+        let key = match &self.key {
+            Cosigner::Ed25519(key) => key,
+            Cosigner::MlDsa44(key) => return key.cosigned(note),
+        };
         let mut found = None;
         for s in note.by(&self.name, &self.id) {
             let blob = &s.blob[4..];
@@ -69,11 +109,7 @@ impl WitnessKey {
                 .filter(|t| *t <= i64::MAX as u64);
             let ok = time.is_some_and(|t| {
                 blob.len() == 72
-                    && Signature::from_slice(&blob[8..]).is_ok_and(|sig| {
-                        self.key
-                            .verify(signed_message(t, note.text).as_bytes(), &sig)
-                            .is_ok()
-                    })
+                    && ed25519_verifies(key, signed_message(t, note.text).as_bytes(), &blob[8..])
             });
             if !ok {
                 return Err(NoteError::BadSignature(format!(
@@ -88,15 +124,77 @@ impl WitnessKey {
     }
 }
 
-/// A witness's private key (the `witness serve` process reads it; never logged or shown).
+impl From<MlDsaKey> for WitnessKey {
+    fn from(key: MlDsaKey) -> WitnessKey {
+        WitnessKey {
+            name: key.name.clone(),
+            id: key.id,
+            key: Cosigner::MlDsa44(Box::new(key)),
+        }
+    }
+}
+
+/// A witness's Ed25519 private key.
 pub type WitnessSigner = Signer<ALG_COSIGNATURE_V1>;
+
+/// A witness's private key, Ed25519 or ML-DSA-44 (the `witness serve` process reads it; never
+/// logged or shown).
+#[derive(Debug)]
+pub enum AnyWitnessSigner {
+    Ed25519(WitnessSigner),
+    MlDsa44(MlDsaSigner),
+}
+
+impl AnyWitnessSigner {
+    /// An Ed25519 witness key named `name` from a 32-byte seed.
+    pub fn from_seed(name: &str, seed: &[u8; 32]) -> Result<AnyWitnessSigner, NoteError> {
+        Signer::from_seed(name, seed).map(AnyWitnessSigner::Ed25519)
+    }
+
+    /// An ML-DSA-44 witness key named `name` from a 32-byte seed ξ.
+    pub fn ml_dsa_44_from_seed(name: &str, seed: &[u8; 32]) -> Result<AnyWitnessSigner, NoteError> {
+        MlDsaSigner::from_seed(name, seed).map(AnyWitnessSigner::MlDsa44)
+    }
+
+    /// Parses a private key file's line of either type (0x04 or 0x06).
+    pub fn parse(s: &str) -> Result<AnyWitnessSigner, NoteError> {
+        match MlDsaSigner::parse(s) {
+            Ok(k) => Ok(AnyWitnessSigner::MlDsa44(k)),
+            Err(_) => Signer::parse(s).map(AnyWitnessSigner::Ed25519),
+        }
+    }
+
+    /// The private key file's line (no newline). Secret: only `keygen` writes it, mode 0600.
+    pub fn encode(&self) -> String {
+        match self {
+            AnyWitnessSigner::Ed25519(k) => k.encode(),
+            AnyWitnessSigner::MlDsa44(k) => k.encode(),
+        }
+    }
+
+    pub fn public(&self) -> WitnessKey {
+        match self {
+            AnyWitnessSigner::Ed25519(k) => k.public(),
+            AnyWitnessSigner::MlDsa44(k) => WitnessKey::from(k.public()),
+        }
+    }
+
+    /// The cosignature line (with its newline) on a checkpoint's note text, at `time`:
+    /// `cosignature/v1` with Ed25519, `subtree/v1` with ML-DSA-44.
+    pub fn cosign(&self, text: &str, time: u64) -> Result<String, NoteError> {
+        match self {
+            AnyWitnessSigner::Ed25519(k) => Ok(k.cosign(text, time)),
+            AnyWitnessSigner::MlDsa44(k) => k.cosign(text, time),
+        }
+    }
+}
 
 impl Signer<ALG_COSIGNATURE_V1> {
     pub fn public(&self) -> WitnessKey {
         WitnessKey {
             name: self.name.clone(),
             id: self.id,
-            key: self.verifying_key(),
+            key: Cosigner::Ed25519(self.verifying_key()),
         }
     }
 

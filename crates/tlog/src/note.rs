@@ -42,7 +42,7 @@ pub fn key_id(name: &str, public: &[u8; 32]) -> [u8; 4] {
 }
 
 /// `SHA-256(name ‖ "\n" ‖ alg ‖ key)[:4]`: a signed-note key id for signature type `alg`.
-pub fn key_id_of(name: &str, alg: u8, public: &[u8; 32]) -> [u8; 4] {
+pub fn key_id_of(name: &str, alg: u8, public: &[u8]) -> [u8; 4] {
     let h = Sha256::new()
         .chain_update(name.as_bytes())
         .chain_update(b"\n")
@@ -62,8 +62,9 @@ pub fn valid_name(name: &str) -> bool {
     !name.is_empty() && !name.contains('+') && !name.chars().any(char::is_whitespace)
 }
 
-/// Splits `<name>+<hex id>+<base64(alg ‖ 32 bytes)>` (the id is checked by the caller).
-pub fn parse_key_parts(s: &str, alg: u8) -> Result<(String, [u8; 4], [u8; 32]), NoteError> {
+/// Splits `<name>+<hex id>+<base64(type ‖ key)>` into the name, the id and the decoded bytes
+/// (the type byte first; the caller checks it, the length and the id).
+pub fn split_key(s: &str) -> Result<(String, [u8; 4], Vec<u8>), NoteError> {
     // From the left: neither the name nor the id holds '+', base64 may.
     let mut it = s.trim().splitn(3, '+');
     let (Some(name), Some(id), Some(b64)) = (it.next(), it.next(), it.next()) else {
@@ -77,6 +78,17 @@ pub fn parse_key_parts(s: &str, alg: u8) -> Result<(String, [u8; 4], [u8; 32]), 
     let raw = B64
         .decode(b64)
         .map_err(|_| NoteError::Key("the key is not base64"))?;
+    let id = u32::from_str_radix(id, 16)
+        .ok()
+        .filter(|_| id.len() == 8)
+        .ok_or(NoteError::Key("the key id is not 8 hex digits"))?
+        .to_be_bytes();
+    Ok((name.to_string(), id, raw))
+}
+
+/// Splits `<name>+<hex id>+<base64(alg ‖ 32 bytes)>` (the id is checked by the caller).
+pub fn parse_key_parts(s: &str, alg: u8) -> Result<(String, [u8; 4], [u8; 32]), NoteError> {
+    let (name, id, raw) = split_key(s)?;
     if raw.len() != 33 || raw[0] != alg {
         return Err(NoteError::Key(if alg == ALG_ED25519 {
             "not an Ed25519 log key (0x01 and 32 bytes)"
@@ -86,12 +98,7 @@ pub fn parse_key_parts(s: &str, alg: u8) -> Result<(String, [u8; 4], [u8; 32]), 
     }
     let mut key = [0u8; 32];
     key.copy_from_slice(&raw[1..]);
-    let id = u32::from_str_radix(id, 16)
-        .ok()
-        .filter(|_| id.len() == 8)
-        .ok_or(NoteError::Key("the key id is not 8 hex digits"))?
-        .to_be_bytes();
-    Ok((name.to_string(), id, key))
+    Ok((name, id, key))
 }
 
 /// A verifier key: what auditors hold.

@@ -244,3 +244,36 @@ fn the_format_read_before_is_one_group() {
     let all = WitnessPolicy::parse(&format!("witness {} http://x\n", a.public().encode()));
     assert_eq!(all.map(|p| p.legacy_count()), Ok(Some(1)));
 }
+
+/// An ML-DSA-44 witness (type 0x06 vkey) is counted beside Ed25519 ones, and its key is a
+/// duplicate under another name as an Ed25519 one would be.
+#[test]
+fn an_ml_dsa_44_witness_is_counted() {
+    use crate::cosign::AnyWitnessSigner;
+    let ed = witness("ed.example", 2);
+    let pq = AnyWitnessSigner::ml_dsa_44_from_seed("pq.example", &[3; 32]).unwrap();
+    let text = format!(
+        "log {}\nwitness ED {}\nwitness PQ {}\ngroup both all ED PQ\nquorum both\n",
+        log().public().encode(),
+        ed.public().encode(),
+        pq.public().encode()
+    );
+    let p = WitnessPolicy::parse(&text).unwrap();
+    let (n, body) = note();
+    let only_ed = format!("{n}{}", ed.cosign(&body, 5));
+    assert!(p.check(&only_ed).is_err());
+    let both = format!("{only_ed}{}", pq.cosign(&body, 6).unwrap());
+    assert_eq!(p.check(&both).unwrap().len(), 2);
+    // A forged ML-DSA-44 line by the policy's witness rejects the note.
+    let line = pq.cosign(&body, 6).unwrap();
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let (head, sig) = line.trim_end().rsplit_once(' ').unwrap();
+    let mut blob = b64.decode(sig).unwrap();
+    blob[100] ^= 1;
+    let forged = format!("{only_ed}{head} {}\n", b64.encode(blob));
+    assert!(p.check(&forged).is_err());
+    let again = AnyWitnessSigner::ml_dsa_44_from_seed("pq2.example", &[3; 32]).unwrap();
+    let dup = format!("{text}witness PQ2 {}\n", again.public().encode());
+    assert!(WitnessPolicy::parse(&dup).is_err());
+}

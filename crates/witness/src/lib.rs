@@ -1,7 +1,8 @@
 //! The independent witness (`event-audit witness serve`): a C2SP tlog-witness cosigner that an
 //! auditor runs outside the log operators' reach. It keeps, per log origin, the latest
-//! checkpoint it cosigned (`state`), and cosigns (C2SP tlog-cosignature, `cosignature/v1`)
-//! only a checkpoint signed by the log's key that extends it ([`add`]); the check and the update
+//! checkpoint it cosigned (`state`), and cosigns (C2SP tlog-cosignature: `cosignature/v1` with
+//! an Ed25519 key, `subtree/v1` with an ML-DSA-44 key) only a checkpoint signed by the log's key
+//! that extends it ([`add`]); the check and the update
 //! are one step under one lock, and the new state is on disk before the answer. It needs no
 //! PostgreSQL and no NATS. Refusals of validly signed checkpoints are logged and counted: they
 //! are evidence of a log that rewrote its history. Its clients are the log's operators, the
@@ -35,7 +36,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::{defaults, Settings};
 use crate::metrics::WitnessServerMetrics;
-use crate::tlog::cosign::WitnessSigner;
+use crate::tlog::cosign::AnyWitnessSigner;
 use crate::tlog::note::{PublicKey, REVERDICTS_SUFFIX};
 use add::Refused;
 use event_audit_base::metrics::Registry;
@@ -66,7 +67,7 @@ pub enum WitnessServerError {
 }
 
 struct Inner {
-    signer: WitnessSigner,
+    signer: AnyWitnessSigner,
     logs: HashMap<String, Vec<PublicKey>>,
     state: StateDir,
     /// Held across check, store and answer: two requests never interleave.
@@ -85,13 +86,13 @@ pub struct WitnessServer {
     tls: Option<tokio_rustls::TlsAcceptor>,
 }
 
-fn read_key(path: &Path) -> Result<WitnessSigner, WitnessServerError> {
+fn read_key(path: &Path) -> Result<AnyWitnessSigner, WitnessServerError> {
     let shown = path.display().to_string();
     let text = crate::files::read_private(path).map_err(|e| WitnessServerError::Key {
         path: shown.clone(),
         why: e.to_string(),
     })?;
-    WitnessSigner::parse(&text).map_err(|e| WitnessServerError::Key {
+    AnyWitnessSigner::parse(&text).map_err(|e| WitnessServerError::Key {
         path: shown,
         why: e.to_string(),
     })
@@ -200,7 +201,12 @@ async fn index(State(w): State<Arc<Inner>>) -> String {
     let mut logs: Vec<&String> = w.logs.keys().collect();
     logs.sort();
     format!(
-        "event-audit witness (C2SP tlog-witness, cosignature/v1)\nkey {}\nPOST /add-checkpoint\nGET /<hex SHA-256 of the origin>/checkpoint\nGET /metrics\nlogs:\n{}\n",
+        "event-audit witness (C2SP tlog-witness, {})\nkey {}\nPOST /add-checkpoint\nGET /<hex SHA-256 of the origin>/checkpoint\nGET /metrics\nlogs:\n{}\n",
+        if w.signer.public().algorithm() == crate::tlog::mldsa::ALG_MLDSA44 {
+            "ML-DSA-44 subtree/v1"
+        } else {
+            "Ed25519 cosignature/v1"
+        },
         w.signer.public().encode(),
         logs.iter().map(|l| format!("  {l}")).collect::<Vec<_>>().join("\n")
     )
@@ -265,7 +271,14 @@ async fn add_checkpoint(State(w): State<Arc<Inner>>, headers: HeaderMap, body: B
             )
         }
     };
-    let line = w.signer.cosign(&signed, now);
+    // Only ML-DSA-44 can refuse: its message holds the origin in at most 255 bytes.
+    let Ok(line) = w.signer.cosign(&signed, now) else {
+        return refuse(
+            &w,
+            None,
+            Refused::Malformed("origin too long for ML-DSA-44"),
+        );
+    };
     let served = monitor::served_note(
         &req.note,
         w.logs

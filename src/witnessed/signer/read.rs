@@ -15,6 +15,17 @@ use super::publish::{self, Found};
 use super::CheckpointError;
 use crate::log::checkpoints::CheckpointStore;
 
+/// The auditor's key and policy readers' refusals, as the signer's.
+impl From<event_audit_proof::keys::KeyFileError> for CheckpointError {
+    fn from(e: event_audit_proof::keys::KeyFileError) -> CheckpointError {
+        use event_audit_proof::keys::KeyFileError as K;
+        match e {
+            K::PublicKey { path, why } => CheckpointError::PublicKey { path, why },
+            K::Policy { path, why } => CheckpointError::Policy { path, why },
+        }
+    }
+}
+
 /// Reads a private key file (its content is never logged or shown); a file that group or others
 /// may read is refused.
 pub fn load_key(path: &Path) -> Result<PrivateKey, CheckpointError> {

@@ -15,6 +15,7 @@ use crate::tlog::note::PrivateKey;
 /// is a refusal to sign, not a reason to stop recording.)
 pub(crate) struct Checked {
     key: PrivateKey,
+    ml_dsa: Option<crate::tlog::mldsa::MlDsaSigner>,
     origin: String,
 }
 
@@ -40,7 +41,21 @@ pub(crate) fn check(s: &crate::config::Settings) -> Result<Option<Checked>, Chec
     if let Some(p) = &w.witness_policy {
         super::read::load_submitting_policy(p, &key.public())?;
     }
-    Ok(Some(Checked { key, origin }))
+    let ml_dsa = match &w.ml_dsa_signing_key_file {
+        Some(p) => Some(super::second::load(p, &key.name)?),
+        None => None,
+    };
+    if origin.len() + crate::tlog::note::REVERDICTS_SUFFIX.len() > 255 && ml_dsa.is_some() {
+        return Err(CheckpointError::Key {
+            path: path.display().to_string(),
+            why: "an ML-DSA-44 signature names the origin in at most 255 bytes (with /reverdicts): choose a shorter origin".into(),
+        });
+    }
+    Ok(Some(Checked {
+        key,
+        ml_dsa,
+        origin,
+    }))
 }
 
 /// The daemon's signer from its [`check`]ed files (an unreadable or malformed key, or policy,
@@ -55,10 +70,18 @@ pub(crate) fn from_checked(
     tiles: Option<Tiles>,
 ) -> Result<Option<Signer>, CheckpointError> {
     let w = &s.witness;
-    let Some(Checked { key, origin }) = checked else {
+    let Some(Checked {
+        key,
+        ml_dsa,
+        origin,
+    }) = checked
+    else {
         return Ok(None);
     };
     let mut signer = Signer::new(key, origin, db.clone(), bus.clone(), w, metrics.clone())?;
+    if let Some(k) = ml_dsa {
+        signer = signer.with_ml_dsa(k);
+    }
     if let Some(t) = tiles {
         signer = signer.with_tiles(t);
     }

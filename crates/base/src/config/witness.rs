@@ -42,6 +42,11 @@ section! {
         /// never stored in the database, passed in argv or logged.
         #[flag("signing-key-file", was = "EVENT_AUDIT_SIGNING_KEY_FILE")]
         pub signing_key_file: Option<PathBuf> = None,
+        /// A second private key, ML-DSA-44 (`keygen --algorithm ml-dsa-44 --origin <the log's
+        /// origin>`; the same name as the signing key): each checkpoint carries its `subtree/v1`
+        /// signature beside the Ed25519 one, which readers that know only Ed25519 ignore.
+        #[flag("ml-dsa-signing-key-file")]
+        pub ml_dsa_signing_key_file: Option<PathBuf> = None,
         /// How often a checkpoint is signed (only when the log grew), and once at shutdown.
         #[flag("checkpoint-interval", was = "EVENT_AUDIT_CHECKPOINT_INTERVAL")]
         pub checkpoint_interval: Dur = defaults::CHECKPOINT_INTERVAL,
