@@ -3,7 +3,8 @@
 //! PostgreSQL. [`append`] is the one appender (a batch's rows, its chain link and the tree under
 //! the head's lock; the log's own rows: erasure and restore records, restored leaves);
 //! [`tree`] reads the stored tree (subtrees, leaf ranges, proofs, a row's place);
-//! [`checkpoints`] is the signer's queue of checkpoints. No other room names these tables:
+//! [`checkpoints`] is the signer's queue of checkpoints; [`Reader`] ([`read`]) is the one read
+//! side of the rows, links and erasure records that `verify` checks. No other room names these tables:
 //! `ingest`, `erase`, `retention`, `archive`, `verify`, `evidence`, `restore` and the signer call
 //! in here.
 
@@ -19,6 +20,8 @@ pub(crate) mod signed;
 pub(crate) mod standby;
 pub mod tiles;
 pub mod tree;
+
+pub use read::Reader;
 
 use std::sync::Arc;
 

@@ -1,7 +1,9 @@
-//! The SQL of `verify`: chain links, the rows of a range of links streamed with binary COPY
-//! (every column by name), the chain head, unlinked rows, the sequence ranges the log holds per
-//! stream, and the record of verify runs (through `audit.record_verify_run`, which the auditor
-//! role may call). Reads only, but for that record.
+//! The log's one read side, [`Reader`]: chain links, the rows of a range of links streamed with
+//! binary COPY (every column by name), the chain head, unlinked rows, the erasure and restore
+//! records, the sequence ranges the log holds per stream, and the record of verify runs
+//! (through `audit.record_verify_run`, which the auditor role may call). Reads only, but for
+//! that record. `verify` (and the chain poller) checks what it reads; no other room reads the
+//! log's rows for a check.
 
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
@@ -150,9 +152,9 @@ pub(crate) struct LastRun {
     pub(crate) witness_ok: Option<bool>,
 }
 
-/// What verify reads.
+/// The log read back: every query `verify` and the chain poller make of it.
 #[derive(Clone)]
-pub struct VerifyStore {
+pub struct Reader {
     db: Db,
 }
 
@@ -200,9 +202,9 @@ pub(crate) async fn erasure_counts(db: &Db) -> Result<(i64, i64), DbError> {
     .ctx("count the erasures")
 }
 
-impl VerifyStore {
-    pub fn new(db: Db) -> VerifyStore {
-        VerifyStore { db }
+impl Reader {
+    pub fn new(db: Db) -> Reader {
+        Reader { db }
     }
 
     pub(crate) fn db(&self) -> &Db {
@@ -293,7 +295,7 @@ impl VerifyStore {
     }
 
     /// The restore records' rows (stream `event-audit.restores`), in order, as
-    /// [`VerifyStore::erasure_rows`] reads the erasures'.
+    /// [`Reader::erasure_rows`] reads the erasures'.
     pub(crate) async fn restore_rows(&self) -> Result<Vec<ErasureRow>, DbError> {
         self.record_rows(crate::row::restore::STREAM)
             .await
