@@ -11,7 +11,7 @@ use futures::stream::BoxStream;
 use sqlx::postgres::PgPoolCopyExt;
 
 use crate::db::{Ctx, Db, DbError};
-use crate::row::columns;
+use crate::row::columns::{self, col_ty, AsView};
 
 /// One row of `audit.chain_links`.
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -28,54 +28,6 @@ pub struct LinkRow {
     pub(crate) tree_root: Option<Vec<u8>>,
 }
 
-/// The stored row's type of a column (jsonb as its text).
-macro_rules! stored_ty {
-    (Text req) => { String };
-    (Text opt) => { Option<String> };
-    (Jsonb req) => { String };
-    (Jsonb opt) => { Option<String> };
-    (Int8 req) => { i64 };
-    (Int4 req) => { i32 };
-    (Timestamptz req) => { DateTime<Utc> };
-    (Timestamptz opt) => { Option<DateTime<Utc>> };
-    (Bytea req) => { Vec<u8> };
-    (Bytea opt) => { Option<Vec<u8>> };
-}
-
-/// A stored column as the row view has it.
-macro_rules! as_view {
-    ($e:expr, Text req) => {
-        &$e
-    };
-    ($e:expr, Text opt) => {
-        $e.as_deref()
-    };
-    ($e:expr, Jsonb req) => {
-        &$e
-    };
-    ($e:expr, Jsonb opt) => {
-        $e.as_deref()
-    };
-    ($e:expr, Int8 req) => {
-        $e
-    };
-    ($e:expr, Int4 req) => {
-        $e
-    };
-    ($e:expr, Timestamptz req) => {
-        $e.timestamp_micros()
-    };
-    ($e:expr, Timestamptz opt) => {
-        $e.map(|t| t.timestamp_micros())
-    };
-    ($e:expr, Bytea req) => {
-        &$e
-    };
-    ($e:expr, Bytea opt) => {
-        $e.as_deref()
-    };
-}
-
 macro_rules! stored_row {
     ($($v:ident $c:ident $t:ident $n:ident),* $(,)?) => {
         /// One row of `audit.events`, every column read by name (`columns::select_list`, jsonb
@@ -84,14 +36,14 @@ macro_rules! stored_row {
         /// column list as the view).
         #[derive(Debug, Clone, sqlx::FromRow)]
         pub struct StoredRow {
-            $(pub $c: stored_ty!($t $n),)*
+            $(pub $c: col_ty!((String, Vec<u8>, DateTime<Utc>) $t $n),)*
         }
 
         impl StoredRow {
             /// The row as the walk checks it.
             pub fn view(&self) -> crate::row::view::RowView<'_> {
                 crate::row::view::RowView {
-                    $($v: as_view!(self.$c, $t $n),)*
+                    $($v: AsView::as_view(&self.$c),)*
                 }
             }
         }

@@ -152,32 +152,14 @@ impl Record {
     }
 
     fn canon_open(&self) -> Canon<'_> {
+        let payload = self
+            .payload
+            .as_ref()
+            .map(|r| (r.start as u64, r.end as u64));
         Canon {
-            stream: &self.stream,
-            stream_seq: self.stream_seq,
-            published_at_us: self.published_at.timestamp_micros(),
-            received_at_us: self.received_at.timestamp_micros(),
-            subject: &self.subject,
-            delivery_count: self.delivery_count,
-            headers: self.headers.as_deref(),
-            envelope: self.envelope,
-            event_id: self.event_id.as_deref(),
-            event_type: self.event_type.as_deref(),
-            event_version: self.event_version.as_deref(),
-            status: self.status.as_str(),
-            errors: self.errors.as_deref(),
-            unknown_fields: self.unknown_fields.as_deref(),
-            account_number: self.account_number.as_deref(),
-            occurred_at_us: self.occurred_at.map(|t| t.timestamp_micros()),
-            payload: self
-                .payload
-                .as_ref()
-                .map(|r| (r.start as u64, r.end as u64)),
-            payload_error: self.payload_error.as_deref(),
-            catalogue: Some(self.catalogue),
-            raw: &self.raw,
             salt: Some(&self.salt),
             commitment: None,
+            ..self.columns(0, None).canon(payload)
         }
     }
 
@@ -213,6 +195,12 @@ impl Record {
     /// The row this record is written as, in batch `batch_id`: the one place where a record's
     /// fields become the columns of `audit.events`.
     pub fn view(&self, batch_id: i64) -> super::view::RowView<'_> {
+        self.columns(batch_id, self.payload_text())
+    }
+
+    /// The row with the payload column `payload` (the hash covers the payload's place, not its
+    /// text: the canonical encoding reads the record's columns with none).
+    fn columns<'a>(&'a self, batch_id: i64, payload: Option<&'a str>) -> super::view::RowView<'a> {
         super::view::RowView {
             stream: &self.stream,
             stream_seq: self.stream_seq,
@@ -228,7 +216,7 @@ impl Record {
             status: self.status.as_str(),
             errors: self.errors.as_deref(),
             unknown_fields: self.unknown_fields.as_deref(),
-            payload: self.payload_text(),
+            payload,
             account_number: self.account_number.as_deref(),
             occurred_at_us: self.occurred_at.map(|t| t.timestamp_micros()),
             payload_error: self.payload_error.as_deref(),
@@ -239,6 +227,69 @@ impl Record {
             batch_id,
             row_hash: &self.row_hash,
         }
+    }
+}
+
+impl Record {
+    /// A row the log makes itself (an erasure or restore record, a restored leaf), made at
+    /// `now` (to the microsecond): named `subject` `version` on `stream` at `seq`, judged an
+    /// unknown type, holding `raw` but no payload column. Not sealed.
+    pub(crate) fn own(
+        stream: &str,
+        seq: i64,
+        now: DateTime<Utc>,
+        (subject, version): (&str, &str),
+        raw: Bytes,
+    ) -> Record {
+        let now = DateTime::from_timestamp_micros(now.timestamp_micros()).unwrap_or(now);
+        Record {
+            stream: Arc::from(stream),
+            stream_seq: seq,
+            published_at: now,
+            received_at: now,
+            subject: subject.to_owned(),
+            delivery_count: 1,
+            headers: None,
+            envelope: None,
+            event_id: None,
+            event_type: Some(subject.to_owned()),
+            event_version: Some(version.to_owned()),
+            status: Status::UnknownType,
+            errors: None,
+            unknown_fields: None,
+            payload: None,
+            payload_error: None,
+            catalogue: catalogue::FINGERPRINT,
+            account_number: None,
+            occurred_at: Some(now),
+            raw,
+            salt: rand::random(),
+            commitment: [0; 32],
+            v2: false,
+            id_digest: None,
+            row_hash: [0; 32],
+            catalogue_index: None,
+            error_codes: Vec::new(),
+            unknown_field_count: 0,
+            unknown_kinds: Vec::new(),
+            declared_seen: 0,
+        }
+    }
+
+    /// The row of one of the log's own records ([`Record::own`]): a version 3 row, its raw
+    /// message the record's JSON, the payload its whole text. Sealed.
+    pub(crate) fn own_record(
+        stream: &str,
+        seq: i64,
+        now: DateTime<Utc>,
+        name: (&str, &str),
+        json: String,
+    ) -> Record {
+        let mut rec = Record::own(stream, seq, now, name, Bytes::from(json));
+        let text = std::str::from_utf8(&rec.raw).unwrap_or_default();
+        rec.payload = range_in(&rec.raw, text);
+        rec.seal();
+        rec
     }
 }
 
