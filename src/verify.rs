@@ -290,7 +290,7 @@ pub(crate) async fn walk(
     }));
     total += unlinked_total;
     // The envelope-id findings, recomputed from the rows.
-    let found = findings::check(log.db()).await?;
+    let found = findings::check(log).await?;
     total += found.len() as i64;
     breaks.extend(found);
     breaks.truncate(VERIFY_MAX_BREAKS);

@@ -159,10 +159,6 @@ impl Reader {
         Reader { db }
     }
 
-    pub(crate) fn db(&self) -> &Db {
-        &self.db
-    }
-
     pub(crate) async fn links(&self) -> Result<Vec<LinkRow>, DbError> {
         sqlx::query_as(
             "SELECT link_seq, batch_id, row_count, batch_digest, prev_hash, hash, version, tree_size, tree_root \
@@ -375,27 +371,37 @@ impl Reader {
         .await
         .ctx("read verify runs")
     }
-}
 
-/// The occurrences of every envelope id the log holds more than once (or a finding names), in
-/// log order (by chain link, then stream, sequence and time), as rows: `event_id`, `stream`,
-/// `stream_seq`, `published_at`, `event_type`, `event_version`, `claims`, `raw_hash`, `raw`.
-pub(crate) fn repeated_ids(
-    pool: &sqlx::PgPool,
-) -> BoxStream<'_, Result<sqlx::postgres::PgRow, sqlx::Error>> {
-    static SQL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    let sql = SQL.get_or_init(|| {
-        format!(
-            "WITH repeated AS (SELECT event_id FROM audit.events WHERE event_id IS NOT NULL \
-                 GROUP BY event_id HAVING count(*) > 1 \
-               UNION SELECT event_id FROM audit.id_findings) \
-             SELECT e.event_id, e.stream, e.stream_seq, e.published_at, e.event_type, \
-                    e.event_version, {} AS claims, sha256(e.raw) AS raw_hash, e.raw \
-             FROM audit.events e JOIN repeated r ON r.event_id = e.event_id \
-             LEFT JOIN audit.chain_links l ON l.batch_id = e.batch_id \
-             ORDER BY l.link_seq, e.stream, e.stream_seq, e.published_at",
-            columns::CLAIMS_ITS_ID
+    /// The occurrences of every envelope id the log holds more than once (or a finding
+    /// names), in log order (by chain link, then stream, sequence and time), as rows:
+    /// `event_id`, `stream`, `stream_seq`, `published_at`, `event_type`, `event_version`,
+    /// `claims`, `raw_hash`, `raw`.
+    pub(crate) fn repeated_ids(&self) -> BoxStream<'_, Result<sqlx::postgres::PgRow, sqlx::Error>> {
+        static SQL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+        let sql = SQL.get_or_init(|| {
+            format!(
+                "WITH repeated AS (SELECT event_id FROM audit.events WHERE event_id IS NOT NULL \
+                     GROUP BY event_id HAVING count(*) > 1 \
+                   UNION SELECT event_id FROM audit.id_findings) \
+                 SELECT e.event_id, e.stream, e.stream_seq, e.published_at, e.event_type, \
+                        e.event_version, {} AS claims, sha256(e.raw) AS raw_hash, e.raw \
+                 FROM audit.events e JOIN repeated r ON r.event_id = e.event_id \
+                 LEFT JOIN audit.chain_links l ON l.batch_id = e.batch_id \
+                 ORDER BY l.link_seq, e.stream, e.stream_seq, e.published_at",
+                columns::CLAIMS_ITS_ID
+            )
+        });
+        sqlx::query(sql).fetch(self.db.pool())
+    }
+
+    /// The stored envelope-id findings (`audit.id_findings`), as rows: `stream`, `stream_seq`,
+    /// `published_at`, `event_id`, `finding`, `first_stream`, `first_stream_seq`,
+    /// `first_published_at`.
+    pub(crate) fn id_findings(&self) -> BoxStream<'_, Result<sqlx::postgres::PgRow, sqlx::Error>> {
+        sqlx::query(
+            "SELECT stream, stream_seq, published_at, event_id, finding, first_stream, first_stream_seq, \
+                    first_published_at FROM audit.id_findings",
         )
-    });
-    sqlx::query(sql).fetch(pool)
+        .fetch(self.db.pool())
+    }
 }
