@@ -19,11 +19,12 @@ mod person;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use sqlx::{Connection, PgConnection};
+use sqlx::PgConnection;
 
 use crate::db::{Ctx, Db, DbError};
+use crate::log::append::Appender;
+pub(crate) use crate::log::erasure::hold_the_head;
 use crate::log::erasure::{self as erasure_rows, Target, Which};
-pub(crate) use crate::log::erasure::{append_record, hold_the_head};
 use crate::row::erasure::{self, Erased, Erasure};
 use crate::row::hex;
 
@@ -125,7 +126,9 @@ pub(crate) async fn erase(
         }
     }
     let mut conn = db.acquire().await?;
-    let mut tx = conn.begin().await.ctx("begin")?;
+    // The log's appender owns the transaction: the selection, the record and the emptying.
+    let mut log = Appender::begin(&mut conn, instance).await?;
+    let tx = log.tx();
     sqlx::query(&format!("SET LOCAL ROLE {ERASER_ROLE}"))
         .execute(&mut *tx)
         .await
@@ -136,14 +139,14 @@ pub(crate) async fn erase(
         .await
         .ctx("take the erasure lock")?;
     if !dry_run {
-        hold_the_head(&mut tx).await?;
+        hold_the_head(tx).await?;
     }
     let (found, person) = match sel {
         Selector::Account { number, supplier } => {
-            let p = person::find(&mut tx, number, supplier.as_deref(), dry_run).await?;
+            let p = person::find(tx, number, supplier.as_deref(), dry_run).await?;
             (p.rows, Some(p.found))
         }
-        _ => (erasure_rows::targets(&mut tx, &sel.which()).await?, None),
+        _ => (erasure_rows::targets(tx, &sel.which()).await?, None),
     };
     if found.is_empty() && person.as_ref().is_none_or(|p| p.is_empty()) {
         return Err(EraseError::NothingMatched(sel.recorded()));
@@ -171,21 +174,20 @@ pub(crate) async fn erase(
         bus: Vec::new(),
     };
     if dry_run {
-        tx.rollback().await.ctx("roll back a dry run")?;
+        log.rollback("roll back a dry run").await?;
         return Ok(out);
     }
-    record(&mut tx, sel, reason, instance, &found, &mut out).await?;
-    remove(&mut tx, sel, &found, &mut out).await?;
-    tx.commit().await.ctx("commit the erasure")?;
+    record(&mut log, sel, reason, &found, &mut out).await?;
+    remove(log.tx(), sel, &found, &mut out).await?;
+    log.commit("commit the erasure").await?;
     Ok(out)
 }
 
 /// Appends the erasure record for `sel` through the chain and indexes it in `audit.erasures`.
 async fn record(
-    tx: &mut PgConnection,
+    log: &mut Appender<'_>,
     sel: &Selector,
     reason: &str,
-    instance: &str,
     found: &[Target],
     out: &mut Outcome,
 ) -> Result<(), DbError> {
@@ -224,7 +226,7 @@ async fn record(
         published,
         archive: None,
     };
-    let (n, link_seq) = append_record(tx, e, instance).await?;
+    let (n, link_seq) = log.erasure_record(e).await?;
     (out.erasure, out.link_seq) = (Some(n), Some(link_seq));
     Ok(())
 }

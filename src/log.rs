@@ -1,11 +1,12 @@
 //! The log: every write to, and every read of, the audit log's own tables (its rows, chain
 //! links and head, the stored Merkle tree, the checkpoint queue, the erasure index), over
-//! PostgreSQL. [`append`] is the one appender (a batch's rows, its chain link and the tree under
-//! the head's lock; the log's own rows: erasure and restore records, restored leaves);
-//! [`tree`] reads the stored tree (subtrees, leaf ranges, proofs, a row's place);
-//! [`checkpoints`] is the signer's queue of checkpoints. No other room names these tables:
-//! `ingest`, `erase`, `retention`, `archive`, `verify`, `evidence`, `restore` and the signer call
-//! in here.
+//! PostgreSQL. [`append::Appender`] is the one appender: it owns a batch's transaction (the
+//! rows, the chain link and the tree under the head's lock, the caller's writes inside it; the
+//! log's own rows: erasure and restore records, restored leaves); [`Reader`] ([`read`]) is the
+//! one read side, what `verify` and the chain poller read; [`tree`] reads the stored tree
+//! (subtrees, leaf ranges, proofs, a row's place); [`checkpoints`] is the signer's queue of
+//! checkpoints. No other room names these tables: `ingest`, `erase`, `retention`, `archive`,
+//! `verify`, `evidence`, `restore` and the signer call in here.
 
 pub(crate) mod append;
 pub(crate) mod checkpoints;
@@ -19,6 +20,8 @@ pub(crate) mod signed;
 pub(crate) mod standby;
 pub use event_audit_proof::tiles;
 pub mod tree;
+
+pub use read::Reader;
 
 use std::sync::Arc;
 

@@ -3,8 +3,8 @@
 //! ([`columns`]), the row view generated from it with its binary COPY writer and parser
 //! ([`view`], [`pgcopy`]), what PostgreSQL's jsonb stores for a payload or why it refuses it
 //! ([`jsonb`]), the chain-link hashing the writer and `verify` share ([`chain`]), and a
-//! re-verdict of `reprocess` with its hash ([`reverdict`]), and an erasure record written as a
-//! row of the log ([`erasure`]). No I/O.
+//! re-verdict of `reprocess` with its hash ([`reverdict`]), the erasure and restore records
+//! ([`erasure`], [`restore`]) written as the log's own rows ([`own`]). No I/O.
 
 pub mod canon;
 pub mod chain;
@@ -12,6 +12,7 @@ pub mod columns;
 pub mod copy;
 pub(crate) mod erasure;
 pub mod jsonb;
+pub(crate) mod own;
 pub mod pgcopy;
 pub mod record;
 pub(crate) mod restore;

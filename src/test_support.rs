@@ -60,6 +60,7 @@ pub mod ingest {
     }
 }
 pub mod log {
+    pub use crate::log::Reader;
     pub mod signed {
         pub use crate::log::signed::Memory;
     }
@@ -113,7 +114,7 @@ pub mod telemetry {
     }
 }
 pub mod verify {
-    pub use crate::verify::VerifyStore;
+    pub use crate::verify::verify;
     pub mod auditor {
         pub use crate::verify::auditor::AuditorState;
     }

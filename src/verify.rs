@@ -2,7 +2,8 @@
 //! ([`walk`]: binary COPY over several connections, [`crate::row::copy`] parses it, [`rows`] checks a row)
 //! and lists every break (a row, a link, the head, an unlinked row), naming the first in log
 //! order; [`gaps`] reports which stream sequences the log holds and why the others are missing.
-//! Its SQL is the log's ([`VerifyStore`]); it opens the database as a reader (never creates, never migrates).
+//! It reads the log through [`crate::log::Reader`] (the log's one read side, where its SQL is);
+//! it opens the database as a reader (never creates, never migrates).
 //! [`run()`] is the whole use case (chain, completeness, witness, auditor's state, mirror,
 //! archive) returning one typed [`VerifyReport`], which the command line only renders.
 
@@ -26,8 +27,8 @@ use std::time::Instant;
 
 use crate::config::defaults::VERIFY_MAX_BREAKS;
 use crate::db::DbError;
-use crate::log::read::LinkRow;
-pub use crate::log::read::{RunRecord, VerifyStore};
+use crate::log::read::{LinkRow, RunRecord};
+use crate::log::Reader;
 use crate::verify::metrics::{ChainMetrics, GAP_KINDS};
 pub(crate) use run::Recorded;
 pub use run::{run, CouldNotVerify, VerifyOptions, VerifyReport};
@@ -170,148 +171,144 @@ impl ChainReport {
     }
 }
 
-impl VerifyStore {
-    /// Walks the whole chain with the default options and records the result.
-    pub async fn verify(&self) -> Result<ChainReport, VerifyError> {
-        let report = self.walk(WalkOptions::default(), None).await?;
-        self.record(&report, None).await?;
-        Ok(report)
-    }
+/// Walks the whole chain with the default options and records the result.
+pub async fn verify(log: &Reader) -> Result<ChainReport, VerifyError> {
+    let report = walk(log, WalkOptions::default(), None).await?;
+    record(log, &report, None).await?;
+    Ok(report)
+}
 
-    /// Records a run (through the function the auditor may call).
-    pub async fn record(
-        &self,
-        report: &ChainReport,
-        witness_ok: Option<bool>,
-    ) -> Result<(), VerifyError> {
-        let c = report.completeness.as_ref();
-        let count = |k| c.map(|c| c.count(k));
-        self.record_run(&RunRecord {
-            ok: report.ok,
-            links: report.links,
-            rows: report.rows,
-            first_break: report.first_break.as_deref(),
-            breaks: report.breaks_total,
-            duration_ms: report.duration_ms,
-            gaps_purged: count(gaps::GapKind::Purged),
-            gaps_deleted: count(gaps::GapKind::Deleted),
-            gaps_missing: count(gaps::GapKind::Missing),
-            gaps_pending: count(gaps::GapKind::Pending),
-            witness_ok,
-        })
-        .await?;
-        Ok(())
-    }
+/// Records a run (through the function the auditor may call).
+pub async fn record(
+    log: &Reader,
+    report: &ChainReport,
+    witness_ok: Option<bool>,
+) -> Result<(), VerifyError> {
+    let c = report.completeness.as_ref();
+    let count = |k| c.map(|c| c.count(k));
+    log.record_run(&RunRecord {
+        ok: report.ok,
+        links: report.links,
+        rows: report.rows,
+        first_break: report.first_break.as_deref(),
+        breaks: report.breaks_total,
+        duration_ms: report.duration_ms,
+        gaps_purged: count(gaps::GapKind::Purged),
+        gaps_deleted: count(gaps::GapKind::Deleted),
+        gaps_missing: count(gaps::GapKind::Missing),
+        gaps_pending: count(gaps::GapKind::Pending),
+        witness_ok,
+    })
+    .await?;
+    Ok(())
+}
 
-    /// Checks the links against each other and the head, rehashes the rows (see
-    /// [`WalkOptions`]), handing each link's row hashes to `sink` in log order, and looks for
-    /// rows outside the chain. Lists every break.
-    pub(crate) async fn walk(
-        &self,
-        opts: WalkOptions,
-        sink: Option<&mut dyn LeafSink>,
-    ) -> Result<ChainReport, VerifyError> {
-        let started = Instant::now();
-        let links = self.links().await?;
-        let mut breaks = Vec::new();
-        let mut prev: &[u8] = &[0u8; 32];
-        for (expect, l) in (1i64..).zip(&links) {
-            if l.link_seq != expect || l.prev_hash != prev {
-                breaks.push(link_break(
-                    l,
-                    format!(
-                        "link {}: does not follow link {} (chain broken or a link removed)",
-                        l.link_seq,
-                        expect - 1
-                    ),
-                ));
-            }
-            prev = &l.hash;
+/// Checks the links against each other and the head, rehashes the rows (see
+/// [`WalkOptions`]), handing each link's row hashes to `sink` in log order, and looks for
+/// rows outside the chain. Lists every break.
+pub(crate) async fn walk(
+    log: &Reader,
+    opts: WalkOptions,
+    sink: Option<&mut dyn LeafSink>,
+) -> Result<ChainReport, VerifyError> {
+    let started = Instant::now();
+    let links = log.links().await?;
+    let mut breaks = Vec::new();
+    let mut prev: &[u8] = &[0u8; 32];
+    for (expect, l) in (1i64..).zip(&links) {
+        if l.link_seq != expect || l.prev_hash != prev {
+            breaks.push(link_break(
+                l,
+                format!(
+                    "link {}: does not follow link {} (chain broken or a link removed)",
+                    l.link_seq,
+                    expect - 1
+                ),
+            ));
         }
-        let head_link_seq = links.last().map_or(0, |l| l.link_seq);
-        let (head_seq, head_hash) = self.chain_head().await?;
-        let head_break = (head_seq != head_link_seq || head_hash != prev).then(|| Break {
-            link: Some(head_seq),
-            batch: None,
-            stream: None,
-            stream_seq: None,
-            why: format!(
-                "chain head (link {head_seq}) does not match the last link ({head_link_seq})"
-            ),
-        });
-        let n_links = links.len() as i64;
-        let linked_total: i64 = links.iter().map(|l| i64::from(l.row_count)).sum();
-        let from = opts.from_link.unwrap_or(i64::MIN);
-        let walked: Vec<LinkRow> = links.into_iter().filter(|l| l.link_seq >= from).collect();
-        let (erasures, erasure_breaks) = self.erasures().await?;
-        let erasures = Arc::new(erasures);
-        let complete = opts.from_link.is_none();
-        let w = walk::rows(
-            self,
-            Arc::new(walked),
-            erasures.clone(),
-            opts.workers,
-            complete,
-            sink,
-        )
-        .await?;
-        let rehashed = w.rows;
-        breaks.extend(w.breaks);
-        // Log order: by link (a link's own break after its rows'), stable otherwise.
-        breaks.sort_by_key(|b| b.link.unwrap_or(i64::MAX));
-        breaks.extend(head_break);
-        breaks.extend(erasure_breaks);
-        let mut summary = erasures.summary.clone();
-        summary.rows_erased = w.emptied.hash_holds;
-        summary.rows_unverifiable = w.emptied.unverifiable;
-        summary.leaves_restored = w.emptied.restored;
-        // Every row of a linked batch was walked: more rows than that lie outside the chain (the
-        // costly search that names them runs only then).
-        // (Incremental: the links' own counts stand for the rows not walked.)
-        let (expected, rows) = match opts.from_link {
-            None => (rehashed, rehashed),
-            Some(_) => (linked_total, linked_total),
-        };
-        let outside = self.row_count().await? != expected;
-        let unlinked = if outside {
-            self.unlinked_rows(VERIFY_MAX_BREAKS as i64).await?
-        } else {
-            Vec::new()
-        };
-        let unlinked_total = unlinked.first().map_or(0, |u| u.total);
-        let mut total = breaks.len() as i64;
-        breaks.extend(unlinked.into_iter().map(|u| Break {
-            link: None,
-            batch: Some(u.batch_id),
-            stream_seq: Some(u.stream_seq),
-            why: format!(
-                "row stream={} stream_seq={}: batch {} has no chain link (row inserted outside the chain)",
-                u.stream, u.stream_seq, u.batch_id
-            ),
-            stream: Some(u.stream),
-        }));
-        total += unlinked_total;
-        // The envelope-id findings, recomputed from the rows.
-        let found = findings::check(self.db()).await?;
-        total += found.len() as i64;
-        breaks.extend(found);
-        breaks.truncate(VERIFY_MAX_BREAKS);
-        Ok(ChainReport {
-            ok: total == 0,
-            links: n_links,
-            rows,
-            rows_rehashed: rehashed,
-            first_break: breaks.first().map(|b| b.why.clone()),
-            breaks,
-            breaks_total: total,
-            head_link_seq,
-            duration_ms: i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX),
-            completeness: None,
-            standby: None,
-            erasures: (!summary.records.is_empty()
-                || !summary.restores.is_empty()
-                || w.emptied != walk::Emptied::default())
-            .then_some(summary),
-        })
+        prev = &l.hash;
     }
+    let head_link_seq = links.last().map_or(0, |l| l.link_seq);
+    let (head_seq, head_hash) = log.chain_head().await?;
+    let head_break = (head_seq != head_link_seq || head_hash != prev).then(|| Break {
+        link: Some(head_seq),
+        batch: None,
+        stream: None,
+        stream_seq: None,
+        why: format!("chain head (link {head_seq}) does not match the last link ({head_link_seq})"),
+    });
+    let n_links = links.len() as i64;
+    let linked_total: i64 = links.iter().map(|l| i64::from(l.row_count)).sum();
+    let from = opts.from_link.unwrap_or(i64::MIN);
+    let walked: Vec<LinkRow> = links.into_iter().filter(|l| l.link_seq >= from).collect();
+    let (erasures, erasure_breaks) = erasures::read(log).await?;
+    let erasures = Arc::new(erasures);
+    let complete = opts.from_link.is_none();
+    let w = walk::rows(
+        log,
+        Arc::new(walked),
+        erasures.clone(),
+        opts.workers,
+        complete,
+        sink,
+    )
+    .await?;
+    let rehashed = w.rows;
+    breaks.extend(w.breaks);
+    // Log order: by link (a link's own break after its rows'), stable otherwise.
+    breaks.sort_by_key(|b| b.link.unwrap_or(i64::MAX));
+    breaks.extend(head_break);
+    breaks.extend(erasure_breaks);
+    let mut summary = erasures.summary.clone();
+    summary.rows_erased = w.emptied.hash_holds;
+    summary.rows_unverifiable = w.emptied.unverifiable;
+    summary.leaves_restored = w.emptied.restored;
+    // Every row of a linked batch was walked: more rows than that lie outside the chain (the
+    // costly search that names them runs only then).
+    // (Incremental: the links' own counts stand for the rows not walked.)
+    let (expected, rows) = match opts.from_link {
+        None => (rehashed, rehashed),
+        Some(_) => (linked_total, linked_total),
+    };
+    let outside = log.row_count().await? != expected;
+    let unlinked = if outside {
+        log.unlinked_rows(VERIFY_MAX_BREAKS as i64).await?
+    } else {
+        Vec::new()
+    };
+    let unlinked_total = unlinked.first().map_or(0, |u| u.total);
+    let mut total = breaks.len() as i64;
+    breaks.extend(unlinked.into_iter().map(|u| Break {
+        link: None,
+        batch: Some(u.batch_id),
+        stream_seq: Some(u.stream_seq),
+        why: format!(
+            "row stream={} stream_seq={}: batch {} has no chain link (row inserted outside the chain)",
+            u.stream, u.stream_seq, u.batch_id
+        ),
+        stream: Some(u.stream),
+    }));
+    total += unlinked_total;
+    // The envelope-id findings, recomputed from the rows.
+    let found = findings::check(log).await?;
+    total += found.len() as i64;
+    breaks.extend(found);
+    breaks.truncate(VERIFY_MAX_BREAKS);
+    Ok(ChainReport {
+        ok: total == 0,
+        links: n_links,
+        rows,
+        rows_rehashed: rehashed,
+        first_break: breaks.first().map(|b| b.why.clone()),
+        breaks,
+        breaks_total: total,
+        head_link_seq,
+        duration_ms: i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX),
+        completeness: None,
+        standby: None,
+        erasures: (!summary.records.is_empty()
+            || !summary.restores.is_empty()
+            || w.emptied != walk::Emptied::default())
+        .then_some(summary),
+    })
 }

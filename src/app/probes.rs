@@ -13,8 +13,8 @@ use super::metrics::Metrics;
 use crate::bus::Bus;
 use crate::db::Db;
 use crate::ingest::source::{self, PullConsumer};
+use crate::log::Reader;
 use crate::telemetry::health::Health;
-use crate::verify::VerifyStore;
 
 /// How often the probers and pollers look.
 const PROBE_EVERY: Duration = Duration::from_secs(2);
@@ -90,7 +90,7 @@ async fn probe_nats(
 /// The only writer of the chain metrics (the head can move through other instances and
 /// `verify` runs elsewhere), of the partitions created ahead and of the log's statistics.
 async fn poll_chain(db: Db, metrics: Arc<Metrics>, stop: CancellationToken) {
-    let verify = VerifyStore::new(db.clone());
+    let verify = Reader::new(db.clone());
     let mut tick = tokio::time::interval(POLL_EVERY);
     let mut partitions = tokio::time::interval(PARTITIONS_EVERY);
     let mut statistics =

@@ -17,7 +17,7 @@ use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::error::Category;
 use serde_json::value::RawValue;
 
-use crate::row::columns::events_row;
+use crate::row::columns::{col_ty, events_row, AsView};
 use crate::row::hex;
 use crate::row::view::RowView;
 
@@ -69,39 +69,6 @@ fn plain(name: &str) -> Option<String> {
             .bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
     ok.then(|| name.to_owned())
-}
-
-/// The owned type of a column's value.
-macro_rules! owned_ty {
-    (Text req) => { String };
-    (Text opt) => { Option<String> };
-    (Jsonb req) => { String };
-    (Jsonb opt) => { Option<String> };
-    (Int8 req) => { i64 };
-    (Int4 req) => { i32 };
-    (Timestamptz req) => { i64 };
-    (Timestamptz opt) => { Option<i64> };
-    (Bytea req) => { Vec<u8> };
-    (Bytea opt) => { Option<Vec<u8>> };
-}
-
-/// An owned value as the view's borrowed one.
-macro_rules! as_view {
-    ($x:expr, Int8 $n:ident) => {
-        $x
-    };
-    ($x:expr, Int4 $n:ident) => {
-        $x
-    };
-    ($x:expr, Timestamptz $n:ident) => {
-        $x
-    };
-    ($x:expr, $t:ident req) => {
-        &$x
-    };
-    ($x:expr, $t:ident opt) => {
-        $x.as_deref()
-    };
 }
 
 /// A column type's value: its writer and its reader of one non-null JSON value.
@@ -157,7 +124,7 @@ macro_rules! archive_line {
         #[derive(Debug, Clone, PartialEq, Eq)]
         pub struct ArchivedRow {
             leaf_index: u64,
-            $($v: owned_ty!($t $n),)*
+            $($v: col_ty!((String, Vec<u8>, i64) $t $n),)*
         }
 
         impl ArchivedRow {
@@ -169,13 +136,13 @@ macro_rules! archive_line {
             /// The row as the view `verify` checks and rehashes.
             pub fn view(&self) -> RowView<'_> {
                 RowView {
-                    $($v: as_view!(self.$v, $t $n),)*
+                    $($v: AsView::as_view(&self.$v),)*
                 }
             }
 
             fn from_fields(fields: Vec<(Key, &RawValue)>) -> Result<ArchivedRow, LineError> {
                 let mut leaf_index: Option<u64> = None;
-                $(let mut $v: Option<owned_ty!($t $n)> = None;)*
+                $(let mut $v: Option<col_ty!((String, Vec<u8>, i64) $t $n)> = None;)*
                 for (key, raw) in fields {
                     let field = match key {
                         Key::Known(f) => f,

@@ -12,12 +12,12 @@ use std::path::Path;
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
-use sqlx::Connection;
 
 use super::manifest::PartitionFile;
 use super::ArchiveError;
 use crate::db::{Ctx, Db};
-use crate::erase::{append_record, ERASER_ROLE};
+use crate::erase::ERASER_ROLE;
+use crate::log::append::Appender;
 use crate::log::partitions;
 use crate::row::erasure::{Archived, Erasure, Published};
 use crate::row::hex;
@@ -75,7 +75,8 @@ pub(crate) async fn prune(
         ));
     }
     let mut conn = db.acquire().await?;
-    let mut tx = conn.begin().await.ctx("begin")?;
+    let mut log = Appender::begin(&mut conn, instance).await?;
+    let tx = log.tx();
     sqlx::query(&format!("SET LOCAL ROLE {ERASER_ROLE}"))
         .execute(&mut *tx)
         .await
@@ -90,7 +91,7 @@ pub(crate) async fn prune(
         .ctx("bound the prune's statements")?;
     let (from, to) = (&entry.published_from, &entry.published_to);
     let (claims_removed, findings_removed) =
-        partitions::hold_and_forget(&mut tx, &entry.partition, from, to).await?;
+        partitions::hold_and_forget(tx, &entry.partition, from, to).await?;
     let record = Erasure {
         erasure: 0,
         at: String::new(),
@@ -110,9 +111,9 @@ pub(crate) async fn prune(
             file: entry.file.clone(),
         }),
     };
-    let (n, link_seq) = append_record(&mut tx, record, instance).await?;
-    let pruned = partitions::swap(&mut tx, &entry.partition, rows, &digest).await?;
-    tx.commit().await.ctx("commit the prune")?;
+    let (n, link_seq) = log.erasure_record(record).await?;
+    let pruned = partitions::swap(log.tx(), &entry.partition, rows, &digest).await?;
+    log.commit("commit the prune").await?;
     Ok(Pruned {
         partition: entry.partition.clone(),
         rows: pruned,

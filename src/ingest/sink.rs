@@ -1,14 +1,18 @@
-//! The sink: writes one batch in one transaction (binary COPY of the rows, envelope-id claims
-//! and findings, one hash-chain link). On success every message of the batch may be acked.
+//! The sink: writes one batch in one transaction through the log's [`Appender`] (which owns the
+//! transaction, the rows' binary COPY and the hash-chain link), adding ingest's own writes in
+//! it (envelope-id claims and findings, drift observations). On success every message of the
+//! batch may be acked.
 
 mod drift;
 mod ids;
 mod refused;
 
-use crate::row::chain::batch_digest;
-use sqlx::{Connection, PgConnection};
+use std::time::{Duration, Instant};
+
+use sqlx::PgConnection;
 
 use crate::db::{backend_pid, forget, Class, Ctx, Db, DbError};
+use crate::log::append::{Appender, BatchWrites};
 use crate::row::record::Record;
 use ids::{id_findings, insert_findings};
 
@@ -202,7 +206,9 @@ impl Sink {
         Ok(n)
     }
 
-    /// The batch's transaction; committed when `commit`, else rolled back (a probe).
+    /// The batch's transaction, through the log's appender; committed when `commit`, else
+    /// rolled back (a probe). Ingest's writes inside it: the envelope-id claims (before the
+    /// rows), the id findings and, when committing, the drift observations (after them).
     async fn try_write(
         &self,
         conn: &mut PgConnection,
@@ -210,62 +216,83 @@ impl Sink {
         precheck: bool,
         commit: bool,
     ) -> Result<BatchOutcome, DbError> {
-        let mut out = BatchOutcome::default();
-        let mut tx = conn.begin().await.ctx("begin")?;
-        // The records to write, in log order: two deliveries of one message within a batch
-        // keep the first; with the redelivery check, those the log holds already go.
-        let mut live: Vec<&Record> = recs.iter().collect();
-        live.dedup_by_key(|r| r.log_key());
-        if precheck {
-            crate::log::present::retain_absent(&mut tx, &mut live).await?;
-        }
-        out.redelivered = recs.len() - live.len();
-        if live.is_empty() {
-            tx.commit().await.ctx("commit")?;
+        let mut writes = IngestWrites {
+            sink: self,
+            commit,
+            findings: Vec::new(),
+            observed: drift::Observed::default(),
+            t_ids: Duration::ZERO,
+            t_obs: Duration::ZERO,
+        };
+        let appender = Appender::begin(conn, &self.instance).await?;
+        let a = appender.batch(recs, precheck, commit, &mut writes).await?;
+        let mut out = BatchOutcome {
+            redelivered: a.redelivered,
+            ..BatchOutcome::default()
+        };
+        out.duplicates = writes.findings.iter().filter(|f| f.duplicate).count();
+        out.conflicts = writes.findings.len() - out.duplicates;
+        if !commit || a.inserted == 0 {
             return Ok(out);
         }
-        let batch_id = crate::log::append::batch_id(&mut tx).await?;
-        let t0 = std::time::Instant::now();
-        let findings = id_findings(&mut tx, &live, batch_id, &self.replaying).await?;
-        let t_ids = t0.elapsed();
-        out.duplicates = findings.iter().filter(|f| f.duplicate).count();
-        out.conflicts = findings.len() - out.duplicates;
-
-        let digest = batch_digest(live.iter().map(|r| &r.row_hash));
-        crate::log::append::copy_rows(&mut tx, live.iter().copied(), batch_id).await?;
-        let t_copy = t0.elapsed() - t_ids;
-        if !findings.is_empty() {
-            insert_findings(&mut tx, &live, &findings, batch_id).await?;
-        }
-        let t_obs = std::time::Instant::now();
-        let mut observed = drift::Observed::default();
-        if commit {
-            let fp = crate::decode::catalogue::FINGERPRINT;
-            observed = drift::observe(&mut tx, &live, batch_id, fp, &self.known_paths).await?;
-        }
-        let t_obs = t_obs.elapsed();
-        let row_hashes: Vec<[u8; 32]> = live.iter().map(|r| r.row_hash).collect();
-        let link_seq =
-            crate::log::append::link(&mut tx, batch_id, &row_hashes, &digest, &self.instance)
-                .await?;
-        if !commit {
-            tx.rollback().await.ctx("roll back a probe")?;
-            return Ok(out);
-        }
-        tx.commit().await.ctx("commit")?;
-        out.inserted = live.len();
-        out.new_fields = observed.new_paths;
-        self.known_paths.remember(observed.pairs);
+        out.inserted = a.inserted;
+        out.new_fields = writes.observed.new_paths;
+        self.known_paths.remember(writes.observed.pairs);
+        let (t_ids, t_copy, t_obs) = (writes.t_ids, a.copy, writes.t_obs);
+        let total = a.started.map_or(Duration::ZERO, |t| t.elapsed());
         tracing::trace!(
-            rows = live.len(),
+            rows = a.inserted,
             ids_ms = t_ids.as_secs_f64() * 1e3,
             copy_ms = t_copy.as_secs_f64() * 1e3,
             observe_ms = t_obs.as_secs_f64() * 1e3,
-            link_commit_ms = (t0.elapsed() - t_ids - t_copy - t_obs).as_secs_f64() * 1e3,
+            link_commit_ms = total.saturating_sub(t_ids + t_copy + t_obs).as_secs_f64() * 1e3,
             "batch timings"
         );
-        out.link_seq = link_seq;
+        out.link_seq = a.link_seq;
         Ok(out)
+    }
+}
+
+/// Ingest's writes inside a batch's transaction, and what they found.
+struct IngestWrites<'s> {
+    sink: &'s Sink,
+    /// A committed write (a probe observes no drift).
+    commit: bool,
+    findings: Vec<ids::Finding>,
+    observed: drift::Observed,
+    t_ids: Duration,
+    t_obs: Duration,
+}
+
+impl BatchWrites for IngestWrites<'_> {
+    async fn before_rows(
+        &mut self,
+        tx: &mut PgConnection,
+        live: &[&Record],
+        batch_id: i64,
+    ) -> Result<(), DbError> {
+        let t = Instant::now();
+        self.findings = id_findings(tx, live, batch_id, &self.sink.replaying).await?;
+        self.t_ids = t.elapsed();
+        Ok(())
+    }
+
+    async fn after_rows(
+        &mut self,
+        tx: &mut PgConnection,
+        live: &[&Record],
+        batch_id: i64,
+    ) -> Result<(), DbError> {
+        if !self.findings.is_empty() {
+            insert_findings(tx, live, &self.findings, batch_id).await?;
+        }
+        let t = Instant::now();
+        if self.commit {
+            let fp = crate::decode::catalogue::FINGERPRINT;
+            self.observed = drift::observe(tx, live, batch_id, fp, &self.sink.known_paths).await?;
+        }
+        self.t_obs = t.elapsed();
+        Ok(())
     }
 }
 

@@ -7,6 +7,7 @@
 use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
 
+use super::append::Appender;
 use crate::db::{Ctx, DbError};
 use crate::decode::catalogue::IDENTIFIER_PATHS;
 use crate::row::erasure::{self, Erasure};
@@ -175,45 +176,42 @@ pub(crate) async fn hold_the_head(tx: &mut PgConnection) -> Result<(), DbError> 
     Ok(())
 }
 
-/// Numbers `e` (the next in the erasure stream), stamps it now, appends it as a row of the log
-/// through the chain and indexes it in `audit.erasures`. The caller holds the erasure lock.
-/// Returns its number and its link.
-pub(crate) async fn append_record(
-    tx: &mut PgConnection,
-    mut e: Erasure,
-    instance: &str,
-) -> Result<(i64, i64), DbError> {
-    let next: i64 = sqlx::query_scalar(
-        "SELECT coalesce(max(stream_seq), 0) + 1 FROM audit.events WHERE stream = $1",
-    )
-    .bind(erasure::STREAM)
-    .fetch_one(&mut *tx)
-    .await
-    .ctx("number the erasure")?;
-    let now = Utc::now();
-    e.erasure = next;
-    e.at = erasure::stamp(now);
-    let count = e
-        .published
-        .as_ref()
-        .map_or(e.rows.len() as i64, |p| p.count);
-    let row = e.row(now);
-    let (_, link_seq) =
-        crate::log::append::append_own_rows(tx, std::slice::from_ref(&row), instance).await?;
-    sqlx::query(
-        "INSERT INTO audit.erasures (erasure_id, erased_at, reason, selector, rows, row_hash) \
-         VALUES ($1, $2, $3, $4, $5, $6)",
-    )
-    .bind(next)
-    .bind(row.published_at)
-    .bind(&e.reason)
-    .bind(&e.selector)
-    .bind(i32::try_from(count).unwrap_or(i32::MAX))
-    .bind(&row.row_hash[..])
-    .execute(&mut *tx)
-    .await
-    .ctx("index the erasure in audit.erasures")?;
-    Ok((next, link_seq))
+impl Appender<'_> {
+    /// Numbers `e` (the next in the erasure stream), stamps it now, appends it as a row of the
+    /// log through the chain and indexes it in `audit.erasures`. The caller holds the erasure
+    /// lock. Returns its number and its link.
+    pub(crate) async fn erasure_record(&mut self, mut e: Erasure) -> Result<(i64, i64), DbError> {
+        let next: i64 = sqlx::query_scalar(
+            "SELECT coalesce(max(stream_seq), 0) + 1 FROM audit.events WHERE stream = $1",
+        )
+        .bind(erasure::STREAM)
+        .fetch_one(self.tx())
+        .await
+        .ctx("number the erasure")?;
+        let now = Utc::now();
+        e.erasure = next;
+        e.at = erasure::stamp(now);
+        let count = e
+            .published
+            .as_ref()
+            .map_or(e.rows.len() as i64, |p| p.count);
+        let row = e.row(now);
+        let (_, link_seq) = self.own_rows(std::slice::from_ref(&row)).await?;
+        sqlx::query(
+            "INSERT INTO audit.erasures (erasure_id, erased_at, reason, selector, rows, row_hash) \
+             VALUES ($1, $2, $3, $4, $5, $6)",
+        )
+        .bind(next)
+        .bind(row.published_at)
+        .bind(&e.reason)
+        .bind(&e.selector)
+        .bind(i32::try_from(count).unwrap_or(i32::MAX))
+        .bind(&row.row_hash[..])
+        .execute(self.tx())
+        .await
+        .ctx("index the erasure in audit.erasures")?;
+        Ok((next, link_seq))
+    }
 }
 
 const KEYS: &str = "SELECT * FROM unnest($1::text[], $2::int8[], $3::timestamptz[]) AS k(stream, stream_seq, published_at)";

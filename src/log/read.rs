@@ -1,7 +1,9 @@
-//! The SQL of `verify`: chain links, the rows of a range of links streamed with binary COPY
-//! (every column by name), the chain head, unlinked rows, the sequence ranges the log holds per
-//! stream, and the record of verify runs (through `audit.record_verify_run`, which the auditor
-//! role may call). Reads only, but for that record.
+//! The log's one read side, [`Reader`]: chain links, the rows of a range of links streamed with
+//! binary COPY (every column by name), the chain head, unlinked rows, the erasure and restore
+//! records, the sequence ranges the log holds per stream, and the record of verify runs
+//! (through `audit.record_verify_run`, which the auditor role may call). Reads only, but for
+//! that record. `verify` (and the chain poller) checks what it reads; no other room reads the
+//! log's rows for a check.
 
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
@@ -9,7 +11,7 @@ use futures::stream::BoxStream;
 use sqlx::postgres::PgPoolCopyExt;
 
 use crate::db::{Ctx, Db, DbError};
-use crate::row::columns;
+use crate::row::columns::{self, col_ty, AsView};
 
 /// One row of `audit.chain_links`.
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -26,54 +28,6 @@ pub struct LinkRow {
     pub(crate) tree_root: Option<Vec<u8>>,
 }
 
-/// The stored row's type of a column (jsonb as its text).
-macro_rules! stored_ty {
-    (Text req) => { String };
-    (Text opt) => { Option<String> };
-    (Jsonb req) => { String };
-    (Jsonb opt) => { Option<String> };
-    (Int8 req) => { i64 };
-    (Int4 req) => { i32 };
-    (Timestamptz req) => { DateTime<Utc> };
-    (Timestamptz opt) => { Option<DateTime<Utc>> };
-    (Bytea req) => { Vec<u8> };
-    (Bytea opt) => { Option<Vec<u8>> };
-}
-
-/// A stored column as the row view has it.
-macro_rules! as_view {
-    ($e:expr, Text req) => {
-        &$e
-    };
-    ($e:expr, Text opt) => {
-        $e.as_deref()
-    };
-    ($e:expr, Jsonb req) => {
-        &$e
-    };
-    ($e:expr, Jsonb opt) => {
-        $e.as_deref()
-    };
-    ($e:expr, Int8 req) => {
-        $e
-    };
-    ($e:expr, Int4 req) => {
-        $e
-    };
-    ($e:expr, Timestamptz req) => {
-        $e.timestamp_micros()
-    };
-    ($e:expr, Timestamptz opt) => {
-        $e.map(|t| t.timestamp_micros())
-    };
-    ($e:expr, Bytea req) => {
-        &$e
-    };
-    ($e:expr, Bytea opt) => {
-        $e.as_deref()
-    };
-}
-
 macro_rules! stored_row {
     ($($v:ident $c:ident $t:ident $n:ident),* $(,)?) => {
         /// One row of `audit.events`, every column read by name (`columns::select_list`, jsonb
@@ -82,14 +36,14 @@ macro_rules! stored_row {
         /// column list as the view).
         #[derive(Debug, Clone, sqlx::FromRow)]
         pub struct StoredRow {
-            $(pub $c: stored_ty!($t $n),)*
+            $(pub $c: col_ty!((String, Vec<u8>, DateTime<Utc>) $t $n),)*
         }
 
         impl StoredRow {
             /// The row as the walk checks it.
             pub fn view(&self) -> crate::row::view::RowView<'_> {
                 crate::row::view::RowView {
-                    $($v: as_view!(self.$c, $t $n),)*
+                    $($v: AsView::as_view(&self.$c),)*
                 }
             }
         }
@@ -150,9 +104,9 @@ pub(crate) struct LastRun {
     pub(crate) witness_ok: Option<bool>,
 }
 
-/// What verify reads.
+/// The log read back: every query `verify` and the chain poller make of it.
 #[derive(Clone)]
-pub struct VerifyStore {
+pub struct Reader {
     db: Db,
 }
 
@@ -200,13 +154,9 @@ pub(crate) async fn erasure_counts(db: &Db) -> Result<(i64, i64), DbError> {
     .ctx("count the erasures")
 }
 
-impl VerifyStore {
-    pub fn new(db: Db) -> VerifyStore {
-        VerifyStore { db }
-    }
-
-    pub(crate) fn db(&self) -> &Db {
-        &self.db
+impl Reader {
+    pub fn new(db: Db) -> Reader {
+        Reader { db }
     }
 
     pub(crate) async fn links(&self) -> Result<Vec<LinkRow>, DbError> {
@@ -293,7 +243,7 @@ impl VerifyStore {
     }
 
     /// The restore records' rows (stream `event-audit.restores`), in order, as
-    /// [`VerifyStore::erasure_rows`] reads the erasures'.
+    /// [`Reader::erasure_rows`] reads the erasures'.
     pub(crate) async fn restore_rows(&self) -> Result<Vec<ErasureRow>, DbError> {
         self.record_rows(crate::row::restore::STREAM)
             .await
@@ -421,27 +371,37 @@ impl VerifyStore {
         .await
         .ctx("read verify runs")
     }
-}
 
-/// The occurrences of every envelope id the log holds more than once (or a finding names), in
-/// log order (by chain link, then stream, sequence and time), as rows: `event_id`, `stream`,
-/// `stream_seq`, `published_at`, `event_type`, `event_version`, `claims`, `raw_hash`, `raw`.
-pub(crate) fn repeated_ids(
-    pool: &sqlx::PgPool,
-) -> BoxStream<'_, Result<sqlx::postgres::PgRow, sqlx::Error>> {
-    static SQL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    let sql = SQL.get_or_init(|| {
-        format!(
-            "WITH repeated AS (SELECT event_id FROM audit.events WHERE event_id IS NOT NULL \
-                 GROUP BY event_id HAVING count(*) > 1 \
-               UNION SELECT event_id FROM audit.id_findings) \
-             SELECT e.event_id, e.stream, e.stream_seq, e.published_at, e.event_type, \
-                    e.event_version, {} AS claims, sha256(e.raw) AS raw_hash, e.raw \
-             FROM audit.events e JOIN repeated r ON r.event_id = e.event_id \
-             LEFT JOIN audit.chain_links l ON l.batch_id = e.batch_id \
-             ORDER BY l.link_seq, e.stream, e.stream_seq, e.published_at",
-            columns::CLAIMS_ITS_ID
+    /// The occurrences of every envelope id the log holds more than once (or a finding
+    /// names), in log order (by chain link, then stream, sequence and time), as rows:
+    /// `event_id`, `stream`, `stream_seq`, `published_at`, `event_type`, `event_version`,
+    /// `claims`, `raw_hash`, `raw`.
+    pub(crate) fn repeated_ids(&self) -> BoxStream<'_, Result<sqlx::postgres::PgRow, sqlx::Error>> {
+        static SQL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+        let sql = SQL.get_or_init(|| {
+            format!(
+                "WITH repeated AS (SELECT event_id FROM audit.events WHERE event_id IS NOT NULL \
+                     GROUP BY event_id HAVING count(*) > 1 \
+                   UNION SELECT event_id FROM audit.id_findings) \
+                 SELECT e.event_id, e.stream, e.stream_seq, e.published_at, e.event_type, \
+                        e.event_version, {} AS claims, sha256(e.raw) AS raw_hash, e.raw \
+                 FROM audit.events e JOIN repeated r ON r.event_id = e.event_id \
+                 LEFT JOIN audit.chain_links l ON l.batch_id = e.batch_id \
+                 ORDER BY l.link_seq, e.stream, e.stream_seq, e.published_at",
+                columns::CLAIMS_ITS_ID
+            )
+        });
+        sqlx::query(sql).fetch(self.db.pool())
+    }
+
+    /// The stored envelope-id findings (`audit.id_findings`), as rows: `stream`, `stream_seq`,
+    /// `published_at`, `event_id`, `finding`, `first_stream`, `first_stream_seq`,
+    /// `first_published_at`.
+    pub(crate) fn id_findings(&self) -> BoxStream<'_, Result<sqlx::postgres::PgRow, sqlx::Error>> {
+        sqlx::query(
+            "SELECT stream, stream_seq, published_at, event_id, finding, first_stream, first_stream_seq, \
+                    first_published_at FROM audit.id_findings",
         )
-    });
-    sqlx::query(sql).fetch(pool)
+        .fetch(self.db.pool())
+    }
 }

@@ -4,9 +4,9 @@
 //! one transaction that holds the chain head from the first read to the commit.
 
 use chrono::Utc;
-use sqlx::{Connection, PgConnection};
+use sqlx::PgConnection;
 
-use super::append::append_own_rows;
+use super::append::Appender;
 use super::Log;
 use crate::db::{Ctx, DbError};
 use crate::row::restore::{self, Restore};
@@ -63,8 +63,8 @@ impl Log {
         mut record: Restore,
     ) -> Result<(Restore, i64), AppendError> {
         let mut conn = self.db.acquire().await?;
-        let mut tx = conn.begin().await.ctx("begin")?;
-        let tree = head_tree(&mut tx, true).await?;
+        let mut log = Appender::begin(&mut conn, &self.instance).await?;
+        let tree = head_tree(log.tx(), true).await?;
         if tree.size() != record.database_size {
             return Err(AppendError::Moved {
                 expected: record.database_size,
@@ -82,21 +82,20 @@ impl Log {
                     r
                 })
                 .collect();
-            append_own_rows(&mut tx, &rows, &self.instance).await?;
+            log.own_rows(&rows).await?;
         }
         let next: i64 = sqlx::query_scalar(
             "SELECT coalesce(max(stream_seq), 0) + 1 FROM audit.events WHERE stream = $1",
         )
         .bind(restore::STREAM)
-        .fetch_one(&mut *tx)
+        .fetch_one(log.tx())
         .await
         .ctx("number the restore")?;
         record.restore = next;
         record.at = crate::row::erasure::stamp(now);
         let row = record.row(now);
-        let (_, link) =
-            append_own_rows(&mut tx, std::slice::from_ref(&row), &self.instance).await?;
-        tx.commit().await.ctx("commit the restore")?;
+        let (_, link) = log.own_rows(std::slice::from_ref(&row)).await?;
+        log.commit("commit the restore").await?;
         Ok((record, link))
     }
 }

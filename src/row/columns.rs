@@ -34,7 +34,8 @@ pub(crate) const CLAIMS_ITS_ID: &str = "(e.event_id IS NOT NULL AND e.event_type
 /// [`crate::row::view::RowView`], the column, its type, and `req` (NOT NULL) or `opt`. The macro
 /// hands the list to `$m!`, which generates from it: [`EVENTS`] here; in `row::view` the row
 /// view, its binary COPY writer and its parser; in `log::read` the row read by name; in
-/// `archive::line` the archive's line. Adding
+/// `archive::line` the archived row and its line. Each shape's field types come from the one
+/// table [`col_ty`], owned values become the view through [`AsView`]. Adding
 /// a column is a line here and a migration (and the places that give it a value: a record's
 /// view, the canonical encoding, if the hash is to cover it).
 macro_rules! events_row {
@@ -68,6 +69,73 @@ macro_rules! events_row {
     };
 }
 pub(crate) use events_row;
+
+/// A column's Rust type in one of the row's shapes, given that shape's types of text (and jsonb
+/// text), bytes and times: `(&'a str, &'a [u8], i64)` for the row view, `(String, Vec<u8>, i64)`
+/// for an archived row, `(String, Vec<u8>, DateTime<Utc>)` for a row read by name. The one table
+/// of the columns' types, from which every shape's fields are generated.
+macro_rules! col_ty {
+    (($s:ty, $b:ty, $t:ty) Text req) => { $s };
+    (($s:ty, $b:ty, $t:ty) Text opt) => { Option<$s> };
+    (($s:ty, $b:ty, $t:ty) Jsonb req) => { $s };
+    (($s:ty, $b:ty, $t:ty) Jsonb opt) => { Option<$s> };
+    (($s:ty, $b:ty, $t:ty) Int8 req) => { i64 };
+    (($s:ty, $b:ty, $t:ty) Int4 req) => { i32 };
+    (($s:ty, $b:ty, $t:ty) Timestamptz req) => { $t };
+    (($s:ty, $b:ty, $t:ty) Timestamptz opt) => { Option<$t> };
+    (($s:ty, $b:ty, $t:ty) Bytea req) => { $b };
+    (($s:ty, $b:ty, $t:ty) Bytea opt) => { Option<$b> };
+}
+pub(crate) use col_ty;
+
+/// An owned column value as the row view has it (text borrowed, times as Unix microseconds): by
+/// its type alone, so one set of impls serves every owned shape of the row.
+pub(crate) trait AsView<'a> {
+    type View;
+    fn as_view(&'a self) -> Self::View;
+}
+
+impl<'a> AsView<'a> for String {
+    type View = &'a str;
+    fn as_view(&'a self) -> &'a str {
+        self
+    }
+}
+
+impl<'a> AsView<'a> for Vec<u8> {
+    type View = &'a [u8];
+    fn as_view(&'a self) -> &'a [u8] {
+        self
+    }
+}
+
+impl AsView<'_> for i64 {
+    type View = i64;
+    fn as_view(&self) -> i64 {
+        *self
+    }
+}
+
+impl AsView<'_> for i32 {
+    type View = i32;
+    fn as_view(&self) -> i32 {
+        *self
+    }
+}
+
+impl AsView<'_> for chrono::DateTime<chrono::Utc> {
+    type View = i64;
+    fn as_view(&self) -> i64 {
+        self.timestamp_micros()
+    }
+}
+
+impl<'a, T: AsView<'a>> AsView<'a> for Option<T> {
+    type View = Option<T::View>;
+    fn as_view(&'a self) -> Option<T::View> {
+        self.as_ref().map(T::as_view)
+    }
+}
 
 macro_rules! column_list {
     ($($v:ident $c:ident $t:ident $n:ident),* $(,)?) => {

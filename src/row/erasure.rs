@@ -4,15 +4,10 @@
 //! any event. Its raw message is the record's JSON; `verify` reads the rows it names from there
 //! and accepts their missing contents only because of it. Pure.
 
-use std::sync::Arc;
-
-use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::record::{range_in, Record};
-use crate::decode::catalogue;
-use crate::decode::verdict::Status;
+use super::record::Record;
 
 /// The stream of erasure records: it holds a dot, which no JetStream stream name can.
 pub(crate) const STREAM: &str = "event-audit.erasures";
@@ -136,44 +131,8 @@ impl Erasure {
     /// The row of the log that records this erasure, made at `now` (a version 3 row, its raw
     /// message the record, the payload its whole text).
     pub(crate) fn row(&self, now: DateTime<Utc>) -> Record {
-        let raw = Bytes::from(self.to_json());
-        let now = DateTime::from_timestamp_micros(now.timestamp_micros()).unwrap_or(now);
-        let text = std::str::from_utf8(&raw).unwrap_or_default();
-        let payload = range_in(&raw, text);
-        let mut rec = Record {
-            stream: Arc::from(STREAM),
-            stream_seq: self.erasure,
-            published_at: now,
-            received_at: now,
-            subject: SUBJECT.to_owned(),
-            delivery_count: 1,
-            headers: None,
-            envelope: None,
-            event_id: None,
-            event_type: Some(SUBJECT.to_owned()),
-            event_version: Some(VERSION.to_owned()),
-            status: Status::UnknownType,
-            errors: None,
-            unknown_fields: None,
-            payload,
-            payload_error: None,
-            catalogue: catalogue::FINGERPRINT,
-            account_number: None,
-            occurred_at: Some(now),
-            raw: raw.clone(),
-            salt: rand::random(),
-            commitment: [0; 32],
-            v2: false,
-            id_digest: None,
-            row_hash: [0; 32],
-            catalogue_index: None,
-            error_codes: Vec::new(),
-            unknown_field_count: 0,
-            unknown_kinds: Vec::new(),
-            declared_seen: 0,
-        };
-        rec.seal();
-        rec
+        let name = (SUBJECT, VERSION);
+        Record::own_record(STREAM, self.erasure, now, name, self.to_json())
     }
 }
 

@@ -152,32 +152,14 @@ impl Record {
     }
 
     fn canon_open(&self) -> Canon<'_> {
+        let payload = self
+            .payload
+            .as_ref()
+            .map(|r| (r.start as u64, r.end as u64));
         Canon {
-            stream: &self.stream,
-            stream_seq: self.stream_seq,
-            published_at_us: self.published_at.timestamp_micros(),
-            received_at_us: self.received_at.timestamp_micros(),
-            subject: &self.subject,
-            delivery_count: self.delivery_count,
-            headers: self.headers.as_deref(),
-            envelope: self.envelope,
-            event_id: self.event_id.as_deref(),
-            event_type: self.event_type.as_deref(),
-            event_version: self.event_version.as_deref(),
-            status: self.status.as_str(),
-            errors: self.errors.as_deref(),
-            unknown_fields: self.unknown_fields.as_deref(),
-            account_number: self.account_number.as_deref(),
-            occurred_at_us: self.occurred_at.map(|t| t.timestamp_micros()),
-            payload: self
-                .payload
-                .as_ref()
-                .map(|r| (r.start as u64, r.end as u64)),
-            payload_error: self.payload_error.as_deref(),
-            catalogue: Some(self.catalogue),
-            raw: &self.raw,
             salt: Some(&self.salt),
             commitment: None,
+            ..self.columns(0, None).canon(payload)
         }
     }
 
@@ -213,6 +195,12 @@ impl Record {
     /// The row this record is written as, in batch `batch_id`: the one place where a record's
     /// fields become the columns of `audit.events`.
     pub fn view(&self, batch_id: i64) -> super::view::RowView<'_> {
+        self.columns(batch_id, self.payload_text())
+    }
+
+    /// The row with the payload column `payload` (the hash covers the payload's place, not its
+    /// text: the canonical encoding reads the record's columns with none).
+    fn columns<'a>(&'a self, batch_id: i64, payload: Option<&'a str>) -> super::view::RowView<'a> {
         super::view::RowView {
             stream: &self.stream,
             stream_seq: self.stream_seq,
@@ -228,7 +216,7 @@ impl Record {
             status: self.status.as_str(),
             errors: self.errors.as_deref(),
             unknown_fields: self.unknown_fields.as_deref(),
-            payload: self.payload_text(),
+            payload,
             account_number: self.account_number.as_deref(),
             occurred_at_us: self.occurred_at.map(|t| t.timestamp_micros()),
             payload_error: self.payload_error.as_deref(),

@@ -9,15 +9,11 @@
 //! accepts a restored leaf's row only when a restore record placed after it covers its leaf
 //! index. Pure.
 
-use std::sync::Arc;
-
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::record::{range_in, Record};
-use crate::decode::catalogue;
-use crate::decode::verdict::Status;
+use super::record::Record;
 
 /// The stream of restore records.
 pub(crate) const STREAM: &str = "event-audit.restores";
@@ -72,14 +68,8 @@ impl Restore {
     /// The row of the log that records this restore, made at `now` (a version 3 row, its raw
     /// message the record, the payload its whole text).
     pub(crate) fn row(&self, now: DateTime<Utc>) -> Record {
-        let raw = Bytes::from(self.to_json());
-        let now = micros(now);
-        let text = std::str::from_utf8(&raw).unwrap_or_default();
-        let payload = range_in(&raw, text);
-        let mut rec = base(STREAM, self.restore, now, SUBJECT, raw);
-        rec.payload = payload;
-        rec.seal();
-        rec
+        let name = (SUBJECT, VERSION);
+        Record::own_record(STREAM, self.restore, now, name, self.to_json())
     }
 }
 
@@ -88,51 +78,12 @@ impl Restore {
 /// stored row hash the leaf.
 pub(crate) fn leaf_row(index: u64, row_hash: [u8; 32], now: DateTime<Utc>) -> Record {
     let seq = i64::try_from(index).unwrap_or(i64::MAX);
-    let mut rec = base(LEAVES, seq, micros(now), LEAF_SUBJECT, Bytes::new());
+    let mut rec = Record::own(LEAVES, seq, now, (LEAF_SUBJECT, VERSION), Bytes::new());
     rec.occurred_at = None;
     rec.delivery_count = 0;
     rec.v2 = true;
     rec.row_hash = row_hash;
     rec
-}
-
-fn micros(t: DateTime<Utc>) -> DateTime<Utc> {
-    DateTime::from_timestamp_micros(t.timestamp_micros()).unwrap_or(t)
-}
-
-fn base(stream: &str, seq: i64, now: DateTime<Utc>, subject: &str, raw: Bytes) -> Record {
-    Record {
-        stream: Arc::from(stream),
-        stream_seq: seq,
-        published_at: now,
-        received_at: now,
-        subject: subject.to_owned(),
-        delivery_count: 1,
-        headers: None,
-        envelope: None,
-        event_id: None,
-        event_type: Some(subject.to_owned()),
-        event_version: Some(VERSION.to_owned()),
-        status: Status::UnknownType,
-        errors: None,
-        unknown_fields: None,
-        payload: None,
-        payload_error: None,
-        catalogue: catalogue::FINGERPRINT,
-        account_number: None,
-        occurred_at: Some(now),
-        raw,
-        salt: rand::random(),
-        commitment: [0; 32],
-        v2: false,
-        id_digest: None,
-        row_hash: [0; 32],
-        catalogue_index: None,
-        error_codes: Vec::new(),
-        unknown_field_count: 0,
-        unknown_kinds: Vec::new(),
-        declared_seen: 0,
-    }
 }
 
 #[cfg(test)]

@@ -2,23 +2,8 @@
 //! (`columns::events_row!`) with its binary COPY writer and parser: the writer's rows and the
 //! rows `verify` reads back are one type, written and read in one column order. Pure.
 
-use super::columns::{self, events_row};
+use super::columns::{self, col_ty, events_row};
 use super::pgcopy::{int4, int8, jsonb, need, opt, text, ts, CopyBuf, CopyError, Field};
-
-/// The view's type of a column: text and jsonb (its text) borrowed, timestamps as Unix
-/// microseconds.
-macro_rules! view_ty {
-    ($lt:lifetime Text req) => { &$lt str };
-    ($lt:lifetime Text opt) => { Option<&$lt str> };
-    ($lt:lifetime Jsonb req) => { &$lt str };
-    ($lt:lifetime Jsonb opt) => { Option<&$lt str> };
-    ($lt:lifetime Int8 req) => { i64 };
-    ($lt:lifetime Int4 req) => { i32 };
-    ($lt:lifetime Timestamptz req) => { i64 };
-    ($lt:lifetime Timestamptz opt) => { Option<i64> };
-    ($lt:lifetime Bytea req) => { &$lt [u8] };
-    ($lt:lifetime Bytea opt) => { Option<&$lt [u8]> };
-}
 
 macro_rules! write_field {
     ($buf:ident, $v:expr, Text req) => {
@@ -103,7 +88,7 @@ macro_rules! row_view {
         /// times as Unix microseconds.
         #[derive(Debug, Clone, Copy, PartialEq, Eq)]
         pub struct RowView<'a> {
-            $(pub $v: view_ty!('a $t $n),)*
+            $(pub $v: col_ty!((&'a str, &'a [u8], i64) $t $n),)*
         }
 
         impl<'a> RowView<'a> {
@@ -136,6 +121,39 @@ macro_rules! row_view {
 }
 
 events_row!(row_view);
+
+impl<'a> RowView<'a> {
+    /// The row as the hash covers it, its payload at `payload` in `raw` (the view holds the
+    /// payload's text, the encoding its place): the one place where a row's columns become the
+    /// canonical encoding's fields (the writer's record and `verify`'s stored row both pass
+    /// through here).
+    pub fn canon(&self, payload: Option<(u64, u64)>) -> super::canon::Canon<'a> {
+        super::canon::Canon {
+            stream: self.stream,
+            stream_seq: self.stream_seq,
+            published_at_us: self.published_at_us,
+            received_at_us: self.received_at_us,
+            subject: self.subject,
+            delivery_count: self.delivery_count,
+            headers: self.headers,
+            envelope: self.envelope,
+            event_id: self.event_id,
+            event_type: self.event_type,
+            event_version: self.event_version,
+            status: self.status,
+            errors: self.errors,
+            unknown_fields: self.unknown_fields,
+            account_number: self.account_number,
+            occurred_at_us: self.occurred_at_us,
+            payload,
+            payload_error: self.payload_error,
+            catalogue: self.catalogue,
+            raw: self.raw,
+            salt: self.salt,
+            commitment: self.commitment.and_then(|c| <[u8; 32]>::try_from(c).ok()),
+        }
+    }
+}
 
 #[cfg(test)]
 #[path = "view_tests.rs"]

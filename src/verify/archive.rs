@@ -13,9 +13,9 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::rows::{self, Check};
-use super::VerifyStore;
 use crate::archive::{read, ArchiveError};
 use crate::db::DbError;
+use crate::log::Reader;
 use crate::row::erasure::Erasure;
 use crate::row::hex;
 
@@ -81,7 +81,7 @@ impl ArchiveReport {
 }
 
 /// The prunes the log records, by partition: the archive file's SHA-256 and the rows' digest.
-async fn prunes(store: &VerifyStore) -> Result<HashMap<String, (String, String)>, DbError> {
+async fn prunes(store: &Reader) -> Result<HashMap<String, (String, String)>, DbError> {
     let mut out = HashMap::new();
     for r in store.erasure_rows().await?.iter().filter(|r| r.linked) {
         if let Some(e) = Erasure::parse(&r.raw) {
@@ -97,7 +97,7 @@ async fn prunes(store: &VerifyStore) -> Result<HashMap<String, (String, String)>
 /// With `mirror` (a mirror's entries in leaf order), each archived row's hash must also be the
 /// mirror's entry at the row's leaf index.
 pub async fn check(
-    store: &VerifyStore,
+    store: &Reader,
     dir: &Path,
     mirror: Option<&[crate::tlog::merkle::Hash]>,
 ) -> Result<ArchiveReport, ArchiveError> {

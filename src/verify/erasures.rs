@@ -13,9 +13,10 @@ mod tally;
 
 use std::collections::HashMap;
 
-use super::{Break, VerifyStore};
+use super::Break;
 use crate::db::DbError;
 use crate::log::read::ErasureRow;
+use crate::log::Reader;
 use crate::row::erasure::{self, Erasure};
 use crate::row::hex;
 use crate::row::restore;
@@ -343,18 +344,16 @@ pub(crate) fn record_break(erasure: i64, link: Option<i64>, why: String) -> Brea
     }
 }
 
-impl VerifyStore {
-    /// The erasures the log records, and the breaks in their records.
-    pub(crate) async fn erasures(&self) -> Result<(Erasures, Vec<Break>), DbError> {
-        let rows = self.erasure_rows().await?;
-        let index = self.erasure_index().await?;
-        let (mut e, mut breaks) = Erasures::from_rows(&rows, &index);
-        let (restores, more) = restores::read(&self.restore_rows().await?);
-        e.summary.restores = restores.iter().map(RestoreRecord::named).collect();
-        e.restores = restores;
-        breaks.extend(more);
-        Ok((e, breaks))
-    }
+/// The erasures the log records, and the breaks in their records.
+pub(crate) async fn read(log: &Reader) -> Result<(Erasures, Vec<Break>), DbError> {
+    let rows = log.erasure_rows().await?;
+    let index = log.erasure_index().await?;
+    let (mut e, mut breaks) = Erasures::from_rows(&rows, &index);
+    let (restores, more) = restores::read(&log.restore_rows().await?);
+    e.summary.restores = restores.iter().map(RestoreRecord::named).collect();
+    e.restores = restores;
+    breaks.extend(more);
+    Ok((e, breaks))
 }
 
 #[cfg(test)]

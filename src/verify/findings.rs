@@ -1,7 +1,8 @@
 //! The envelope-id findings recomputed from the rows: `audit.id_findings` is not chained, so
 //! `verify` derives what it must hold from the rows (which are) and their log order, and names
 //! every finding that is missing, extra, points to the wrong first occurrence, or has a kind
-//! the rows rule out. Its own SQL (read-only), reading only ids that occur more than once.
+//! the rows rule out. It reads through [`Reader`] only ids that occur more than once, and the
+//! stored findings.
 
 use std::collections::HashMap;
 
@@ -10,7 +11,8 @@ use futures::TryStreamExt;
 use sqlx::Row;
 
 use super::Break;
-use crate::db::{Ctx, Db, DbError};
+use crate::db::{Ctx, DbError};
+use crate::log::Reader;
 use crate::row::columns;
 
 /// A row's place in the log: (stream, stream sequence, bus time).
@@ -137,9 +139,9 @@ pub(crate) fn compare(occurrences: &[Occurrence], mut stored: HashMap<Key, Store
 
 /// Reads the occurrences of every envelope id the log holds more than once, in log order (by
 /// chain link, then stream, sequence and time), and every stored finding; compares them.
-pub async fn check(db: &Db) -> Result<Vec<Break>, DbError> {
-    let pool = db.pool();
-    let occurrences: Vec<Occurrence> = crate::log::read::repeated_ids(pool)
+pub async fn check(log: &Reader) -> Result<Vec<Break>, DbError> {
+    let occurrences: Vec<Occurrence> = log
+        .repeated_ids()
         .map_ok(|row| Occurrence {
             event_id: row.get("event_id"),
             key: (
@@ -157,28 +159,29 @@ pub async fn check(db: &Db) -> Result<Vec<Break>, DbError> {
         .try_collect()
         .await
         .ctx("read the rows of repeated envelope ids")?;
-    let stored: HashMap<Key, Stored> = sqlx::query(
-        "SELECT stream, stream_seq, published_at, event_id, finding, first_stream, first_stream_seq, \
-                first_published_at FROM audit.id_findings",
-    )
-    .fetch(pool)
-    .map_ok(|row| {
-        let key: Key = (row.get("stream"), row.get("stream_seq"), row.get("published_at"));
-        let finding: String = row.get("finding");
-        let s = Stored {
-            event_id: row.get("event_id"),
-            duplicate: finding == "duplicate",
-            first: (
-                row.get("first_stream"),
-                row.get("first_stream_seq"),
-                row.get("first_published_at"),
-            ),
-        };
-        (key, s)
-    })
-    .try_collect()
-    .await
-    .ctx("read the id findings")?;
+    let stored: HashMap<Key, Stored> = log
+        .id_findings()
+        .map_ok(|row| {
+            let key: Key = (
+                row.get("stream"),
+                row.get("stream_seq"),
+                row.get("published_at"),
+            );
+            let finding: String = row.get("finding");
+            let s = Stored {
+                event_id: row.get("event_id"),
+                duplicate: finding == "duplicate",
+                first: (
+                    row.get("first_stream"),
+                    row.get("first_stream_seq"),
+                    row.get("first_published_at"),
+                ),
+            };
+            (key, s)
+        })
+        .try_collect()
+        .await
+        .ctx("read the id findings")?;
     Ok(compare(&occurrences, stored))
 }
 

@@ -12,7 +12,7 @@ use super::Break;
 pub(crate) use crate::bus::state::BusState;
 use crate::bus::{Bus, BusError};
 use crate::db::DbError;
-use crate::log::read::VerifyStore;
+use crate::log::Reader;
 
 #[derive(Debug, thiserror::Error)]
 pub enum GapsError {
@@ -180,7 +180,7 @@ pub(crate) fn classify(held: &[[u64; 2]], bus: Option<&BusState>) -> Vec<Gap> {
 
 /// Completeness of every stream the log holds, against the bus. A `missing` gap is looked at
 /// again in the log once the bus state is known (a batch committed meanwhile is not a gap).
-pub async fn check(store: &VerifyStore, bus: &Bus) -> Result<Completeness, GapsError> {
+pub async fn check(store: &Reader, bus: &Bus) -> Result<Completeness, GapsError> {
     let ranges = store.held_ranges().await?;
     let mut streams: Vec<StreamCompleteness> = Vec::new();
     for (stream, a, b) in ranges {

@@ -16,9 +16,9 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::blobs::{Location, Store};
-use crate::log::read::VerifyStore;
 use crate::log::tiles::{Tiles, TilesError};
 use crate::log::tree::TreeStore;
+use crate::log::Reader;
 use crate::row::hex;
 use crate::tlog::merkle::Hash;
 use crate::tlog::note::{self, Checkpoint, PublicKey};
@@ -374,7 +374,7 @@ fn align(mirror: &[Hash], rows: &[Hash]) -> Aligned {
 
 /// Checks the database against `mirror` (read beforehand with [`read`]).
 pub(crate) async fn check(
-    store: &VerifyStore,
+    store: &Reader,
     trees: &TreeStore,
     mirror: &Mirror,
 ) -> Result<MirrorReport, MirrorError> {
@@ -416,7 +416,7 @@ pub(crate) async fn check(
 
 /// The named differences with the rows the database holds for each hash involved.
 async fn name(
-    store: &VerifyStore,
+    store: &Reader,
     mirror: &[Hash],
     rows: &[Hash],
     named: &[(Change, u64, usize)],

@@ -62,34 +62,19 @@ pub(crate) fn with_canon<'a, T>(
         return None;
     };
     let payload_text = row.payload.and(payload_of(row.raw));
+    let commitment = match row.commitment {
+        None => None,
+        Some(c) => Some(<[u8; 32]>::try_from(c).ok()?),
+    };
+    let payload = payload_text
+        .and_then(|p| range_in(row.raw, p))
+        .map(|r| (r.start as u64, r.end as u64));
     let canon = Canon {
-        stream: row.stream,
-        stream_seq: row.stream_seq,
-        published_at_us: row.published_at_us,
-        received_at_us: row.received_at_us,
-        subject: row.subject,
-        delivery_count: row.delivery_count,
         headers: headers.as_deref(),
-        envelope: row.envelope,
-        event_id: row.event_id,
-        event_type: row.event_type,
-        event_version: row.event_version,
-        status: row.status,
         errors: errors.as_deref(),
         unknown_fields: unknown.as_deref(),
-        account_number: row.account_number,
-        occurred_at_us: row.occurred_at_us,
-        payload: payload_text
-            .and_then(|p| range_in(row.raw, p))
-            .map(|r| (r.start as u64, r.end as u64)),
-        payload_error: row.payload_error,
-        catalogue: row.catalogue,
-        raw: row.raw,
-        salt: row.salt,
-        commitment: match row.commitment {
-            None => None,
-            Some(c) => Some(<[u8; 32]>::try_from(c).ok()?),
-        },
+        commitment,
+        ..row.canon(payload)
     };
     Some((f(&canon), payload_text))
 }

@@ -15,13 +15,14 @@ use super::breaks::Finding;
 use super::mirror::{Mirror, MirrorError, MirrorReport};
 use super::walk::LeafSink;
 use super::witness::{self, WitnessError, WitnessReport};
-use super::{gaps, ChainReport, VerifyError, VerifyStore, WalkOptions};
+use super::{gaps, ChainReport, VerifyError, WalkOptions};
 use crate::archive::ArchiveError;
 use crate::bus::Bus;
 use crate::config::Settings;
 use crate::db::Db;
 use crate::log::standby::StandbyView;
 use crate::log::tree::TreeStore;
+use crate::log::Reader;
 
 /// What a run checks besides what the settings say (`--archive`, which has no setting).
 #[derive(Debug, Clone, Default)]
@@ -137,7 +138,7 @@ pub async fn run(settings: &Settings, options: &VerifyOptions) -> Result<VerifyR
         .await
         .map_err(|e| failed(None, e.into()))?;
     let sb = standby.as_ref();
-    let store = VerifyStore::new(db.clone());
+    let store = Reader::new(db.clone());
     let trees = TreeStore::new(db.clone());
     // With the witness: the key, policy, state and checkpoints first (exit 2 when they cannot
     // be used); the walk then feeds the tree from its own read of the rows, and resumes after
@@ -160,8 +161,7 @@ pub async fn run(settings: &Settings, options: &VerifyOptions) -> Result<VerifyR
     };
     let started = Instant::now();
     let leaves = sink.as_mut().map(|s| s as &mut dyn LeafSink);
-    let mut chain = store
-        .walk(opts, leaves)
+    let mut chain = super::walk(&store, opts, leaves)
         .await
         .map_err(|e| failed(sb, e.into()))?;
     if !settings.verify.skip_completeness {
@@ -230,7 +230,7 @@ pub async fn run(settings: &Settings, options: &VerifyOptions) -> Result<VerifyR
         Recorded::Standby
     } else {
         let witness_ok = report.witness.as_ref().map(|w| w.ok);
-        match store.record(&report.chain, witness_ok).await {
+        match super::record(&store, &report.chain, witness_ok).await {
             Ok(()) => Recorded::Yes,
             Err(e) => Recorded::Failed(e),
         }

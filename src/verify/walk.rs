@@ -13,9 +13,10 @@ use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 
 use super::erasures::{Erasures, Judged, Place, Tally};
 use super::rows::{self, Check};
-use super::{Break, VerifyError, VerifyStore};
+use super::{Break, VerifyError};
 use crate::db::{Ctx, DbError};
 use crate::log::read::LinkRow;
+use crate::log::Reader;
 use crate::row::chain::{batch_digest, stored_link_hash};
 use crate::row::copy::{CopyError, Tuples};
 
@@ -101,7 +102,7 @@ pub(crate) struct Walked {
 /// `links` starts at the log's first link, so each erasure by time's count and digest are
 /// held against every row it covers.
 pub(crate) async fn rows(
-    store: &VerifyStore,
+    store: &Reader,
     links: Arc<Vec<LinkRow>>,
     erasures: Arc<Erasures>,
     workers: usize,
@@ -187,7 +188,7 @@ struct Open {
 
 /// Streams and checks the rows of `links` (contiguous, in order).
 async fn chunk(
-    store: &VerifyStore,
+    store: &Reader,
     links: &[LinkRow],
     erasures: &Erasures,
 ) -> Result<Chunk, VerifyError> {

@@ -25,7 +25,6 @@ const SQL_ROOMS: &[&str] = &[
     "log",
     "ingest::sink",
     "verify::reverdicts",
-    "verify::findings",
     "reconcile::store",
     "evolution::drift::store",
     "evolution::reprocess::store",

@@ -11,7 +11,8 @@ use crate::support::{
 };
 use event_audit::test_support::db::Db;
 use event_audit::test_support::ingest::sink::Sink;
-use event_audit::test_support::verify::VerifyStore;
+use event_audit::test_support::log::Reader;
+use event_audit::test_support::verify::verify as verify_chain;
 
 #[tokio::test]
 async fn redelivery_to_a_recreated_consumer_adds_nothing() {
@@ -147,8 +148,7 @@ async fn write_batch_twice_inserts_once() {
         [1],
         "rows keep the delivery count they were first written with"
     );
-    let report = VerifyStore::new(Db::from_pool(db.pool.clone()))
-        .verify()
+    let report = verify_chain(&Reader::new(Db::from_pool(db.pool.clone())))
         .await
         .expect("verify");
     assert!(report.ok, "{report:?}");

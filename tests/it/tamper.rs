@@ -13,7 +13,8 @@ use crate::support::{
 };
 use event_audit::test_support::db::Db;
 use event_audit::test_support::ingest::sink::Sink;
-use event_audit::test_support::verify::VerifyStore;
+use event_audit::test_support::log::Reader;
+use event_audit::test_support::verify::verify as verify_chain;
 
 #[tokio::test]
 async fn verify_names_an_edited_row_and_a_deleted_one() {
@@ -339,8 +340,7 @@ async fn the_log_is_append_only_for_writer_owner_and_auditor() {
         .expect("the auditor records a verify run");
 
     assert_eq!(count_rows(pool).await, n as i64);
-    let report = VerifyStore::new(Db::from_pool(pool.clone()))
-        .verify()
+    let report = verify_chain(&Reader::new(Db::from_pool(pool.clone())))
         .await
         .expect("verify");
     assert!(report.ok && report.rows == n as i64, "{report:?}");
