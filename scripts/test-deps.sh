@@ -47,3 +47,7 @@ fi
 # ~/.local/share/event-audit/tlog-scales: tests/it/tlog_proof.rs (exit 3: python3 older than
 # 3.11, the test then says it is skipped and why).
 "$(dirname "$0")/tlog-scales.sh" --install || [ $? -eq 3 ]
+# aics-witness (PyPI), an outside witness that cosigns the daemon's checkpoints, in a venv under
+# ~/.local/share/event-audit/aics-witness: tests/it/witness_aics.rs (exit 3: no Python 3.11 or
+# newer, the test then says it is skipped and why).
+"$(dirname "$0")/aics-witness.sh" --install || [ $? -eq 3 ]

@@ -63,6 +63,7 @@ mod verify_auditor;
 mod verify_mirror;
 mod verify_output;
 mod witness;
+mod witness_aics;
 mod witness_conformance;
 mod witness_mldsa;
 mod witness_server;
