@@ -10,13 +10,13 @@ use tokio::process::Child;
 use crate::env::{get, Env, CONSUMER, STREAM};
 
 /// The daemon binary: `FAULTS_BIN`, else this build's.
-pub fn daemon_bin() -> String {
+pub(crate) fn daemon_bin() -> String {
     std::env::var("FAULTS_BIN").unwrap_or_else(|_| crate::common::BIN.to_owned())
 }
 
 /// A command for the daemon binary without the `EVENT_AUDIT_*` and NATS settings of the
 /// environment the tests run in, stdin closed.
-pub fn command() -> tokio::process::Command {
+pub(crate) fn command() -> tokio::process::Command {
     let mut cmd = tokio::process::Command::new(daemon_bin());
     for (k, _) in std::env::vars() {
         if k.starts_with("EVENT_AUDIT_") || k.starts_with("NATS_") || k == "DATABASE_URL" {
@@ -27,7 +27,7 @@ pub fn command() -> tokio::process::Command {
     cmd
 }
 
-pub struct Daemon {
+pub(crate) struct Daemon {
     pub child: Child,
     log: tempfile::NamedTempFile,
     /// Its HTTP listener.
@@ -36,7 +36,7 @@ pub struct Daemon {
 
 /// The arguments every case's daemon gets: the env's stream and consumer, batches of 200, a 2 s
 /// ack wait, HTTP on a free port, and the given `extra`.
-pub fn run_args(addr: &str, extra: &[&str]) -> Vec<String> {
+pub(crate) fn run_args(addr: &str, extra: &[&str]) -> Vec<String> {
     let mut args: Vec<String> = [
         "--log-json",
         "run",
@@ -65,23 +65,28 @@ pub fn run_args(addr: &str, extra: &[&str]) -> Vec<String> {
 impl Daemon {
     /// `event-audit run` against `env` (database and NATS URLs in the environment), with
     /// `extra` arguments and environment `vars`, at `RUST_LOG=info`.
-    pub fn spawn(env: &Env, extra: &[&str]) -> Daemon {
+    pub(crate) fn spawn(env: &Env, extra: &[&str]) -> Daemon {
         Daemon::spawn_with(env, extra, &[])
     }
 
-    pub fn spawn_with(env: &Env, extra: &[&str], vars: &[(&str, &str)]) -> Daemon {
+    pub(crate) fn spawn_with(env: &Env, extra: &[&str], vars: &[(&str, &str)]) -> Daemon {
         let addr = crate::common::free_addr();
         Daemon::spawn_args(env, addr.clone(), run_args(&addr, extra), vars)
     }
 
     /// The daemon binary with exactly `args` (its HTTP listener at `addr`), the env's URLs and
     /// `RUST_LOG=info` in the environment, then `vars`.
-    pub fn spawn_args(env: &Env, addr: String, args: Vec<String>, vars: &[(&str, &str)]) -> Daemon {
+    pub(crate) fn spawn_args(
+        env: &Env,
+        addr: String,
+        args: Vec<String>,
+        vars: &[(&str, &str)],
+    ) -> Daemon {
         Daemon::spawn_at(&env.db_url(), &env.nats_url(), addr, args, vars)
     }
 
     /// The daemon binary with exactly `args` against the given database and NATS URL(s).
-    pub fn spawn_at(
+    pub(crate) fn spawn_at(
         db_url: &str,
         nats_url: &str,
         addr: String,
@@ -104,20 +109,20 @@ impl Daemon {
         Daemon { child, log, addr }
     }
 
-    pub fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.child.id().expect("the daemon is running")
     }
 
-    pub fn running(&mut self) -> bool {
+    pub(crate) fn running(&mut self) -> bool {
         self.child.try_wait().expect("try_wait").is_none()
     }
 
-    pub fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         std::fs::read_to_string(self.log.path()).unwrap_or_default()
     }
 
     /// Waits for the process to exit on its own; kills it and fails after `limit`.
-    pub async fn wait(&mut self, limit: Duration) -> ExitStatus {
+    pub(crate) async fn wait(&mut self, limit: Duration) -> ExitStatus {
         match tokio::time::timeout(limit, self.child.wait()).await {
             Ok(status) => status.expect("wait for the daemon"),
             Err(_) => {
@@ -131,17 +136,17 @@ impl Daemon {
     }
 
     /// Waits for the exit and says how long it took.
-    pub async fn wait_timed(&mut self, limit: Duration) -> (ExitStatus, Duration) {
+    pub(crate) async fn wait_timed(&mut self, limit: Duration) -> (ExitStatus, Duration) {
         let started = Instant::now();
         let status = self.wait(limit).await;
         (status, started.elapsed())
     }
 
-    pub async fn kill9(&mut self) {
+    pub(crate) async fn kill9(&mut self) {
         self.child.kill().await.expect("SIGKILL the daemon");
     }
 
-    pub fn signal(&self, sig: &str) {
+    pub(crate) fn signal(&self, sig: &str) {
         assert!(
             crate::harness::signal(self.pid(), sig),
             "kill -{sig} failed"
@@ -149,17 +154,22 @@ impl Daemon {
     }
 
     /// GET a path of its HTTP listener, bounded by `limit`.
-    pub async fn get(&self, path: &str, limit: Duration) -> Option<(u16, String)> {
+    pub(crate) async fn get(&self, path: &str, limit: Duration) -> Option<(u16, String)> {
         get(&format!("http://{}{path}", self.addr), limit).await
     }
 
     /// Waits until `/readyz` answers `code`; returns its body. Panics after `limit`.
-    pub async fn wait_ready(&mut self, code: u16, limit: Duration) -> String {
+    pub(crate) async fn wait_ready(&mut self, code: u16, limit: Duration) -> String {
         self.wait_ready_saying(code, "", limit).await
     }
 
     /// Waits until `/readyz` answers `code` with a body containing `says`.
-    pub async fn wait_ready_saying(&mut self, code: u16, says: &str, limit: Duration) -> String {
+    pub(crate) async fn wait_ready_saying(
+        &mut self,
+        code: u16,
+        says: &str,
+        limit: Duration,
+    ) -> String {
         let started = Instant::now();
         loop {
             if let Some((c, body)) = self.get("/readyz", Duration::from_secs(1)).await {
@@ -182,7 +192,7 @@ impl Daemon {
     }
 
     /// SIGTERM, then an exit 0 within `limit` (asserted, the log shown otherwise); its log.
-    pub async fn stop_cleanly(&mut self, limit: Duration) -> String {
+    pub(crate) async fn stop_cleanly(&mut self, limit: Duration) -> String {
         self.signal("TERM");
         let status = self.wait(limit).await;
         let log = self.log();
@@ -191,7 +201,7 @@ impl Daemon {
     }
 
     /// Its /metrics text.
-    pub async fn metrics(&self) -> String {
+    pub(crate) async fn metrics(&self) -> String {
         self.get("/metrics", Duration::from_secs(2))
             .await
             .map(|(_, b)| b)
@@ -199,13 +209,13 @@ impl Daemon {
     }
 
     /// The log lines at ERROR level.
-    pub fn errors(&self) -> Vec<String> {
+    pub(crate) fn errors(&self) -> Vec<String> {
         crate::common::logs::error_lines(&self.log())
     }
 }
 
 /// Runs a daemon with `--exit-when-idle` until it drains the consumer; asserts exit 0.
-pub async fn drain(env: &Env, extra: &[&str]) -> Daemon {
+pub(crate) async fn drain(env: &Env, extra: &[&str]) -> Daemon {
     let mut args = vec!["--exit-when-idle"];
     args.extend_from_slice(extra);
     let mut d = Daemon::spawn(env, &args);

@@ -15,12 +15,12 @@ use crate::harness::proxy::FaultProxy;
 use event_audit::config::{NatsSettings, Settings, StreamSettings};
 
 /// The daemon's database in the private cluster.
-pub const DB: &str = "audit";
+pub(crate) const DB: &str = "audit";
 /// The stream and consumer of every case (each case has its own servers).
-pub const STREAM: &str = "EVENTS";
-pub const CONSUMER: &str = "audit";
+pub(crate) const STREAM: &str = "EVENTS";
+pub(crate) const CONSUMER: &str = "audit";
 
-pub struct Env {
+pub(crate) struct Env {
     pub pg: PrivatePostgres,
     pub pg_proxy: FaultProxy,
     pub nats: PrivateNats,
@@ -28,11 +28,11 @@ pub struct Env {
 }
 
 impl Env {
-    pub async fn start() -> Env {
+    pub(crate) async fn start() -> Env {
         Env::start_with(PgOptions::default(), NatsConfig::default()).await
     }
 
-    pub async fn start_with(pg: PgOptions, nats: NatsConfig) -> Env {
+    pub(crate) async fn start_with(pg: PgOptions, nats: NatsConfig) -> Env {
         let pg = PrivatePostgres::start_with(pg).await;
         let nats = PrivateNats::start(nats).await;
         let pg_proxy = FaultProxy::start(pg.addr()).await;
@@ -48,17 +48,17 @@ impl Env {
     }
 
     /// The daemon's database URL, through the proxy.
-    pub fn db_url(&self) -> String {
+    pub(crate) fn db_url(&self) -> String {
         self.pg.url_at(self.pg_proxy.addr(), DB)
     }
 
     /// The same database, directly (for the test's own reads and `verify`).
-    pub fn direct_db_url(&self) -> String {
+    pub(crate) fn direct_db_url(&self) -> String {
         self.pg.url_at(self.pg.addr(), DB)
     }
 
     /// The NATS URL the daemon uses, through the proxy (no credentials in it).
-    pub fn nats_url(&self) -> String {
+    pub(crate) fn nats_url(&self) -> String {
         self.nats.url_via(self.nats_proxy.addr())
     }
 
@@ -76,22 +76,22 @@ impl Env {
     }
 
     /// A JetStream context on the private server, directly.
-    pub async fn js(&self) -> jetstream::Context {
+    pub(crate) async fn js(&self) -> jetstream::Context {
         jetstream::new(self.nats.connect().await)
     }
 
     /// Settings for the in-process publisher and simulator: the private server, directly.
-    pub fn direct_settings(&self) -> Settings {
+    pub(crate) fn direct_settings(&self) -> Settings {
         settings_for(self.nats.url())
     }
 
     /// Publishes `n` messages of the load mix (seeded) to `events.load`.
-    pub async fn publish_load(&self, n: usize, seed: u64) {
+    pub(crate) async fn publish_load(&self, n: usize, seed: u64) {
         publish_load(self.direct_settings(), n, seed).await
     }
 
     /// How many messages the stream holds.
-    pub async fn stream_messages(&self) -> i64 {
+    pub(crate) async fn stream_messages(&self) -> i64 {
         let state = self
             .js()
             .await
@@ -107,7 +107,7 @@ impl Env {
     }
 
     /// Publishes one message to `subject`; returns its stream sequence.
-    pub async fn publish(&self, subject: &str, bytes: Vec<u8>) -> u64 {
+    pub(crate) async fn publish(&self, subject: &str, bytes: Vec<u8>) -> u64 {
         self.js()
             .await
             .publish(subject.to_owned(), bytes.into())
@@ -119,28 +119,33 @@ impl Env {
     }
 
     /// The audit database, read directly (rows, sequences, `verify`).
-    pub fn db(&self) -> AuditDb {
+    pub(crate) fn db(&self) -> AuditDb {
         AuditDb::new(self.direct_db_url())
     }
 
-    pub async fn pool(&self) -> PgPool {
+    pub(crate) async fn pool(&self) -> PgPool {
         self.db().pool().await
     }
 
-    pub async fn rows(&self) -> i64 {
+    pub(crate) async fn rows(&self) -> i64 {
         self.db().rows().await
     }
 
-    pub async fn wait_rows(&self, n: i64, limit: Duration, context: impl Fn() -> String) -> i64 {
+    pub(crate) async fn wait_rows(
+        &self,
+        n: i64,
+        limit: Duration,
+        context: impl Fn() -> String,
+    ) -> i64 {
         self.db().wait_rows(n, limit, context).await
     }
 
-    pub async fn assert_exact(&self, n: i64) {
+    pub(crate) async fn assert_exact(&self, n: i64) {
         self.db().assert_exact(n).await
     }
 
     /// The consumer's `(num_pending, num_ack_pending)`.
-    pub async fn consumer_backlog(&self) -> (u64, usize) {
+    pub(crate) async fn consumer_backlog(&self) -> (u64, usize) {
         let info = self
             .js()
             .await
@@ -155,7 +160,7 @@ impl Env {
 }
 
 /// Publisher settings for the case's stream on the server(s) at `nats_url`.
-pub fn settings_for(nats_url: String) -> Settings {
+pub(crate) fn settings_for(nats_url: String) -> Settings {
     Settings {
         nats: NatsSettings {
             url: nats_url,
@@ -173,7 +178,7 @@ pub fn settings_for(nats_url: String) -> Settings {
 
 /// Publishes `n` messages of the load mix (seeded) to `events.load` with `s`, creating the
 /// stream as `s.stream` says when it is missing.
-pub async fn publish_load(mut s: Settings, n: usize, seed: u64) {
+pub(crate) async fn publish_load(mut s: Settings, n: usize, seed: u64) {
     s.publish.count = n;
     s.publish.subject = "events.load".into();
     s.publish.seed = Some(seed);
@@ -184,17 +189,17 @@ pub async fn publish_load(mut s: Settings, n: usize, seed: u64) {
 }
 
 /// The audit log's database as the test reads it: directly, as superuser.
-pub struct AuditDb {
+pub(crate) struct AuditDb {
     url: String,
 }
 
 impl AuditDb {
-    pub fn new(url: String) -> AuditDb {
+    pub(crate) fn new(url: String) -> AuditDb {
         AuditDb { url }
     }
 
     /// A pool on the audit database, directly, as superuser.
-    pub async fn pool(&self) -> PgPool {
+    pub(crate) async fn pool(&self) -> PgPool {
         PgPoolOptions::new()
             .max_connections(2)
             .connect(&self.url)
@@ -203,7 +208,7 @@ impl AuditDb {
     }
 
     /// Rows in the log, or 0 before the daemon has created it.
-    pub async fn rows(&self) -> i64 {
+    pub(crate) async fn rows(&self) -> i64 {
         let Ok(pool) = PgPoolOptions::new()
             .max_connections(1)
             .connect(&self.url)
@@ -220,7 +225,12 @@ impl AuditDb {
     }
 
     /// Waits until the log holds at least `n` rows; panics with `context()` after `limit`.
-    pub async fn wait_rows(&self, n: i64, limit: Duration, context: impl Fn() -> String) -> i64 {
+    pub(crate) async fn wait_rows(
+        &self,
+        n: i64,
+        limit: Duration,
+        context: impl Fn() -> String,
+    ) -> i64 {
         let started = Instant::now();
         loop {
             let rows = self.rows().await;
@@ -237,7 +247,7 @@ impl AuditDb {
     }
 
     /// `(rows, distinct sequences, min, max)` of the stream in the log.
-    pub async fn seq_stats(&self) -> (i64, i64, Option<i64>, Option<i64>) {
+    pub(crate) async fn seq_stats(&self) -> (i64, i64, Option<i64>, Option<i64>) {
         let pool = self.pool().await;
         let s = sqlx::query_as(
             "SELECT count(*), count(DISTINCT stream_seq), min(stream_seq), max(stream_seq) \
@@ -253,7 +263,7 @@ impl AuditDb {
 
     /// Asserts the log holds sequences 1..=n exactly once each, chained, and that `verify`
     /// finds it intact.
-    pub async fn assert_exact(&self, n: i64) {
+    pub(crate) async fn assert_exact(&self, n: i64) {
         assert_eq!(
             self.seq_stats().await,
             (n, n, Some(1), Some(n)),
@@ -272,7 +282,7 @@ impl AuditDb {
     }
 
     /// `event-audit verify` on the log (the URL in the environment): exit 0, `rows` rows.
-    pub async fn assert_verifies(&self, rows: i64) {
+    pub(crate) async fn assert_verifies(&self, rows: i64) {
         let out = crate::common::bin()
             .arg("verify")
             .env("DATABASE_URL", &self.url)
@@ -295,7 +305,7 @@ impl AuditDb {
 }
 
 /// GET `url` with a client-side bound: `Some((status, body))`, `None` on no answer in time.
-pub async fn get(url: &str, limit: Duration) -> Option<(u16, String)> {
+pub(crate) async fn get(url: &str, limit: Duration) -> Option<(u16, String)> {
     let client = reqwest::Client::builder().timeout(limit).build().ok()?;
     let resp = client.get(url).send().await.ok()?;
     let code = resp.status().as_u16();
@@ -303,7 +313,7 @@ pub async fn get(url: &str, limit: Duration) -> Option<(u16, String)> {
 }
 
 /// The value of the first sample of `metric` whose line contains `labels` in a /metrics text.
-pub fn metric(text: &str, metric: &str, labels: &str) -> Option<f64> {
+pub(crate) fn metric(text: &str, metric: &str, labels: &str) -> Option<f64> {
     text.lines()
         .filter(|l| !l.starts_with('#'))
         .filter(|l| {

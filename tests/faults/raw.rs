@@ -4,14 +4,14 @@
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-pub struct RawConn {
+pub(crate) struct RawConn {
     s: TcpStream,
     buf: Vec<u8>,
 }
 
 impl RawConn {
     /// Connects, reads INFO, sends CONNECT (headers on) and waits for the PONG of a PING.
-    pub async fn connect(addr: std::net::SocketAddr) -> RawConn {
+    pub(crate) async fn connect(addr: std::net::SocketAddr) -> RawConn {
         let s = TcpStream::connect(addr).await.expect("connect");
         let mut c = RawConn { s, buf: Vec::new() };
         let info = c.line().await;
@@ -26,7 +26,7 @@ impl RawConn {
         }
     }
 
-    pub async fn send(&mut self, bytes: &[u8]) {
+    pub(crate) async fn send(&mut self, bytes: &[u8]) {
         self.s.write_all(bytes).await.expect("write");
     }
 
@@ -45,7 +45,12 @@ impl RawConn {
     }
 
     /// Publishes with `HPUB` and the header block as given; returns JetStream's PubAck text.
-    pub async fn hpub_stored(&mut self, subject: &str, hdr: &[u8], payload: &[u8]) -> String {
+    pub(crate) async fn hpub_stored(
+        &mut self,
+        subject: &str,
+        hdr: &[u8],
+        payload: &[u8],
+    ) -> String {
         self.send(b"SUB _INBOX.rawack 9\r\n").await;
         let mut out = format!(
             "HPUB {subject} _INBOX.rawack {} {}\r\n",

@@ -20,7 +20,7 @@ use crate::config::defaults;
 use crate::metrics::WITNESS_CODES;
 
 /// A plain-text answer (the request is never echoed).
-pub fn text(status: StatusCode, body: String, content_type: &'static str) -> Response {
+pub(crate) fn text(status: StatusCode, body: String, content_type: &'static str) -> Response {
     (status, [(header::CONTENT_TYPE, content_type)], body).into_response()
 }
 
@@ -29,7 +29,7 @@ fn refused(status: StatusCode, why: &str) -> Response {
 }
 
 /// The request body as text, or the answer refusing it (413, 408 or 400).
-pub async fn read_body(headers: &HeaderMap, body: Body) -> Result<String, Response> {
+pub(crate) async fn read_body(headers: &HeaderMap, body: Body) -> Result<String, Response> {
     let max = defaults::WITNESS_MAX_BODY;
     let announced = headers
         .get(header::CONTENT_LENGTH)
@@ -69,7 +69,11 @@ pub async fn read_body(headers: &HeaderMap, body: Body) -> Result<String, Respon
 
 /// Counts every answer with an error status by its code (routes, methods and extractors
 /// included); a refusal that is evidence against the log is counted by reason as well.
-pub async fn count_errors(State(w): State<Arc<Inner>>, req: Request, next: Next) -> Response {
+pub(crate) async fn count_errors(
+    State(w): State<Arc<Inner>>,
+    req: Request,
+    next: Next,
+) -> Response {
     let resp = next.run(req).await;
     let status = resp.status();
     if status.is_client_error() || status.is_server_error() {

@@ -16,7 +16,7 @@ use crate::tlog::merkle::Hash;
 
 /// The latest checkpoint cosigned for one origin, with the note as submitted (evidence of what
 /// the log signed): the memory every keeper of a log shares, without a right edge.
-pub type Latest = crate::tlog::latest::Remembered<()>;
+pub(crate) type Latest = crate::tlog::latest::Remembered<()>;
 
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -32,14 +32,14 @@ struct File {
 }
 
 /// The state directory, locked by this process.
-pub struct StateDir {
+pub(crate) struct StateDir {
     dir: PathBuf,
     _lock: std::fs::File,
 }
 
 impl StateDir {
     /// Opens (creating) `dir` and takes its lock; fails when another witness holds it.
-    pub fn open(dir: &Path) -> std::io::Result<StateDir> {
+    pub(crate) fn open(dir: &Path) -> std::io::Result<StateDir> {
         std::fs::create_dir_all(dir)?;
         let lock = std::fs::OpenOptions::new()
             .create(true)
@@ -73,12 +73,12 @@ impl StateDir {
 
     /// The latest cosigned checkpoint of `origin`, if any. A file that cannot be read is an
     /// error (never taken as "no state": that would let a log start over).
-    pub fn load(&self, origin: &str) -> std::io::Result<Option<Latest>> {
+    pub(crate) fn load(&self, origin: &str) -> std::io::Result<Option<Latest>> {
         Ok(self.read(origin)?.map(|(l, _)| l))
     }
 
     /// The cosigned checkpoint served to monitors for `origin`, if one was kept.
-    pub fn served(&self, origin: &str) -> std::io::Result<Option<String>> {
+    pub(crate) fn served(&self, origin: &str) -> std::io::Result<Option<String>> {
         Ok(self.read(origin)?.and_then(|(_, s)| s))
     }
 
@@ -115,7 +115,7 @@ impl StateDir {
 
     /// Stores `latest` for `origin`, and the cosigned checkpoint served to monitors, durably,
     /// before the witness answers.
-    pub fn store(&self, origin: &str, latest: &Latest, served: &str) -> std::io::Result<()> {
+    pub(crate) fn store(&self, origin: &str, latest: &Latest, served: &str) -> std::io::Result<()> {
         let f = File {
             origin: origin.to_owned(),
             size: latest.size,

@@ -13,14 +13,14 @@ use super::nats::{NatsConfig, PrivateNats};
 /// The cluster's name in every node's `cluster` block.
 const CLUSTER: &str = "event-audit-faults";
 
-pub struct NatsCluster {
+pub(crate) struct NatsCluster {
     pub nodes: Vec<PrivateNats>,
 }
 
 impl NatsCluster {
     /// Starts `n` nodes (route ports chosen first, so each node's routes name the others) and
     /// waits until JetStream answers with a meta leader.
-    pub async fn start(n: usize) -> NatsCluster {
+    pub(crate) async fn start(n: usize) -> NatsCluster {
         let routes: Vec<u16> = (0..n).map(|_| free_port()).collect();
         let mut nodes = Vec::with_capacity(n);
         for (i, port) in routes.iter().enumerate() {
@@ -46,25 +46,25 @@ impl NatsCluster {
     }
 
     /// The `server_name` of node `i`.
-    pub fn name(i: usize) -> String {
+    pub(crate) fn name(i: usize) -> String {
         format!("n{}", i + 1)
     }
 
     /// The node whose `server_name` is `name`.
-    pub fn index_of(&self, name: &str) -> usize {
+    pub(crate) fn index_of(&self, name: &str) -> usize {
         (0..self.nodes.len())
             .find(|i| Self::name(*i) == name)
             .unwrap_or_else(|| panic!("no node named {name}"))
     }
 
     /// Every node's client URL, comma-separated, as a user lists seed servers.
-    pub fn urls(&self) -> String {
+    pub(crate) fn urls(&self) -> String {
         let urls: Vec<String> = self.nodes.iter().map(PrivateNats::url).collect();
         urls.join(",")
     }
 
     /// A client given every node (it moves to a live one when its server dies).
-    pub async fn client(&self) -> async_nats::Client {
+    pub(crate) async fn client(&self) -> async_nats::Client {
         let urls: Vec<String> = self.nodes.iter().map(PrivateNats::url).collect();
         async_nats::ConnectOptions::new()
             .retry_on_initial_connect()
@@ -73,12 +73,12 @@ impl NatsCluster {
             .expect("connect to the cluster")
     }
 
-    pub async fn js(&self) -> jetstream::Context {
+    pub(crate) async fn js(&self) -> jetstream::Context {
         jetstream::new(self.client().await)
     }
 
     /// Waits until a JetStream API call succeeds (the meta group has a leader).
-    pub async fn wait_jetstream(&self, limit: Duration) {
+    pub(crate) async fn wait_jetstream(&self, limit: Duration) {
         let js = self.js().await;
         let started = Instant::now();
         loop {
@@ -102,7 +102,7 @@ impl NatsCluster {
     }
 
     /// The node leading `stream` now (its Raft group's leader), once one is elected.
-    pub async fn stream_leader(&self, js: &jetstream::Context, stream: &str) -> usize {
+    pub(crate) async fn stream_leader(&self, js: &jetstream::Context, stream: &str) -> usize {
         self.leader_of(|| async {
             let s = js.get_stream(stream).await.ok()?;
             s.cached_info().cluster.as_ref()?.leader.clone()
@@ -111,7 +111,7 @@ impl NatsCluster {
     }
 
     /// The node leading the durable `consumer` of `stream` now.
-    pub async fn consumer_leader(
+    pub(crate) async fn consumer_leader(
         &self,
         js: &jetstream::Context,
         stream: &str,
@@ -147,7 +147,7 @@ impl NatsCluster {
 
     /// Waits until each of `streams` has a leader and every other replica is online and
     /// current (a restarted node has caught up).
-    pub async fn wait_current(&self, js: &jetstream::Context, streams: &[&str]) {
+    pub(crate) async fn wait_current(&self, js: &jetstream::Context, streams: &[&str]) {
         let started = Instant::now();
         for stream in streams {
             loop {
@@ -176,17 +176,17 @@ impl NatsCluster {
     }
 
     /// SIGKILLs node `i` by its PID.
-    pub async fn kill(&mut self, i: usize) {
+    pub(crate) async fn kill(&mut self, i: usize) {
         self.nodes[i].kill().await;
     }
 
     /// Starts node `i` again (same port, store and routes).
-    pub async fn start_again(&mut self, i: usize) {
+    pub(crate) async fn start_again(&mut self, i: usize) {
         self.nodes[i].start_again().await;
     }
 
     /// The tail of every node's log, for failure messages.
-    pub fn logs(&self) -> String {
+    pub(crate) fn logs(&self) -> String {
         let mut out = String::new();
         for (i, n) in self.nodes.iter().enumerate() {
             let log = n.log();

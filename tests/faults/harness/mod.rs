@@ -15,12 +15,12 @@
 //!   s3s-fs), with a certificate of the test's CA.
 #![allow(dead_code)]
 
-pub mod cluster;
-pub mod nats;
-pub mod postgres;
-pub mod proxy;
-pub mod s3s;
-pub mod tls_proxy;
+pub(crate) mod cluster;
+pub(crate) mod nats;
+pub(crate) mod postgres;
+pub(crate) mod proxy;
+pub(crate) mod s3s;
+pub(crate) mod tls_proxy;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -28,14 +28,14 @@ use std::time::{Duration, Instant};
 
 /// A port on 127.0.0.1 that was free a moment ago, outside the ephemeral range (see
 /// `common::free_port`).
-pub fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     crate::common::free_port()
 }
 
 /// Where servers keep their data: /dev/shm when it is a world-writable tmpfs (writes there are
 /// 10-25x faster than to /tmp on this machine's disk), else the system's temporary directory.
 /// Each server removes its own directory on `Drop`.
-pub fn scratch_base() -> PathBuf {
+pub(crate) fn scratch_base() -> PathBuf {
     use std::os::unix::fs::PermissionsExt;
     let shm = Path::new("/dev/shm");
     match std::fs::metadata(shm) {
@@ -45,7 +45,7 @@ pub fn scratch_base() -> PathBuf {
 }
 
 /// Spawns `cmd` with stdin closed and stdout/stderr appended to the file `log`.
-pub fn spawn_logged(mut cmd: Command, log: &Path) -> Child {
+pub(crate) fn spawn_logged(mut cmd: Command, log: &Path) -> Child {
     let log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -60,7 +60,7 @@ pub fn spawn_logged(mut cmd: Command, log: &Path) -> Child {
 
 /// True once a server on 127.0.0.1:`port` sends `banner` first (nats-server's `INFO `, sent in
 /// plain text on 2.9 also when TLS is on).
-pub async fn greets(port: u16, banner: &[u8]) -> bool {
+pub(crate) async fn greets(port: u16, banner: &[u8]) -> bool {
     use tokio::io::AsyncReadExt;
     let attempt = async {
         let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
@@ -74,7 +74,7 @@ pub async fn greets(port: u16, banner: &[u8]) -> bool {
 
 /// Sends `signal` (a name such as `TERM`, `INT`, `QUIT`, `KILL`) to one PID, with `kill(1)`.
 /// Returns whether the signal was delivered.
-pub fn signal(pid: u32, signal: &str) -> bool {
+pub(crate) fn signal(pid: u32, signal: &str) -> bool {
     Command::new("kill")
         .args(["-s", signal, &pid.to_string()])
         .stdout(Stdio::null())
@@ -85,7 +85,7 @@ pub fn signal(pid: u32, signal: &str) -> bool {
 }
 
 /// Waits (async, polling) until `child` has exited; `false` if it still runs after `limit`.
-pub async fn wait_exit(child: &mut Child, limit: Duration) -> bool {
+pub(crate) async fn wait_exit(child: &mut Child, limit: Duration) -> bool {
     let deadline = Instant::now() + limit;
     loop {
         if matches!(child.try_wait(), Ok(Some(_)) | Err(_)) {
@@ -99,7 +99,7 @@ pub async fn wait_exit(child: &mut Child, limit: Duration) -> bool {
 }
 
 /// Blocking variant of [`wait_exit`], for `Drop`.
-pub fn wait_exit_blocking(child: &mut Child, limit: Duration) -> bool {
+pub(crate) fn wait_exit_blocking(child: &mut Child, limit: Duration) -> bool {
     let deadline = Instant::now() + limit;
     loop {
         if matches!(child.try_wait(), Ok(Some(_)) | Err(_)) {
@@ -113,7 +113,7 @@ pub fn wait_exit_blocking(child: &mut Child, limit: Duration) -> bool {
 }
 
 /// Ends a child for good: `first` signal, up to `grace` to exit, then SIGKILL and reap.
-pub fn terminate_blocking(child: &mut Child, first: &str, grace: Duration) {
+pub(crate) fn terminate_blocking(child: &mut Child, first: &str, grace: Duration) {
     if matches!(child.try_wait(), Ok(Some(_))) {
         return;
     }
@@ -126,7 +126,7 @@ pub fn terminate_blocking(child: &mut Child, first: &str, grace: Duration) {
 
 /// The direct children of `pid` as `(pid, start time)` pairs, read from `/proc`. The start time
 /// lets a later kill make sure the PID still names the same process.
-pub fn children_of(pid: u32) -> Vec<(u32, u64)> {
+pub(crate) fn children_of(pid: u32) -> Vec<(u32, u64)> {
     let mut out = Vec::new();
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return out;
@@ -149,7 +149,7 @@ pub fn children_of(pid: u32) -> Vec<(u32, u64)> {
 }
 
 /// `(parent pid, start time in clock ticks)` of a process, from `/proc/PID/stat`.
-pub fn stat_of(pid: u32) -> Option<(u32, u64)> {
+pub(crate) fn stat_of(pid: u32) -> Option<(u32, u64)> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name (field 2) may contain spaces and parentheses: split after the last ')'.
     let rest = &stat[stat.rfind(')')? + 2..];
@@ -159,7 +159,7 @@ pub fn stat_of(pid: u32) -> Option<(u32, u64)> {
 }
 
 /// Whether `pid` names a live process (a zombie waiting to be reaped counts as gone).
-pub fn alive(pid: u32) -> bool {
+pub(crate) fn alive(pid: u32) -> bool {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     let state = stat
         .rfind(')')
@@ -168,7 +168,7 @@ pub fn alive(pid: u32) -> bool {
 }
 
 /// SIGKILLs processes listed by [`children_of`], skipping any PID reused since.
-pub fn kill_listed(procs: &[(u32, u64)]) {
+pub(crate) fn kill_listed(procs: &[(u32, u64)]) {
     for &(pid, start) in procs {
         if stat_of(pid).map(|(_, s)| s) == Some(start) {
             signal(pid, "KILL");
@@ -177,14 +177,14 @@ pub fn kill_listed(procs: &[(u32, u64)]) {
 }
 
 /// The last `max` bytes of a log file, for failure messages.
-pub fn tail(path: &Path, max: usize) -> String {
+pub(crate) fn tail(path: &Path, max: usize) -> String {
     let text = std::fs::read(path).unwrap_or_default();
     let from = text.len().saturating_sub(max);
     String::from_utf8_lossy(&text[from..]).into_owned()
 }
 
 /// Percent-encodes everything but RFC 3986 unreserved characters (for user info in URLs).
-pub fn url_encode(s: &str) -> String {
+pub(crate) fn url_encode(s: &str) -> String {
     let mut out = String::new();
     for b in s.bytes() {
         if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
@@ -197,7 +197,7 @@ pub fn url_encode(s: &str) -> String {
 }
 
 /// A random alphanumeric secret of `len` characters (passwords, tokens).
-pub fn random_secret(len: usize) -> String {
+pub(crate) fn random_secret(len: usize) -> String {
     use rand::distributions::{Alphanumeric, DistString};
     Alphanumeric.sample_string(&mut rand::thread_rng(), len)
 }
@@ -205,12 +205,12 @@ pub fn random_secret(len: usize) -> String {
 /// Writes TLS material into `dir`, all PEM: `ca.pem` (a fresh CA), `server-cert.pem` and
 /// `server-key.pem` (for 127.0.0.1 and localhost), `client-cert.pem` and `client-key.pem`
 /// (client authentication), both signed by the CA.
-pub fn write_tls_files(dir: &Path) {
+pub(crate) fn write_tls_files(dir: &Path) {
     write_tls_files_of(dir, "fault suite test CA")
 }
 
 /// As [`write_tls_files`], the CA named `ca_name` (a man in the middle's, in the TLS cases).
-pub fn write_tls_files_of(dir: &Path, ca_name: &str) {
+pub(crate) fn write_tls_files_of(dir: &Path, ca_name: &str) {
     use rcgen::{BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose as Eku};
     use rcgen::{IsCa, Issuer, KeyPair, KeyUsagePurpose};
     let ca_key = KeyPair::generate().expect("CA key");

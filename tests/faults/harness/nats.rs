@@ -18,10 +18,10 @@ use serde_json::json;
 
 use super::{free_port, random_secret, signal, spawn_logged, tail, wait_exit};
 
-pub const NATS_SERVER: &str = "/usr/sbin/nats-server";
+pub(crate) const NATS_SERVER: &str = "/usr/sbin/nats-server";
 
 #[derive(Clone, Debug, Default)]
-pub enum NatsAuth {
+pub(crate) enum NatsAuth {
     #[default]
     None,
     UserPassword {
@@ -36,7 +36,7 @@ pub enum NatsAuth {
 }
 
 #[derive(Clone, Debug, Default)]
-pub struct NatsConfig {
+pub(crate) struct NatsConfig {
     pub auth: NatsAuth,
     /// `Some(require_client_cert)` turns TLS on.
     pub tls: Option<bool>,
@@ -45,33 +45,33 @@ pub struct NatsConfig {
 }
 
 impl NatsConfig {
-    pub fn user_password(user: &str, password: &str) -> Self {
+    pub(crate) fn user_password(user: &str, password: &str) -> Self {
         let (user, password) = (user.to_string(), password.to_string());
         Self::with_auth(NatsAuth::UserPassword { user, password })
     }
-    pub fn token(token: &str) -> Self {
+    pub(crate) fn token(token: &str) -> Self {
         Self::with_auth(NatsAuth::Token(token.to_string()))
     }
-    pub fn nkey() -> Self {
+    pub(crate) fn nkey() -> Self {
         Self::with_auth(NatsAuth::NKey)
     }
-    pub fn jwt() -> Self {
+    pub(crate) fn jwt() -> Self {
         Self::with_auth(NatsAuth::Jwt)
     }
-    pub fn with_auth(auth: NatsAuth) -> Self {
+    pub(crate) fn with_auth(auth: NatsAuth) -> Self {
         NatsConfig {
             auth,
             ..Default::default()
         }
     }
     /// Turns TLS on; `client_certs` makes the server require (and verify) client certificates.
-    pub fn tls(mut self, client_certs: bool) -> Self {
+    pub(crate) fn tls(mut self, client_certs: bool) -> Self {
         self.tls = Some(client_certs);
         self
     }
 }
 
-pub struct PrivateNats {
+pub(crate) struct PrivateNats {
     dir: tempfile::TempDir,
     port: u16,
     config: NatsConfig,
@@ -82,7 +82,7 @@ pub struct PrivateNats {
 }
 
 impl PrivateNats {
-    pub async fn start(config: NatsConfig) -> PrivateNats {
+    pub(crate) async fn start(config: NatsConfig) -> PrivateNats {
         let began = Instant::now();
         let dir = tempfile::Builder::new()
             .prefix("fault-nats-")
@@ -181,25 +181,25 @@ impl PrivateNats {
         }
     }
 
-    pub fn port(&self) -> u16 {
+    pub(crate) fn port(&self) -> u16 {
         self.port
     }
 
-    pub fn addr(&self) -> SocketAddr {
+    pub(crate) fn addr(&self) -> SocketAddr {
         SocketAddr::from(([127, 0, 0, 1], self.port))
     }
 
-    pub fn pid(&self) -> Option<u32> {
+    pub(crate) fn pid(&self) -> Option<u32> {
         self.child.as_ref().map(Child::id)
     }
 
     /// `nats://127.0.0.1:PORT`, or `tls://…` when TLS is on. No credentials in it.
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         self.url_via(self.addr())
     }
 
     /// The same URL through `proxy` (the certificate names 127.0.0.1, so TLS still verifies).
-    pub fn url_via(&self, proxy: SocketAddr) -> String {
+    pub(crate) fn url_via(&self, proxy: SocketAddr) -> String {
         let scheme = if self.config.tls.is_some() {
             "tls"
         } else {
@@ -208,49 +208,49 @@ impl PrivateNats {
         format!("{scheme}://{proxy}")
     }
 
-    pub fn dir(&self) -> &Path {
+    pub(crate) fn dir(&self) -> &Path {
         self.dir.path()
     }
 
-    pub fn store_dir(&self) -> PathBuf {
+    pub(crate) fn store_dir(&self) -> PathBuf {
         self.dir.path().join("js")
     }
 
-    pub fn conf_path(&self) -> PathBuf {
+    pub(crate) fn conf_path(&self) -> PathBuf {
         self.dir.path().join("nats.conf")
     }
 
-    pub fn log_path(&self) -> PathBuf {
+    pub(crate) fn log_path(&self) -> PathBuf {
         self.dir.path().join("nats.log")
     }
 
-    pub fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         tail(&self.log_path(), 64 * 1024)
     }
 
     /// The user's NKey seed (`SU…`) under [`NatsAuth::NKey`].
-    pub fn nkey_seed(&self) -> Option<&str> {
+    pub(crate) fn nkey_seed(&self) -> Option<&str> {
         self.nkey_seed.as_deref()
     }
 
     /// The user's `.creds` file (JWT + seed) under [`NatsAuth::Jwt`].
-    pub fn creds_path(&self) -> PathBuf {
+    pub(crate) fn creds_path(&self) -> PathBuf {
         self.dir.path().join("user.creds")
     }
 
     /// The CA certificate (PEM) when TLS is on.
-    pub fn ca_path(&self) -> PathBuf {
+    pub(crate) fn ca_path(&self) -> PathBuf {
         self.dir.path().join("ca.pem")
     }
 
     /// A client certificate and key (PEM) signed by the CA, when TLS is on.
-    pub fn client_cert_paths(&self) -> (PathBuf, PathBuf) {
+    pub(crate) fn client_cert_paths(&self) -> (PathBuf, PathBuf) {
         let p = self.dir.path();
         (p.join("client-cert.pem"), p.join("client-key.pem"))
     }
 
     /// Connect options carrying the right credentials and TLS settings for this server.
-    pub async fn connect_options(&self) -> async_nats::ConnectOptions {
+    pub(crate) async fn connect_options(&self) -> async_nats::ConnectOptions {
         let mut o = async_nats::ConnectOptions::new();
         o = match &self.config.auth {
             NatsAuth::None => o,
@@ -275,7 +275,7 @@ impl PrivateNats {
     }
 
     /// A connected client with the right credentials.
-    pub async fn connect(&self) -> async_nats::Client {
+    pub(crate) async fn connect(&self) -> async_nats::Client {
         self.connect_options()
             .await
             .connect(self.url())
@@ -284,7 +284,7 @@ impl PrivateNats {
     }
 
     /// Graceful stop by PID (SIGTERM), waiting for the exit.
-    pub async fn stop(&mut self) {
+    pub(crate) async fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {
             signal(child.id(), "TERM");
             if !wait_exit(&mut child, Duration::from_secs(15)).await {
@@ -295,7 +295,7 @@ impl PrivateNats {
     }
 
     /// SIGKILL by PID (a crash).
-    pub async fn kill(&mut self) {
+    pub(crate) async fn kill(&mut self) {
         self.kill_now();
     }
 
@@ -307,13 +307,13 @@ impl PrivateNats {
     }
 
     /// Stops (gracefully) if running, then starts again: same port, config and store.
-    pub async fn restart(&mut self) {
+    pub(crate) async fn restart(&mut self) {
         self.stop().await;
         self.start_again().await;
     }
 
     /// Starts again after `stop` or `kill`.
-    pub async fn start_again(&mut self) {
+    pub(crate) async fn start_again(&mut self) {
         assert!(self.child.is_none(), "nats-server is running");
         // The port was ours a moment ago; give a lingering socket a few tries.
         for _ in 0..50 {

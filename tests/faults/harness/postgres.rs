@@ -23,11 +23,11 @@ use super::{
 };
 
 /// Where Debian puts the PostgreSQL 15 binaries.
-pub const PG_BIN: &str = "/usr/lib/postgresql/15/bin";
+pub(crate) const PG_BIN: &str = "/usr/lib/postgresql/15/bin";
 
 /// How clients over TCP authenticate.
 #[derive(Clone, Debug, Default)]
-pub enum PgAuth {
+pub(crate) enum PgAuth {
     /// `trust` for everyone; `url()` connects as `postgres` without a password.
     #[default]
     Trust,
@@ -37,7 +37,7 @@ pub enum PgAuth {
 }
 
 #[derive(Clone, Debug, Default)]
-pub struct PgOptions {
+pub(crate) struct PgOptions {
     pub auth: PgAuth,
     /// Extra `-c name=value` settings, e.g. `("statement_timeout", "5s")`.
     pub settings: Vec<(String, String)>,
@@ -47,7 +47,7 @@ pub struct PgOptions {
     pub tls: Option<bool>,
 }
 
-pub struct PrivatePostgres {
+pub(crate) struct PrivatePostgres {
     dir: tempfile::TempDir,
     port: u16,
     options: PgOptions,
@@ -62,11 +62,11 @@ pub struct PrivatePostgres {
 
 impl PrivatePostgres {
     /// A trust-authenticated cluster.
-    pub async fn start() -> PrivatePostgres {
+    pub(crate) async fn start() -> PrivatePostgres {
         Self::start_with(PgOptions::default()).await
     }
 
-    pub async fn start_with(options: PgOptions) -> PrivatePostgres {
+    pub(crate) async fn start_with(options: PgOptions) -> PrivatePostgres {
         let began = Instant::now();
         let dir = postgres_dir("fault-pg-");
         copy_template(&dir.path().join("data"));
@@ -183,54 +183,54 @@ impl PrivatePostgres {
         self.server_start = began.elapsed();
     }
 
-    pub fn port(&self) -> u16 {
+    pub(crate) fn port(&self) -> u16 {
         self.port
     }
 
-    pub fn addr(&self) -> SocketAddr {
+    pub(crate) fn addr(&self) -> SocketAddr {
         SocketAddr::from(([127, 0, 0, 1], self.port))
     }
 
     /// The postmaster's PID while it runs.
-    pub fn pid(&self) -> Option<u32> {
+    pub(crate) fn pid(&self) -> Option<u32> {
         self.child.as_ref().map(|c| c.id())
     }
 
-    pub fn data_dir(&self) -> PathBuf {
+    pub(crate) fn data_dir(&self) -> PathBuf {
         self.dir.path().join("data")
     }
 
-    pub fn socket_dir(&self) -> &Path {
+    pub(crate) fn socket_dir(&self) -> &Path {
         self.dir.path()
     }
 
     /// With TLS on: the CA, the server's and a client's certificates and keys (PEM files, see
     /// [`super::write_tls_files`]).
-    pub fn tls_dir(&self) -> PathBuf {
+    pub(crate) fn tls_dir(&self) -> PathBuf {
         self.dir.path().join("tls")
     }
 
-    pub fn log_path(&self) -> PathBuf {
+    pub(crate) fn log_path(&self) -> PathBuf {
         self.dir.path().join("postgres.log")
     }
 
     /// The server's log so far (at most the last 64 KiB).
-    pub fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         tail(&self.log_path(), 64 * 1024)
     }
 
     /// A URL for database `postgres` over TCP, with the credentials of the configured auth.
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         self.url_at(self.addr(), "postgres")
     }
 
     /// The same URL, but through `proxy` (e.g. a [`super::proxy::FaultProxy`]).
-    pub fn url_via(&self, proxy: SocketAddr) -> String {
+    pub(crate) fn url_via(&self, proxy: SocketAddr) -> String {
         self.url_at(proxy, "postgres")
     }
 
     /// A URL for database `db` at `addr` with the configured credentials.
-    pub fn url_at(&self, addr: SocketAddr, db: &str) -> String {
+    pub(crate) fn url_at(&self, addr: SocketAddr, db: &str) -> String {
         let user = match &self.options.auth {
             PgAuth::Trust => "postgres".to_string(),
             PgAuth::Scram { user, password } => {
@@ -241,7 +241,7 @@ impl PrivatePostgres {
     }
 
     /// A superuser connection over the Unix socket (trust), whatever the TCP auth.
-    pub async fn admin(&self) -> PgConnection {
+    pub(crate) async fn admin(&self) -> PgConnection {
         PgConnectOptions::new()
             .socket(self.socket_dir())
             .port(self.port)
@@ -254,7 +254,7 @@ impl PrivatePostgres {
     }
 
     /// Runs one statement as superuser (e.g. `CREATE DATABASE`).
-    pub async fn execute(&self, sql: &str) {
+    pub(crate) async fn execute(&self, sql: &str) {
         let mut conn = self.admin().await;
         sqlx::raw_sql(sql)
             .execute(&mut conn)
@@ -264,7 +264,7 @@ impl PrivatePostgres {
     }
 
     /// Fast shutdown by PID (SIGINT), waiting for the postmaster to exit.
-    pub async fn stop(&mut self) {
+    pub(crate) async fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {
             signal(child.id(), "INT");
             if !wait_exit(&mut child, Duration::from_secs(30)).await {
@@ -274,7 +274,7 @@ impl PrivatePostgres {
     }
 
     /// A crash: SIGKILL of the postmaster and of the processes it had forked.
-    pub async fn kill(&mut self) {
+    pub(crate) async fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
             let children = children_of(child.id());
             let _ = child.kill();
@@ -292,7 +292,7 @@ impl PrivatePostgres {
     /// A hot standby of this running server: `pg_basebackup -R` (which writes `standby.signal`
     /// and `primary_conninfo`) into a directory of its own, started on a port of its own,
     /// streaming from this one.
-    pub async fn standby(&self) -> PrivatePostgres {
+    pub(crate) async fn standby(&self) -> PrivatePostgres {
         let began = Instant::now();
         let dir = postgres_dir("fault-pg-standby-");
         let out = as_postgres(Command::new(format!("{PG_BIN}/pg_basebackup")))
@@ -316,18 +316,18 @@ impl PrivatePostgres {
     }
 
     /// Promotes a standby to a primary, waiting (60 s at most) for the end of recovery.
-    pub async fn promote(&self) {
+    pub(crate) async fn promote(&self) {
         self.execute("SELECT pg_promote(true, 60)").await;
     }
 
     /// Stops (fast) if running, then starts again on the same port and data directory.
-    pub async fn restart(&mut self) {
+    pub(crate) async fn restart(&mut self) {
         self.stop().await;
         self.launch().await;
     }
 
     /// Starts again after `stop` or `kill` (crash recovery runs after a kill).
-    pub async fn start_again(&mut self) {
+    pub(crate) async fn start_again(&mut self) {
         assert!(self.child.is_none(), "postgres is running");
         self.launch().await;
     }
@@ -451,7 +451,7 @@ fn succeeded(what: &str, out: std::io::Result<std::process::Output>) {
 }
 
 /// `uid` and `gid` of the `postgres` OS user, from /etc/passwd.
-pub fn postgres_ids() -> (u32, u32) {
+pub(crate) fn postgres_ids() -> (u32, u32) {
     let passwd = std::fs::read_to_string("/etc/passwd").expect("read /etc/passwd");
     passwd
         .lines()

@@ -31,7 +31,7 @@ use tokio::task::JoinHandle;
 
 /// What the proxy does with traffic; see the module documentation.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Mode {
+pub(crate) enum Mode {
     #[default]
     Pass,
     Refuse,
@@ -45,7 +45,7 @@ pub enum Mode {
 /// client → upstream (`up`) and back (`down`), connections the proxy reset (by mode, or when the
 /// upstream refused).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ProxyStats {
+pub(crate) struct ProxyStats {
     pub accepted: u64,
     pub active: u64,
     pub bytes_up: u64,
@@ -92,7 +92,7 @@ struct Counters {
 }
 
 /// The proxy. Dropping it closes the listener and resets every connection.
-pub struct FaultProxy {
+pub(crate) struct FaultProxy {
     addr: SocketAddr,
     upstream: SocketAddr,
     tx: watch::Sender<State>,
@@ -103,7 +103,7 @@ pub struct FaultProxy {
 
 impl FaultProxy {
     /// Listens on 127.0.0.1 (a free port) in `Pass` mode, forwarding to `upstream`.
-    pub async fn start(upstream: SocketAddr) -> FaultProxy {
+    pub(crate) async fn start(upstream: SocketAddr) -> FaultProxy {
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind the fault proxy");
@@ -130,18 +130,18 @@ impl FaultProxy {
     }
 
     /// The address clients connect to.
-    pub fn addr(&self) -> SocketAddr {
+    pub(crate) fn addr(&self) -> SocketAddr {
         self.addr
     }
 
     /// The address traffic is forwarded to.
-    pub fn upstream(&self) -> SocketAddr {
+    pub(crate) fn upstream(&self) -> SocketAddr {
         self.tx.borrow().upstream.unwrap_or(self.upstream)
     }
 
     /// Sends new connections to `upstream` from now on and resets the open ones (a failover
     /// behind a stable address, as a TCP proxy or a DNS switch does it).
-    pub async fn retarget(&self, upstream: SocketAddr) {
+    pub(crate) async fn retarget(&self, upstream: SocketAddr) {
         let first_new = self.counters.next_id.load(Ordering::SeqCst);
         self.tx.send_modify(|s| {
             s.generation += 1;
@@ -152,13 +152,13 @@ impl FaultProxy {
     }
 
     /// The mode in force (`Reset` reads back as `Pass` once applied).
-    pub fn mode(&self) -> Mode {
+    pub(crate) fn mode(&self) -> Mode {
         self.tx.borrow().mode
     }
 
     /// Switches the mode. Returns once the listener has applied it and the connections it resets
     /// (under `Refuse` and `Reset`) are closed (at most 2 s).
-    pub async fn set_mode(&self, mode: Mode) {
+    pub(crate) async fn set_mode(&self, mode: Mode) {
         let first_new = self.counters.next_id.load(Ordering::SeqCst);
         let mut generation = 0;
         self.tx.send_modify(|s| {
@@ -187,7 +187,7 @@ impl FaultProxy {
     }
 
     /// Resets every open connection once (SO_LINGER 0, then close), leaving the mode as it is.
-    pub async fn reset_all(&self) {
+    pub(crate) async fn reset_all(&self) {
         let first_new = self.counters.next_id.load(Ordering::SeqCst);
         self.tx.send_modify(|s| {
             s.generation += 1;
@@ -213,7 +213,7 @@ impl FaultProxy {
         }
     }
 
-    pub fn stats(&self) -> ProxyStats {
+    pub(crate) fn stats(&self) -> ProxyStats {
         let c = &self.counters;
         ProxyStats {
             accepted: c.accepted.load(Ordering::SeqCst),

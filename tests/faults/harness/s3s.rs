@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use super::{free_port, greets, spawn_logged, tail, terminate_blocking};
 use crate::common::s3::{ACCESS_KEY, SECRET_KEY};
 
-pub struct PrivateS3 {
+pub(crate) struct PrivateS3 {
     dir: tempfile::TempDir,
     port: u16,
     child: Option<Child>,
@@ -29,7 +29,7 @@ fn binary() -> Option<PathBuf> {
 }
 
 impl PrivateS3 {
-    pub async fn start() -> Option<PrivateS3> {
+    pub(crate) async fn start() -> Option<PrivateS3> {
         let bin = binary()?;
         let dir = tempfile::Builder::new()
             .prefix("fault-s3s-")
@@ -60,12 +60,12 @@ impl PrivateS3 {
         Some(s3)
     }
 
-    pub fn addr(&self) -> SocketAddr {
+    pub(crate) fn addr(&self) -> SocketAddr {
         SocketAddr::from(([127, 0, 0, 1], self.port))
     }
 
     /// Where its buckets are kept.
-    pub fn data(&self) -> PathBuf {
+    pub(crate) fn data(&self) -> PathBuf {
         self.dir.path().join("data")
     }
 }

@@ -12,7 +12,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
-pub struct TlsProxy {
+pub(crate) struct TlsProxy {
     addr: SocketAddr,
     _stop: DropGuard,
 }
@@ -27,7 +27,7 @@ fn certs(path: &Path) -> Vec<CertificateDer<'static>> {
 impl TlsProxy {
     /// HTTPS at a free port in front of `upstream`, with `dir`'s server certificate; with
     /// `client_certs`, a client certificate of `dir`'s CA required.
-    pub async fn start(upstream: SocketAddr, dir: &Path, client_certs: bool) -> TlsProxy {
+    pub(crate) async fn start(upstream: SocketAddr, dir: &Path, client_certs: bool) -> TlsProxy {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
             .with_safe_default_protocol_versions()
@@ -82,12 +82,12 @@ impl TlsProxy {
         }
     }
 
-    pub fn addr(&self) -> SocketAddr {
+    pub(crate) fn addr(&self) -> SocketAddr {
         self.addr
     }
 
     /// `https://127.0.0.1:PORT`.
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("https://{}", self.addr)
     }
 }

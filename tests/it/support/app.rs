@@ -18,7 +18,7 @@ use event_audit::test_support::ingest::Totals;
 
 /// Settings for a daemon on this test's database and stream: batches of 500, a 2 s ack wait,
 /// HTTP on a free port.
-pub fn settings(db: &TestDb, ts: &TestStream) -> Settings {
+pub(crate) fn settings(db: &TestDb, ts: &TestStream) -> Settings {
     let mut s = ts.settings();
     s.database = db.settings();
     s.stream.ack_wait = Dur::secs(2);
@@ -30,7 +30,12 @@ pub fn settings(db: &TestDb, ts: &TestStream) -> Settings {
 /// `settings` with reconciliation of `supplier` against the REST service at `url`, its token
 /// in `token_file` (the daemon reconciles once more after draining, with `exit_when_idle`): its
 /// open batches and the supplier as a whole.
-pub fn reconciling(mut s: Settings, supplier: &str, url: &str, token_file: &Path) -> Settings {
+pub(crate) fn reconciling(
+    mut s: Settings,
+    supplier: &str,
+    url: &str,
+    token_file: &Path,
+) -> Settings {
     s.reconcile.suppliers = vec![supplier.to_owned()];
     s.reconcile.whole_supplier = true;
     s.rest.url = Some(url.to_owned());
@@ -39,7 +44,7 @@ pub fn reconciling(mut s: Settings, supplier: &str, url: &str, token_file: &Path
 }
 
 /// A daemon running in this process.
-pub struct TestApp {
+pub(crate) struct TestApp {
     pub addr: SocketAddr,
     /// `http://ADDR`.
     pub base: String,
@@ -51,7 +56,7 @@ pub struct TestApp {
 
 /// A daemon that has stopped: what it ingested and what it logged.
 #[derive(Debug)]
-pub struct Stopped {
+pub(crate) struct Stopped {
     /// What it ingested (shown when an assertion on it fails).
     #[allow(dead_code)]
     pub totals: Totals,
@@ -61,14 +66,14 @@ pub struct Stopped {
 
 impl Stopped {
     /// The log lines at ERROR level.
-    pub fn errors(&self) -> Vec<String> {
+    pub(crate) fn errors(&self) -> Vec<String> {
         super::logs::error_lines(&self.log)
     }
 }
 
 /// Builds and starts the daemon, capturing its log; panics with the reason when it cannot
 /// start.
-pub async fn spawn_app(settings: Settings) -> TestApp {
+pub(crate) async fn spawn_app(settings: Settings) -> TestApp {
     settings.validate().expect("valid test settings");
     let logs = Logs::capture();
     let app = App::build(settings).await.expect("build the daemon");
@@ -89,7 +94,7 @@ pub async fn spawn_app(settings: Settings) -> TestApp {
 impl TestApp {
     /// Waits until the daemon stops by itself (`exit_when_idle`), at most `limit`; panics,
     /// with its log, when it fails or does not stop.
-    pub async fn wait(mut self, limit: Duration) -> Stopped {
+    pub(crate) async fn wait(mut self, limit: Duration) -> Stopped {
         let handle = self.handle.take().expect("running");
         let totals = match tokio::time::timeout(limit, handle).await {
             Ok(joined) => match joined.expect("daemon task") {
@@ -111,23 +116,23 @@ impl TestApp {
     }
 
     /// Stops the daemon gracefully (as SIGTERM does) and waits for it.
-    pub async fn stop(self) -> Stopped {
+    pub(crate) async fn stop(self) -> Stopped {
         self.stop.cancel();
         self.wait(Duration::from_secs(60)).await
     }
 
     /// Whether it still runs.
-    pub fn running(&self) -> bool {
+    pub(crate) fn running(&self) -> bool {
         self.handle.as_ref().is_some_and(|h| !h.is_finished())
     }
 
     /// Its log so far (JSON lines).
-    pub fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         self.logs.text()
     }
 
     /// Its `/metrics` once they hold `needle`; panics with them after `limit`.
-    pub async fn metrics_with(&self, needle: &str, limit: Duration) -> String {
+    pub(crate) async fn metrics_with(&self, needle: &str, limit: Duration) -> String {
         let started = std::time::Instant::now();
         loop {
             let (_, text) = self.get("/metrics").await;
@@ -143,7 +148,7 @@ impl TestApp {
     }
 
     /// GET a path of its HTTP listener: (status, body).
-    pub async fn get(&self, path: &str) -> (u16, String) {
+    pub(crate) async fn get(&self, path: &str) -> (u16, String) {
         let resp = reqwest::get(format!("{}{path}", self.base))
             .await
             .expect("HTTP request");
@@ -160,7 +165,7 @@ impl Drop for TestApp {
 
 /// Runs the daemon until the consumer is drained; asserts it stopped without error and
 /// logged no error.
-pub async fn run_until_idle(settings: Settings) -> Stopped {
+pub(crate) async fn run_until_idle(settings: Settings) -> Stopped {
     let stopped = run_until_idle_logging(settings).await;
     let errors = stopped.errors();
     assert!(
@@ -173,7 +178,7 @@ pub async fn run_until_idle(settings: Settings) -> Stopped {
 
 /// Runs the daemon until the consumer is drained; asserts it stopped without error (what it
 /// logged is the caller's to check).
-pub async fn run_until_idle_logging(mut settings: Settings) -> Stopped {
+pub(crate) async fn run_until_idle_logging(mut settings: Settings) -> Stopped {
     settings.ingest.exit_when_idle = true;
     let stopped = spawn_app(settings)
         .await
@@ -190,7 +195,13 @@ pub async fn run_until_idle_logging(mut settings: Settings) -> Stopped {
 
 /// Publishes `n` messages of the mix, ingests them with batches of `batch_size` until idle, and
 /// asserts the log holds exactly sequences 1..=n of the stream and that its chain verifies.
-pub async fn ingest_load(db: &TestDb, ts: &TestStream, n: i64, seed: u64, batch_size: usize) {
+pub(crate) async fn ingest_load(
+    db: &TestDb,
+    ts: &TestStream,
+    n: i64,
+    seed: u64,
+    batch_size: usize,
+) {
     ts.publish_load(n as usize, seed).await;
     let mut s = settings(db, ts);
     s.ingest.batch_size = batch_size;

@@ -15,7 +15,7 @@ use super::BIN;
 
 /// How a bounded run ended.
 #[derive(Debug)]
-pub struct Bounded {
+pub(crate) struct Bounded {
     /// The exit code, `None` when a signal ended it.
     pub code: Option<i32>,
     /// The signal that ended it, and what it printed (shown when an assertion fails).
@@ -33,7 +33,7 @@ pub struct Bounded {
 
 impl Bounded {
     /// The one line a refusal prints: `event-audit: …`, alone on stderr.
-    pub fn one_line(&self) -> &str {
+    pub(crate) fn one_line(&self) -> &str {
         let line = self.stderr.trim_end();
         assert!(
             line.starts_with("event-audit: ") && !line.contains('\n'),
@@ -43,7 +43,7 @@ impl Bounded {
     }
 
     /// Asserts exit 2 with one line saying `says`, under `mib` MiB resident, within `secs`.
-    pub fn refused(&self, says: &str, mib: u64, secs: u64) {
+    pub(crate) fn refused(&self, says: &str, mib: u64, secs: u64) {
         assert_eq!(self.code, Some(2), "{self:?}");
         let line = self.one_line();
         assert!(line.contains(says), "the line names {says:?}: {line}");
@@ -51,7 +51,7 @@ impl Bounded {
     }
 
     /// Asserts the run stayed under `mib` MiB resident and `secs` seconds.
-    pub fn within(&self, mib: u64, secs: u64) {
+    pub(crate) fn within(&self, mib: u64, secs: u64) {
         eprintln!(
             "MEASURED rss={} KiB t={:?} code={:?} err={}",
             self.max_rss_kib,
@@ -74,7 +74,7 @@ impl Bounded {
 
 /// What a bounded run is given.
 #[derive(Debug, Clone)]
-pub struct Limits {
+pub(crate) struct Limits {
     /// The address space cap, bytes.
     pub address_space: u64,
     /// Killed (SIGKILL) past this.
@@ -95,7 +95,7 @@ impl Default for Limits {
 
 /// `event-audit ARGS` under `limits` (no `EVENT_AUDIT_*` of the environment, stdin closed), in
 /// a blocking thread so that the test's own servers keep serving meanwhile.
-pub async fn run(args: &[&str], limits: Limits) -> Bounded {
+pub(crate) async fn run(args: &[&str], limits: Limits) -> Bounded {
     let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
     tokio::task::spawn_blocking(move || run_blocking(&args, &limits))
         .await
@@ -209,13 +209,13 @@ fn children(pid: u32) -> Vec<libc::pid_t> {
 }
 
 /// A file watched for any open or read (inotify), to show a reader never touched it.
-pub struct Sentinel {
+pub(crate) struct Sentinel {
     fd: libc::c_int,
 }
 
 impl Sentinel {
     /// Writes `body` at `path` and starts watching it.
-    pub fn new(path: &Path, body: &[u8]) -> Sentinel {
+    pub(crate) fn new(path: &Path, body: &[u8]) -> Sentinel {
         std::fs::write(path, body).expect("write the sentinel");
         // SAFETY: plain system calls; the path is NUL-terminated.
         unsafe {
@@ -229,7 +229,7 @@ impl Sentinel {
     }
 
     /// Whether anything opened or read the file since it was written (or the last call).
-    pub fn touched(&self) -> bool {
+    pub(crate) fn touched(&self) -> bool {
         let mut buf = [0u8; 4096];
         // SAFETY: reading into a local buffer of the length passed.
         let n = unsafe { libc::read(self.fd, buf.as_mut_ptr().cast(), buf.len()) };

@@ -18,7 +18,7 @@ use event_audit::tlog::note::{Checkpoint, Note, PrivateKey};
 /// Both verifiers on the bundle text `text` with the log key line `key` and `args`:
 /// `[(exit code, stderr and stdout)]`, binary first. `files` are written beside the bundle
 /// (name, content) and `{dir}` in `args` names their directory.
-pub fn both_text(
+pub(crate) fn both_text(
     text: &str,
     key: &str,
     args: &[&str],
@@ -59,7 +59,7 @@ pub fn both_text(
 
 /// Both verifiers end with exit `code`, each naming `what` (and saying REJECTED on 1,
 /// UNUSABLE on 2).
-pub fn expect_text(
+pub(crate) fn expect_text(
     text: &str,
     key: &str,
     args: &[&str],
@@ -83,7 +83,7 @@ pub fn expect_text(
 }
 
 /// [`expect_text`] on a bundle value.
-pub fn expect(
+pub(crate) fn expect(
     bundle: &Value,
     key: &str,
     args: &[&str],
@@ -96,7 +96,7 @@ pub fn expect(
 
 /// Expectations on both verifiers, collected and then run a few at a time ([`in_parallel`]).
 #[derive(Default)]
-pub struct Cases(Vec<Case>);
+pub(crate) struct Cases(Vec<Case>);
 
 type Case = (
     String,
@@ -109,7 +109,7 @@ type Case = (
 
 impl Cases {
     /// As [`expect`], run by [`Cases::run`].
-    pub fn expect(
+    pub(crate) fn expect(
         &mut self,
         b: &Value,
         key: &str,
@@ -122,7 +122,7 @@ impl Cases {
     }
 
     /// As [`expect_text`], run by [`Cases::run`].
-    pub fn expect_text(
+    pub(crate) fn expect_text(
         &mut self,
         text: &str,
         key: &str,
@@ -140,7 +140,7 @@ impl Cases {
             .push((text.into(), key.into(), own(args), files, code, what.into()));
     }
 
-    pub fn run(self) {
+    pub(crate) fn run(self) {
         in_parallel(&self.0, |(text, key, args, files, code, what)| {
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
             let files: Vec<(&str, &str)> = files
@@ -153,7 +153,7 @@ impl Cases {
 }
 
 /// Runs `f` on every item, four at a time (each runs both verifiers as subprocesses).
-pub fn in_parallel<T: Sync>(items: &[T], f: impl Fn(&T) + Sync) {
+pub(crate) fn in_parallel<T: Sync>(items: &[T], f: impl Fn(&T) + Sync) {
     for chunk in items.chunks(4) {
         std::thread::scope(|s| {
             for item in chunk {
@@ -164,7 +164,7 @@ pub fn in_parallel<T: Sync>(items: &[T], f: impl Fn(&T) + Sync) {
 }
 
 /// Base64 `field` with byte `at` flipped.
-pub fn flip(field: &str, at: usize) -> String {
+pub(crate) fn flip(field: &str, at: usize) -> String {
     let mut b = B64.decode(field).expect("base64");
     b[at] ^= 0x01;
     B64.encode(b)
@@ -177,7 +177,7 @@ fn hex(b: &[u8]) -> String {
 /// A tree over `leaves` (leaf data) signed by `key` as log `origin`: a bundle proving the
 /// entries `shown` (leaf index, and the row its entry shows: columns read back from it, its
 /// raw message, its stream and sequence).
-pub fn bundle(
+pub(crate) fn bundle(
     origin: &str,
     key: &PrivateKey,
     leaves: &[Vec<u8>],
@@ -218,19 +218,19 @@ pub fn bundle(
 }
 
 /// The row a leaf's data encodes (it must be a valid encoding).
-pub fn row(data: &[u8]) -> Canon<'_> {
+pub(crate) fn row(data: &[u8]) -> Canon<'_> {
     leaf::parse(data).expect("a valid leaf")
 }
 
 /// `note` with `w`'s cosignature at `time`.
-pub fn cosign(note: &str, w: &WitnessSigner, time: u64) -> String {
+pub(crate) fn cosign(note: &str, w: &WitnessSigner, time: u64) -> String {
     let text = Note::parse(note).expect("note").text.to_owned();
     format!("{note}{}", w.cosign(&text, time))
 }
 
 /// A C2SP tlog-policy file's text: each witness named by its key name, with its vkey and a URL, one group
 /// of them with the quorum (`all` when none is given), and the quorum naming that group.
-pub fn policy(witnesses: &[&WitnessSigner], quorum: Option<usize>) -> String {
+pub(crate) fn policy(witnesses: &[&WitnessSigner], quorum: Option<usize>) -> String {
     let mut t = String::from("# the auditor's witnesses\n");
     let mut names = Vec::new();
     for w in witnesses {
@@ -250,7 +250,7 @@ pub fn policy(witnesses: &[&WitnessSigner], quorum: Option<usize>) -> String {
 /// Cases for a bundle that must show exactly the columns it shows in entry 0 (both verifiers,
 /// exit 2 naming the key): each column deleted in turn, the whole `columns` object deleted, and
 /// an extra key added. Returns how many columns it deleted.
-pub fn incomplete_columns(cases: &mut Cases, b: &Value, key: &str) -> usize {
+pub(crate) fn incomplete_columns(cases: &mut Cases, b: &Value, key: &str) -> usize {
     let columns = b["entries"][0]["columns"]
         .as_object()
         .expect("columns")

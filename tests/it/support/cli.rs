@@ -7,7 +7,7 @@ use super::bin;
 
 /// The outcome of `event-audit verify`.
 #[derive(Debug)]
-pub struct Verify {
+pub(crate) struct Verify {
     pub code: Option<i32>,
     pub report: serde_json::Value,
     /// Shown when an assertion fails (the report is parsed from it).
@@ -18,7 +18,7 @@ pub struct Verify {
 
 impl Verify {
     /// What the command said about the first break (its report and its message).
-    pub fn first_break(&self) -> String {
+    pub(crate) fn first_break(&self) -> String {
         self.report["first_break"]
             .as_str()
             .unwrap_or_default()
@@ -26,7 +26,7 @@ impl Verify {
     }
 }
 
-pub async fn verify(db_url: &str) -> Verify {
+pub(crate) async fn verify(db_url: &str) -> Verify {
     let out = bin()
         .args(["verify", "--database-url", db_url])
         .env("RUST_LOG", "warn")
@@ -45,7 +45,7 @@ pub async fn verify(db_url: &str) -> Verify {
 }
 
 /// Asserts that `event-audit verify` exits 0 and reports `rows` rows.
-pub async fn assert_verifies(db_url: &str, rows: i64) {
+pub(crate) async fn assert_verifies(db_url: &str, rows: i64) {
     let v = verify(db_url).await;
     assert_eq!(v.code, Some(0), "verify failed: {v:?}");
     assert_eq!(v.report["ok"], true, "{v:?}");
@@ -60,21 +60,21 @@ pub async fn assert_verifies(db_url: &str, rows: i64) {
 
 /// The outcome of `event-audit reconcile`.
 #[derive(Debug)]
-pub struct Run {
+pub(crate) struct Run {
     pub code: Option<i32>,
     pub stdout: String,
     pub stderr: String,
 }
 
 impl Run {
-    pub fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {self:?}"))
     }
 }
 
 /// `event-audit reconcile` on database `db` against the REST service at `url`, the token in
 /// the environment (never argv), with `args`; no other `EVENT_AUDIT_*` setting leaks in.
-pub async fn reconcile(db: &str, url: &str, token: &str, args: &[&str]) -> Run {
+pub(crate) async fn reconcile(db: &str, url: &str, token: &str, args: &[&str]) -> Run {
     let out = bin()
         .args(["reconcile", "--database-url", db, "--rest-url", url])
         .args(args)
@@ -91,7 +91,7 @@ pub async fn reconcile(db: &str, url: &str, token: &str, args: &[&str]) -> Run {
 }
 
 /// `event-audit ARGS` with `envs` (no other `EVENT_AUDIT_*` setting leaks in).
-pub async fn event_audit(args: &[&str], envs: &[(&str, &str)]) -> Run {
+pub(crate) async fn event_audit(args: &[&str], envs: &[(&str, &str)]) -> Run {
     let mut cmd = bin();
     cmd.args(args).env("RUST_LOG", "warn");
     for (k, v) in envs {
@@ -106,7 +106,7 @@ pub async fn event_audit(args: &[&str], envs: &[(&str, &str)]) -> Run {
 }
 
 /// `event-audit batch register` of `manifest` as `name` of `supplier` on database `db`.
-pub async fn register_batch(
+pub(crate) async fn register_batch(
     db: &str,
     supplier: &str,
     name: &str,

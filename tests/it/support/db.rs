@@ -13,7 +13,7 @@ static N: AtomicU32 = AtomicU32::new(0);
 const PREFIX: &str = "ea_test_";
 
 /// The server URL of the test suite (`DATABASE_URL`, set by scripts/test.sh).
-pub fn admin_url() -> String {
+pub(crate) fn admin_url() -> String {
     std::env::var("DATABASE_URL")
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())
 }
@@ -57,7 +57,7 @@ async fn sweep(admin: &PgPool) {
 }
 
 /// A migrated database of this test alone.
-pub struct TestDb {
+pub(crate) struct TestDb {
     pub name: String,
     /// Its URL (as the `postgres` superuser of the test server).
     pub url: String,
@@ -67,7 +67,7 @@ pub struct TestDb {
 
 impl TestDb {
     /// A new, migrated database.
-    pub async fn create() -> TestDb {
+    pub(crate) async fn create() -> TestDb {
         let db = TestDb::empty().await;
         Db::open_writer(&db.settings())
             .await
@@ -76,7 +76,7 @@ impl TestDb {
     }
 
     /// A new database without the audit schema.
-    pub async fn empty() -> TestDb {
+    pub(crate) async fn empty() -> TestDb {
         let admin = admin().await;
         if N.load(Ordering::SeqCst) == 0 {
             sweep(&admin).await;
@@ -101,7 +101,7 @@ impl TestDb {
         TestDb { name, url, pool }
     }
 
-    pub fn settings(&self) -> DatabaseSettings {
+    pub(crate) fn settings(&self) -> DatabaseSettings {
         DatabaseSettings {
             url: self.url.clone(),
             ..DatabaseSettings::default()
@@ -109,7 +109,7 @@ impl TestDb {
     }
 
     /// `pg_dump -Fc` of this database: a nightly backup.
-    pub fn backup(&self) -> Vec<u8> {
+    pub(crate) fn backup(&self) -> Vec<u8> {
         let out = std::process::Command::new("pg_dump")
             .args(["-Fc", "-h", "127.0.0.1", "-U", "postgres", &self.name])
             .output()
@@ -120,7 +120,7 @@ impl TestDb {
 
     /// A new database restored from `dump` (a backup brought back after the database was
     /// lost), as `pg_restore` does it.
-    pub async fn restored(dump: &[u8]) -> TestDb {
+    pub(crate) async fn restored(dump: &[u8]) -> TestDb {
         use std::io::Write;
         let db = TestDb::empty().await;
         let mut child = std::process::Command::new("pg_restore")
@@ -142,7 +142,7 @@ impl TestDb {
     }
 
     /// The URL of a database that does not exist (for "never creates it" tests).
-    pub fn missing_url() -> String {
+    pub(crate) fn missing_url() -> String {
         url_for(&format!(
             "{PREFIX}{}_missing_{:04x}",
             std::process::id(),
@@ -176,7 +176,7 @@ impl Drop for TestDb {
     }
 }
 
-pub async fn count_rows(pool: &PgPool) -> i64 {
+pub(crate) async fn count_rows(pool: &PgPool) -> i64 {
     sqlx::query_scalar("SELECT count(*) FROM audit.events")
         .fetch_one(pool)
         .await
@@ -184,7 +184,7 @@ pub async fn count_rows(pool: &PgPool) -> i64 {
 }
 
 /// `(rows, distinct stream_seq, min stream_seq, max stream_seq)` of one stream.
-pub async fn seq_stats(pool: &PgPool, stream: &str) -> (i64, i64, Option<i64>, Option<i64>) {
+pub(crate) async fn seq_stats(pool: &PgPool, stream: &str) -> (i64, i64, Option<i64>, Option<i64>) {
     sqlx::query_as(
         "SELECT count(*), count(DISTINCT stream_seq), min(stream_seq), max(stream_seq) \
          FROM audit.events WHERE stream = $1",
@@ -197,18 +197,18 @@ pub async fn seq_stats(pool: &PgPool, stream: &str) -> (i64, i64, Option<i64>, O
 
 /// What a superuser writes to empty a row's personal columns as an erasure would, the
 /// statement's `WHERE` to be appended.
-pub const EMPTY_ROW: &str =
+pub(crate) const EMPTY_ROW: &str =
     "UPDATE audit.events SET raw = '\\x'::bytea, salt = NULL, payload = NULL, \
      headers = NULL, event_id = NULL, account_number = NULL, errors = NULL WHERE ";
 
 /// Runs `sql` as a superuser with triggers bypassed (`session_replication_role = replica`, as
 /// a database administrator could); returns the rows it changed.
-pub async fn as_superuser(pool: &PgPool, sql: &str) -> u64 {
+pub(crate) async fn as_superuser(pool: &PgPool, sql: &str) -> u64 {
     superuser(pool, sql, None).await
 }
 
 /// [`as_superuser`] with `$1` bound to `seq`.
-pub async fn as_superuser_at(pool: &PgPool, sql: &str, seq: i64) -> u64 {
+pub(crate) async fn as_superuser_at(pool: &PgPool, sql: &str, seq: i64) -> u64 {
     superuser(pool, sql, Some(seq)).await
 }
 

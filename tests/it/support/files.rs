@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// Every file under `dir`, hidden ones included; empty when `dir` is not there.
-pub fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+pub(crate) fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     let mut out = BTreeMap::new();
     let mut todo: Vec<PathBuf> = dir
         .exists()

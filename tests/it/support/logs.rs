@@ -50,7 +50,7 @@ fn install() {
 }
 
 /// The log lines at ERROR level of JSON-lines text.
-pub fn error_lines(text: &str) -> Vec<String> {
+pub(crate) fn error_lines(text: &str) -> Vec<String> {
     text.lines()
         .filter(|l| {
             serde_json::from_str::<serde_json::Value>(l)
@@ -62,13 +62,13 @@ pub fn error_lines(text: &str) -> Vec<String> {
 }
 
 /// Everything logged on this test's thread from [`Logs::capture`] until the capture drops.
-pub struct Logs {
+pub(crate) struct Logs {
     buf: Buf,
 }
 
 impl Logs {
     /// Starts capturing. Captures nest: an event goes to every open one.
-    pub fn capture() -> Logs {
+    pub(crate) fn capture() -> Logs {
         let flavor = tokio::runtime::Handle::try_current()
             .map(|h| h.runtime_flavor())
             .expect("log capture needs the test's tokio runtime");
@@ -83,14 +83,14 @@ impl Logs {
         Logs { buf }
     }
 
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         let bytes = self.buf.lock().unwrap_or_else(|e| e.into_inner());
         String::from_utf8_lossy(&bytes).into_owned()
     }
 
     /// The lines at ERROR level (the fault suite's checks).
     #[allow(dead_code)]
-    pub fn errors(&self) -> Vec<String> {
+    pub(crate) fn errors(&self) -> Vec<String> {
         error_lines(&self.text())
     }
 }

@@ -9,7 +9,7 @@ use super::records::meta;
 use event_audit::test_support::row::record::{record, Naming, Record};
 
 /// The bus time of the first message; each next one is a second later.
-pub fn t0() -> DateTime<Utc> {
+pub(crate) fn t0() -> DateTime<Utc> {
     DateTime::parse_from_rfc3339("2026-01-01T00:00:00Z")
         .expect("RFC 3339")
         .with_timezone(&Utc)
@@ -23,7 +23,7 @@ fn ce(name: &str, data: &str) -> String {
 }
 
 /// The mix: (event, payload).
-pub const MIX: [(&str, &str); 10] = [
+pub(crate) const MIX: [(&str, &str); 10] = [
     (
         "account.created-v1",
         r#"{"account_number":"A1","account_user_emails":[],"nickname":"x"}"#,
@@ -55,13 +55,13 @@ pub const MIX: [(&str, &str); 10] = [
 ];
 
 /// The mix as records of stream `stream` (sequences from 1).
-pub fn records(stream: &str) -> Vec<Record> {
+pub(crate) fn records(stream: &str) -> Vec<Record> {
     records_of(stream, &MIX)
 }
 
 /// (event, payload) pairs as CloudEvents records of stream `stream` (sequences from 1, a second
 /// apart from [`t0`]).
-pub fn records_of(stream: &str, items: &[(&str, &str)]) -> Vec<Record> {
+pub(crate) fn records_of(stream: &str, items: &[(&str, &str)]) -> Vec<Record> {
     items
         .iter()
         .enumerate()

@@ -13,40 +13,40 @@
 //! so tests run in parallel; databases and streams are removed when their guards drop (also
 //! when a test panics).
 
-pub mod app;
-pub mod bounded;
-pub mod bundle;
-pub mod cli;
-pub mod db;
-pub mod files;
-pub mod logs;
-pub mod mix;
-pub mod mutate;
-pub mod observe;
-pub mod personal;
-pub mod process;
-pub mod proxy;
-pub mod records;
-pub mod s3;
-pub mod sim;
-pub mod stream;
-pub mod witness;
+pub(crate) mod app;
+pub(crate) mod bounded;
+pub(crate) mod bundle;
+pub(crate) mod cli;
+pub(crate) mod db;
+pub(crate) mod files;
+pub(crate) mod logs;
+pub(crate) mod mix;
+pub(crate) mod mutate;
+pub(crate) mod observe;
+pub(crate) mod personal;
+pub(crate) mod process;
+pub(crate) mod proxy;
+pub(crate) mod records;
+pub(crate) mod s3;
+pub(crate) mod sim;
+pub(crate) mod stream;
+pub(crate) mod witness;
 
 use std::net::TcpListener;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-pub use app::{ingest_load, run_until_idle, settings, spawn_app, TestApp};
-pub use cli::{assert_verifies, verify, Verify};
-pub use db::{count_rows, seq_stats, TestDb};
-pub use logs::Logs;
-pub use stream::TestStream;
+pub(crate) use app::{ingest_load, run_until_idle, settings, spawn_app, TestApp};
+pub(crate) use cli::{assert_verifies, verify, Verify};
+pub(crate) use db::{count_rows, seq_stats, TestDb};
+pub(crate) use logs::Logs;
+pub(crate) use stream::TestStream;
 
 /// The binary under test (for the tests where the process itself is the point).
-pub const BIN: &str = env!("CARGO_BIN_EXE_event-audit");
+pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_event-audit");
 
 /// The binary under test as a command, without the `EVENT_AUDIT_*` settings of the environment
 /// the tests run in, stdin closed.
-pub fn bin() -> tokio::process::Command {
+pub(crate) fn bin() -> tokio::process::Command {
     let mut cmd = tokio::process::Command::new(BIN);
     for (k, _) in std::env::vars() {
         if k.starts_with("EVENT_AUDIT_") {
@@ -57,12 +57,12 @@ pub fn bin() -> tokio::process::Command {
     cmd
 }
 
-pub fn nats_url() -> String {
+pub(crate) fn nats_url() -> String {
     std::env::var("NATS_URL").unwrap_or_else(|_| "nats://127.0.0.1:4222".into())
 }
 
 /// A free local address (`127.0.0.1:PORT`), for the processes the tests start.
-pub fn free_addr() -> String {
+pub(crate) fn free_addr() -> String {
     format!("127.0.0.1:{}", free_port())
 }
 
@@ -70,7 +70,7 @@ pub fn free_addr() -> String {
 /// Chosen at random below the kernel's ephemeral range (32768–60999 by default): a port handed
 /// out by `bind(0)` there can be taken by any outgoing connection before the child binds it,
 /// which made daemons fail to start under a loaded parallel suite.
-pub fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     for _ in 0..1000 {
         let port = rand::Rng::gen_range(&mut rand::thread_rng(), 20_000u16..32_000);
         if TcpListener::bind(("127.0.0.1", port)).is_ok() {
@@ -84,7 +84,7 @@ static COUNTER: AtomicU32 = AtomicU32::new(0);
 
 /// A name unique to this test run: tag, pid, counter and a random salt (stream names allow
 /// letters, digits, `_` and `-`).
-pub fn unique(tag: &str) -> String {
+pub(crate) fn unique(tag: &str) -> String {
     let tag: String = tag
         .chars()
         .map(|c| {
@@ -102,7 +102,7 @@ pub fn unique(tag: &str) -> String {
 
 /// Runs `f` on a thread with its own runtime (for `Drop`, which cannot await and may run on
 /// the test's runtime).
-pub fn blocking<F, T>(f: F) -> Option<T>
+pub(crate) fn blocking<F, T>(f: F) -> Option<T>
 where
     F: FnOnce() -> std::pin::Pin<Box<dyn std::future::Future<Output = Option<T>> + Send>>
         + Send

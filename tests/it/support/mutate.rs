@@ -7,7 +7,7 @@ use proptest::sample::Index;
 use proptest::test_runner::RngSeed;
 
 /// Bounded and reproducible: a fixed seed, no regression files, `cases` cases.
-pub fn config(cases: u32) -> ProptestConfig {
+pub(crate) fn config(cases: u32) -> ProptestConfig {
     ProptestConfig {
         cases,
         failure_persistence: None,
@@ -18,7 +18,7 @@ pub fn config(cases: u32) -> ProptestConfig {
 
 /// One change to a valid input.
 #[derive(Debug, Clone)]
-pub enum Mutation {
+pub(crate) enum Mutation {
     Flip(Index, u8),
     Insert(Index, u8),
     Delete(Index),
@@ -28,7 +28,7 @@ pub enum Mutation {
 }
 
 /// Mutations whose spliced bytes come from `splice`.
-pub fn mutation_with(
+pub(crate) fn mutation_with(
     splice: impl Strategy<Value = Vec<u8>> + 'static,
 ) -> impl Strategy<Value = Mutation> {
     prop_oneof![
@@ -43,12 +43,12 @@ pub fn mutation_with(
 
 impl Mutation {
     /// Exactly one byte changed, inserted or removed, or a strict prefix kept.
-    pub fn is_small(&self) -> bool {
+    pub(crate) fn is_small(&self) -> bool {
         !matches!(self, Mutation::DupLine(_) | Mutation::Splice(..))
     }
 
     /// The mutated bytes and the first place they may differ from `b` (non-empty).
-    pub fn apply(&self, b: &[u8]) -> (Vec<u8>, usize) {
+    pub(crate) fn apply(&self, b: &[u8]) -> (Vec<u8>, usize) {
         use Mutation::*;
         let mut out = b.to_vec();
         let (i, room) = match self {
@@ -77,7 +77,7 @@ impl Mutation {
     }
 
     /// [`Mutation::apply`] to text, read back lossily.
-    pub fn apply_str(&self, s: &str) -> (String, usize) {
+    pub(crate) fn apply_str(&self, s: &str) -> (String, usize) {
         let (b, at) = self.apply(s.as_bytes());
         (String::from_utf8_lossy(&b).into_owned(), at)
     }

@@ -12,12 +12,12 @@ use tokio::process::Command;
 use super::free_addr;
 
 /// The repository root.
-pub fn repo() -> PathBuf {
+pub(crate) fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
 /// A tool that CI installs (`.ci/run`); a missing tool fails the test, it is not skipped.
-pub fn tool(name: &str) -> std::process::Command {
+pub(crate) fn tool(name: &str) -> std::process::Command {
     let found = std::process::Command::new("sh")
         .args(["-c", &format!("command -v {name}")])
         .output()
@@ -31,7 +31,7 @@ pub fn tool(name: &str) -> std::process::Command {
 }
 
 /// The body of `GET url` when it answers 2xx.
-pub async fn get(url: &str) -> Option<String> {
+pub(crate) async fn get(url: &str) -> Option<String> {
     let r = reqwest::get(url).await.ok()?;
     if !r.status().is_success() {
         return None;
@@ -40,7 +40,7 @@ pub async fn get(url: &str) -> Option<String> {
 }
 
 /// Waits until `GET url` answers 2xx; returns the body.
-pub async fn wait_http(url: &str, limit: Duration) -> String {
+pub(crate) async fn wait_http(url: &str, limit: Duration) -> String {
     let start = Instant::now();
     loop {
         if let Some(body) = get(url).await {
@@ -55,7 +55,7 @@ pub async fn wait_http(url: &str, limit: Duration) -> String {
 }
 
 /// `promtool check metrics` on an exposition text.
-pub async fn promtool_check_metrics(text: &str) -> std::process::Output {
+pub(crate) async fn promtool_check_metrics(text: &str) -> std::process::Output {
     let mut child = Command::from(tool("promtool"))
         .args(["check", "metrics"])
         .stdin(Stdio::piped())
@@ -73,7 +73,7 @@ pub async fn promtool_check_metrics(text: &str) -> std::process::Output {
 }
 
 /// A panel query as Prometheus sees it with every template variable at "All" (`.*`).
-pub fn expand_variables(expr: &str, dashboard: &serde_json::Value) -> String {
+pub(crate) fn expand_variables(expr: &str, dashboard: &serde_json::Value) -> String {
     let mut out = expr.to_owned();
     for v in dashboard["templating"]["list"]
         .as_array()
@@ -91,7 +91,7 @@ pub fn expand_variables(expr: &str, dashboard: &serde_json::Value) -> String {
 }
 
 /// Every `(panel title, expr)` of a Grafana dashboard file, template variables at "All".
-pub fn panel_queries(path: &Path) -> Vec<(String, String)> {
+pub(crate) fn panel_queries(path: &Path) -> Vec<(String, String)> {
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(path).expect("dashboard file"))
             .expect("dashboard JSON");
@@ -120,7 +120,7 @@ pub fn panel_queries(path: &Path) -> Vec<(String, String)> {
 }
 
 /// The `event_audit_*` metric names a query refers to (histogram suffixes stripped).
-pub fn metric_names(expr: &str) -> Vec<String> {
+pub(crate) fn metric_names(expr: &str) -> Vec<String> {
     let mut names = Vec::new();
     let bytes = expr.as_bytes();
     let mut i = 0;
@@ -138,14 +138,14 @@ pub fn metric_names(expr: &str) -> Vec<String> {
 
 /// A real Prometheus (Debian package) scraping `target` every second, on a free port, with its
 /// data in a temporary directory. Killed when dropped.
-pub struct Prometheus {
+pub(crate) struct Prometheus {
     _child: tokio::process::Child,
     _dir: tempfile::TempDir,
     pub url: String,
 }
 
 impl Prometheus {
-    pub async fn start(target: &str) -> Prometheus {
+    pub(crate) async fn start(target: &str) -> Prometheus {
         let dir = tempfile::tempdir().expect("prometheus dir");
         let config = dir.path().join("prometheus.yml");
         std::fs::write(
@@ -179,7 +179,7 @@ impl Prometheus {
     }
 
     /// The result vector of an instant query (`Err` when Prometheus rejects it).
-    pub async fn query(&self, expr: &str) -> Result<Vec<serde_json::Value>, String> {
+    pub(crate) async fn query(&self, expr: &str) -> Result<Vec<serde_json::Value>, String> {
         let r = reqwest::Client::new()
             .get(format!("{}/api/v1/query", self.url))
             .query(&[("query", expr)])
@@ -196,12 +196,12 @@ impl Prometheus {
 
 /// Headless Chromium (Debian package) on `url`: a PNG screenshot at `png` and the rendered DOM.
 /// Asynchronous, so that a daemon in this test's process keeps serving the page meanwhile.
-pub async fn chromium_render(url: &str, png: &Path) -> String {
+pub(crate) async fn chromium_render(url: &str, png: &Path) -> String {
     chromium_render_at(url, png, 1280, 1600).await
 }
 
 /// [`chromium_render`] in a window of `width` × `height` pixels.
-pub async fn chromium_render_at(url: &str, png: &Path, width: u32, height: u32) -> String {
+pub(crate) async fn chromium_render_at(url: &str, png: &Path, width: u32, height: u32) -> String {
     let profile = tempfile::tempdir().expect("chromium profile");
     let size = format!("--window-size={width},{height}");
     let common = [
@@ -249,7 +249,7 @@ pub async fn chromium_render_at(url: &str, png: &Path, width: u32, height: u32) 
 }
 
 /// The width and height of a PNG, from its header.
-pub fn png_size(png: &Path) -> (u32, u32) {
+pub(crate) fn png_size(png: &Path) -> (u32, u32) {
     let bytes = std::fs::read(png).expect("read the PNG");
     assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n", "not a PNG");
     let be = |i: usize| u32::from_be_bytes([bytes[i], bytes[i + 1], bytes[i + 2], bytes[i + 3]]);

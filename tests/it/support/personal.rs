@@ -13,7 +13,7 @@ use super::records::meta;
 use super::TestDb;
 
 /// An `account.created-v1` message with envelope id `id` for `account`, carrying `email`.
-pub fn created(id: &str, account: &str, email: &str) -> Vec<u8> {
+pub(crate) fn created(id: &str, account: &str, email: &str) -> Vec<u8> {
     format!(
         r#"{{"event":"account.created-v1","id":"{id}","time":"2026-01-02T03:04:05Z","payload":{{"account_number":"{account}","account_user_emails":["{email}"]}}}}"#
     )
@@ -21,7 +21,7 @@ pub fn created(id: &str, account: &str, email: &str) -> Vec<u8> {
 }
 
 /// The test's whole database as `pg_dump` writes it.
-pub fn pg_dump(db: &TestDb) -> String {
+pub(crate) fn pg_dump(db: &TestDb) -> String {
     let out = std::process::Command::new("pg_dump")
         .args(["-h", "127.0.0.1", "-U", "postgres", &db.name])
         .output()
@@ -32,7 +32,7 @@ pub fn pg_dump(db: &TestDb) -> String {
 
 /// A time in the month before last (UTC), at the microsecond precision of the column: its
 /// partition ends over a month before now, well past a `rows_for` of one day on any date.
-pub fn month_before_last() -> DateTime<Utc> {
+pub(crate) fn month_before_last() -> DateTime<Utc> {
     let now = Utc::now();
     let first = Utc
         .with_ymd_and_hms(now.year(), now.month(), 1, 12, 0, 0)
@@ -47,7 +47,7 @@ pub fn month_before_last() -> DateTime<Utc> {
 /// apart, through the writer's sink as ingest builds them, each holding `email`; creates their
 /// month's partition first (the migrations create last month's onwards). Returns the
 /// partition's name.
-pub async fn write_old_rows(
+pub(crate) async fn write_old_rows(
     db: &TestDb,
     stream: &str,
     first: u64,

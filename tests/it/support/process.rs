@@ -11,7 +11,7 @@ use super::{bin, count_rows, free_addr, nats_url, TestStream};
 
 /// Options of one daemon run.
 #[derive(Clone, Debug)]
-pub struct RunOpts {
+pub(crate) struct RunOpts {
     pub batch_size: usize,
     pub exit_when_idle: bool,
     pub subject_prefix: Option<String>,
@@ -34,7 +34,7 @@ impl Default for RunOpts {
 }
 
 /// A running `event-audit run`, logging JSON lines to a temporary file. Killed when dropped.
-pub struct Daemon {
+pub(crate) struct Daemon {
     pub child: Child,
     log: tempfile::NamedTempFile,
     /// Its HTTP listener (`/metrics`, `/readyz`, reports).
@@ -42,7 +42,7 @@ pub struct Daemon {
 }
 
 impl Daemon {
-    pub fn spawn(db_url: &str, ts: &TestStream, opts: &RunOpts) -> Daemon {
+    pub(crate) fn spawn(db_url: &str, ts: &TestStream, opts: &RunOpts) -> Daemon {
         let log = tempfile::NamedTempFile::new().expect("log file");
         let addr = free_addr();
         let mut cmd = bin();
@@ -80,26 +80,26 @@ impl Daemon {
         Daemon { child, log, addr }
     }
 
-    pub fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.child.id().expect("the daemon is running")
     }
 
     /// Whether the process is still running.
-    pub fn running(&mut self) -> bool {
+    pub(crate) fn running(&mut self) -> bool {
         self.child.try_wait().expect("try_wait").is_none()
     }
 
-    pub fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         std::fs::read_to_string(self.log.path()).unwrap_or_default()
     }
 
     /// The log lines at ERROR level.
-    pub fn errors(&self) -> Vec<String> {
+    pub(crate) fn errors(&self) -> Vec<String> {
         super::logs::error_lines(&self.log())
     }
 
     /// Waits for the process to exit on its own; kills it and fails after `limit`.
-    pub async fn wait(&mut self, limit: Duration) -> ExitStatus {
+    pub(crate) async fn wait(&mut self, limit: Duration) -> ExitStatus {
         match tokio::time::timeout(limit, self.child.wait()).await {
             Ok(status) => status.expect("wait for the daemon"),
             Err(_) => {
@@ -113,12 +113,12 @@ impl Daemon {
     }
 
     /// SIGKILL, then reap.
-    pub async fn kill9(&mut self) {
+    pub(crate) async fn kill9(&mut self) {
         self.child.kill().await.expect("SIGKILL the daemon");
     }
 
     /// SIGTERM (a graceful stop).
-    pub async fn term(&self) {
+    pub(crate) async fn term(&self) {
         let status = Command::new("kill")
             .args(["-TERM", &self.pid().to_string()])
             .status()
@@ -130,7 +130,7 @@ impl Daemon {
 
 /// Runs the daemon subprocess with `--exit-when-idle` until it exits; asserts exit 0 and no
 /// error logged.
-pub async fn run_until_idle(db_url: &str, ts: &TestStream, opts: &RunOpts) -> Daemon {
+pub(crate) async fn run_until_idle(db_url: &str, ts: &TestStream, opts: &RunOpts) -> Daemon {
     let opts = RunOpts {
         exit_when_idle: true,
         ..opts.clone()
@@ -152,7 +152,12 @@ pub async fn run_until_idle(db_url: &str, ts: &TestStream, opts: &RunOpts) -> Da
 }
 
 /// Polls until the log holds at least `rows` rows or the daemon exits; returns the count.
-pub async fn wait_for_rows(pool: &PgPool, d: &mut Daemon, rows: i64, limit: Duration) -> i64 {
+pub(crate) async fn wait_for_rows(
+    pool: &PgPool,
+    d: &mut Daemon,
+    rows: i64,
+    limit: Duration,
+) -> i64 {
     let started = Instant::now();
     loop {
         let n = count_rows(pool).await;

@@ -12,7 +12,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 /// The proxy, listening on 127.0.0.1.
-pub struct DroppingProxy {
+pub(crate) struct DroppingProxy {
     /// `http://127.0.0.1:PORT`, the endpoint to give the store.
     pub endpoint: String,
     /// Headers removed so far.
@@ -22,7 +22,7 @@ pub struct DroppingProxy {
 
 impl DroppingProxy {
     /// A proxy to `upstream` (`http://host:port`) dropping the header `name` (any case).
-    pub async fn start(upstream: &str, name: &str) -> DroppingProxy {
+    pub(crate) async fn start(upstream: &str, name: &str) -> DroppingProxy {
         let target = upstream.trim_start_matches("http://").to_owned();
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let endpoint = format!("http://{}", listener.local_addr().expect("addr"));
@@ -45,7 +45,7 @@ impl DroppingProxy {
         }
     }
 
-    pub fn dropped(&self) -> usize {
+    pub(crate) fn dropped(&self) -> usize {
         self.dropped.load(Ordering::Relaxed)
     }
 }

@@ -11,7 +11,12 @@ use event_audit::test_support::row::record::{record, Meta, Naming, Record};
 
 /// Bus metadata of message `seq` of `stream` on subject `STREAM.load`, published at
 /// `published_at`, delivered `delivery_count` times, without headers.
-pub fn meta(stream: &str, seq: u64, published_at: DateTime<Utc>, delivery_count: i64) -> Meta {
+pub(crate) fn meta(
+    stream: &str,
+    seq: u64,
+    published_at: DateTime<Utc>,
+    delivery_count: i64,
+) -> Meta {
     Meta {
         stream: Arc::from(stream),
         stream_seq: seq,
@@ -24,7 +29,12 @@ pub fn meta(stream: &str, seq: u64, published_at: DateTime<Utc>, delivery_count:
 
 /// Records of the load mix (seed 11) as `ingest` builds them, for stream `stream`, sequences
 /// `1..=n`, published a millisecond apart from `t0` and received a second after it.
-pub fn records(stream: &str, n: usize, delivery_count: i64, t0: DateTime<Utc>) -> Vec<Record> {
+pub(crate) fn records(
+    stream: &str,
+    n: usize,
+    delivery_count: i64,
+    t0: DateTime<Utc>,
+) -> Vec<Record> {
     let naming = Naming::default();
     Mix::new(n, 11)
         .enumerate()
@@ -41,6 +51,6 @@ pub fn records(stream: &str, n: usize, delivery_count: i64, t0: DateTime<Utc>) -
 }
 
 /// Now, at the microsecond precision JetStream metadata and the column have.
-pub fn now_us() -> DateTime<Utc> {
+pub(crate) fn now_us() -> DateTime<Utc> {
     DateTime::from_timestamp_micros(Utc::now().timestamp_micros()).expect("now")
 }

@@ -11,12 +11,12 @@ use event_audit::config::Settings;
 use event_audit::test_support::blobs::{Location, Store};
 
 /// The test servers' credentials (scripts/services.sh starts s3s-fs with the same).
-pub const ACCESS_KEY: &str = "event-audit-test";
-pub const SECRET_KEY: &str = "event-audit-test-secret";
+pub(crate) const ACCESS_KEY: &str = "event-audit-test";
+pub(crate) const SECRET_KEY: &str = "event-audit-test-secret";
 
 /// Which server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Server {
+pub(crate) enum Server {
     /// s3s-fs: conditional put, SigV4 checked, no Object Lock.
     S3sFs,
     /// moto: conditional put and Object Lock emulated, signatures not checked.
@@ -24,7 +24,7 @@ pub enum Server {
 }
 
 impl Server {
-    pub fn endpoint(self) -> String {
+    pub(crate) fn endpoint(self) -> String {
         let (var, default) = match self {
             Server::S3sFs => ("EVENT_AUDIT_TEST_S3", "http://127.0.0.1:9000"),
             Server::Moto => ("EVENT_AUDIT_TEST_S3_LOCK", "http://127.0.0.1:9001"),
@@ -35,7 +35,7 @@ impl Server {
 
 /// The object store settings of a test: `endpoint`, path-style, the credentials in files of
 /// `dir` (the secret given), a timeout of `timeout_ms`.
-pub fn settings(
+pub(crate) fn settings(
     dir: &std::path::Path,
     endpoint: &str,
     secret: &str,
@@ -56,7 +56,7 @@ pub fn settings(
 }
 
 /// A bucket name no other test (or run) uses.
-pub fn unique_bucket() -> String {
+pub(crate) fn unique_bucket() -> String {
     static N: AtomicU32 = AtomicU32::new(0);
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -70,7 +70,7 @@ pub fn unique_bucket() -> String {
 }
 
 /// A bucket of this test's, removed with the keys it named when dropped.
-pub struct TestBucket {
+pub(crate) struct TestBucket {
     pub store: Store,
     /// Where it is, for a second store on the same bucket.
     pub location: Location,
@@ -82,7 +82,7 @@ pub struct TestBucket {
 
 impl TestBucket {
     /// A new bucket on `server` (with Object Lock when `lock`), under `prefix/`.
-    pub async fn new(server: Server, lock: bool) -> TestBucket {
+    pub(crate) async fn new(server: Server, lock: bool) -> TestBucket {
         let creds = tempfile::tempdir().expect("tempdir");
         let settings = settings(creds.path(), &server.endpoint(), SECRET_KEY, 10_000);
         let location =
@@ -105,12 +105,12 @@ impl TestBucket {
     }
 
     /// The bucket's location, `s3://bucket/log/tiles/`.
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         self.location.to_string()
     }
 
     /// The bucket's name.
-    pub fn name(&self) -> String {
+    pub(crate) fn name(&self) -> String {
         match &self.location {
             Location::S3 { bucket, .. } => bucket.clone(),
             Location::Dir(_) => unreachable!("a test bucket is in S3"),
@@ -118,7 +118,7 @@ impl TestBucket {
     }
 
     /// A settings file in `dir` holding this bucket's `[object_store]` (for the commands).
-    pub fn config_file(&self, dir: &std::path::Path) -> std::path::PathBuf {
+    pub(crate) fn config_file(&self, dir: &std::path::Path) -> std::path::PathBuf {
         let o = &self.settings.object_store;
         let text = format!(
             "[object_store]\nendpoint = {:?}\npath_style = true\naccess_key_id_file = {:?}\nsecret_access_key_file = {:?}\n",
@@ -133,7 +133,7 @@ impl TestBucket {
 
     /// Remembers every key a command wrote under the prefix, to be removed at the end: listed
     /// by moto (which answers an unsigned list), or read from s3s-fs's directory.
-    pub async fn name_every_key(&self) {
+    pub(crate) async fn name_every_key(&self) {
         let bucket = self.name();
         let keys: Vec<String> = match self.server {
             Server::Moto => {
@@ -177,14 +177,14 @@ impl TestBucket {
     }
 
     /// `key`, remembered to be removed at the end.
-    pub fn key(&self, key: &str) -> String {
+    pub(crate) fn key(&self, key: &str) -> String {
         self.keys.lock().expect("keys").push(key.to_owned());
         key.to_owned()
     }
 
     /// Removes the keys (every version of each, in a bucket that keeps them) and the bucket;
     /// also done on drop, which cannot report a failure.
-    pub async fn remove(&self) -> Result<(), String> {
+    pub(crate) async fn remove(&self) -> Result<(), String> {
         let keys = std::mem::take(&mut *self.keys.lock().expect("keys"));
         for k in keys {
             for _ in 0..16 {

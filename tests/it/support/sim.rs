@@ -15,11 +15,11 @@ use event_audit::test_support::dev::simulator::server::Platform;
 use event_audit::test_support::dev::simulator::Simulator;
 use event_audit::test_support::reconcile::Manifest;
 
-pub const TOKEN: &str = "tok-Rec0ncile-S3cret-7f2a9";
+pub(crate) const TOKEN: &str = "tok-Rec0ncile-S3cret-7f2a9";
 
 /// Every anomaly flag and the verdict it must give, stated by hand (the simulator's ground
 /// truth is checked against these too).
-pub const ANOMALIES: [(&str, &str); 12] = [
+pub(crate) const ANOMALIES: [(&str, &str); 12] = [
     ("--drop-completion", "missing_event"),
     ("--wrong-identifier", "identifier_mismatch"),
     ("--error-but-created", "error_but_imported"),
@@ -36,7 +36,7 @@ pub const ANOMALIES: [(&str, &str); 12] = [
 
 /// Every registration anomaly and the registration it must give (the import verdict stays
 /// `matched`).
-pub const REGISTRATION_ANOMALIES: [(&str, &str); 5] = [
+pub(crate) const REGISTRATION_ANOMALIES: [(&str, &str); 5] = [
     ("--registration-in-flight", "in_flight"),
     ("--registration-never-requested", "never_requested"),
     ("--registration-stalled", "stalled"),
@@ -44,13 +44,13 @@ pub const REGISTRATION_ANOMALIES: [(&str, &str); 5] = [
     ("--registration-reversed", "reversed"),
 ];
 
-pub fn rfc3339(t: DateTime<Utc>) -> String {
+pub(crate) fn rfc3339(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Secs, true)
 }
 
 /// The platform simulator, in-process: its batch played onto the test's stream, its REST
 /// service on a free port with the token [`TOKEN`] (in `token_file`). Stopped when dropped.
-pub struct Sim {
+pub(crate) struct Sim {
     pub url: String,
     pub expected: Value,
     /// The batch's manifest (accounts and orders).
@@ -64,7 +64,12 @@ pub struct Sim {
 }
 
 /// Simulator settings for a test's stream: `accounts` of `supplier`, seeded.
-pub fn sim_settings(ts: &TestStream, supplier: &str, accounts: usize, seed: u64) -> Settings {
+pub(crate) fn sim_settings(
+    ts: &TestStream,
+    supplier: &str,
+    accounts: usize,
+    seed: u64,
+) -> Settings {
     let mut s = ts.settings();
     s.simulator.supplier = supplier.into();
     s.simulator.accounts = accounts;
@@ -75,7 +80,7 @@ pub fn sim_settings(ts: &TestStream, supplier: &str, accounts: usize, seed: u64)
 
 impl Sim {
     /// Starts a simulator with `tweak` applied to its settings (anomaly rates, faults).
-    pub async fn start_with(
+    pub(crate) async fn start_with(
         ts: &TestStream,
         supplier: &str,
         accounts: usize,
@@ -110,7 +115,7 @@ impl Sim {
 
     /// The platform finishes these accounts (imported now); their outcome, `account.created`
     /// and registration events are published to the simulator's subject of `ts`.
-    pub async fn fix(&self, ts: &TestStream, accounts: &[String]) {
+    pub(crate) async fn fix(&self, ts: &TestStream, accounts: &[String]) {
         for ext in accounts {
             let events = self
                 .platform
@@ -123,14 +128,14 @@ impl Sim {
     }
 
     /// The manifest as a file in `dir`.
-    pub fn manifest_file(&self, dir: &std::path::Path, name: &str) -> PathBuf {
+    pub(crate) fn manifest_file(&self, dir: &std::path::Path, name: &str) -> PathBuf {
         let path = dir.join(name);
         std::fs::write(&path, self.manifest.render()).expect("write the manifest");
         path
     }
 
     /// Starts a simulator with the given anomaly rates.
-    pub async fn start(
+    pub(crate) async fn start(
         ts: &TestStream,
         supplier: &str,
         accounts: usize,
@@ -140,7 +145,7 @@ impl Sim {
         Sim::start_with(ts, supplier, accounts, seed, |s| s.simulator.rates = rates).await
     }
 
-    pub fn counts(&self) -> BTreeMap<String, u64> {
+    pub(crate) fn counts(&self) -> BTreeMap<String, u64> {
         counts(&self.expected)
     }
 }
@@ -176,14 +181,14 @@ fn rate_of<'a>(r: &'a mut SimRates, flag: &str) -> &'a mut f64 {
 }
 
 /// Rates with one anomaly (by its flag name) set to `rate`.
-pub fn one_anomaly(flag: &str, rate: f64) -> SimRates {
+pub(crate) fn one_anomaly(flag: &str, rate: f64) -> SimRates {
     let mut r = SimRates::default();
     *rate_of(&mut r, flag) = rate;
     r
 }
 
 /// Rates with every anomaly of [`ANOMALIES`] set to `rate`.
-pub fn every_anomaly(rate: f64) -> SimRates {
+pub(crate) fn every_anomaly(rate: f64) -> SimRates {
     let mut r = SimRates::default();
     for (flag, _) in ANOMALIES {
         *rate_of(&mut r, flag) = rate;
@@ -191,12 +196,12 @@ pub fn every_anomaly(rate: f64) -> SimRates {
     r
 }
 
-pub fn counts(v: &Value) -> BTreeMap<String, u64> {
+pub(crate) fn counts(v: &Value) -> BTreeMap<String, u64> {
     serde_json::from_value(v["counts"].clone()).expect("counts")
 }
 
 /// `verdict → n` with the given non-zero entries and zeros for the rest of the vocabulary.
-pub fn stated(pairs: &[(&str, u64)]) -> BTreeMap<String, u64> {
+pub(crate) fn stated(pairs: &[(&str, u64)]) -> BTreeMap<String, u64> {
     let mut m: BTreeMap<String, u64> = [
         "matched",
         "identifier_mismatch",
@@ -224,7 +229,7 @@ pub fn stated(pairs: &[(&str, u64)]) -> BTreeMap<String, u64> {
 }
 
 /// Verdicts by external account number.
-pub fn verdicts(v: &Value) -> BTreeMap<String, String> {
+pub(crate) fn verdicts(v: &Value) -> BTreeMap<String, String> {
     v["results"]
         .as_array()
         .expect("results")
@@ -242,7 +247,7 @@ pub fn verdicts(v: &Value) -> BTreeMap<String, String> {
 }
 
 /// Every account's verdict is the simulator's ground truth.
-pub fn assert_per_account(report: &Value, sim: &Sim) {
+pub(crate) fn assert_per_account(report: &Value, sim: &Sim) {
     let got = verdicts(report);
     let want = verdicts(&sim.expected);
     assert_eq!(got.len(), want.len(), "accounts");

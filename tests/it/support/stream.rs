@@ -9,7 +9,7 @@ use event_audit::config::{NatsSettings, Settings, StreamSettings};
 
 /// A JetStream stream of this test alone, with subjects `NAME.>`; deleted when dropped (also
 /// when the test panics).
-pub struct TestStream {
+pub(crate) struct TestStream {
     pub name: String,
     pub consumer: String,
     /// The connection the stream was made on, kept open for the test's life.
@@ -19,7 +19,7 @@ pub struct TestStream {
 }
 
 impl TestStream {
-    pub async fn create(tag: &str) -> TestStream {
+    pub(crate) async fn create(tag: &str) -> TestStream {
         let name = unique(tag);
         let consumer = format!("{name}_C");
         let client = async_nats::connect(nats_url())
@@ -46,7 +46,7 @@ impl TestStream {
 
     /// Settings naming this stream, its subjects and its consumer on the test server; the rest
     /// default. The daemon's, the simulator's and the publisher's settings start here.
-    pub fn settings(&self) -> Settings {
+    pub(crate) fn settings(&self) -> Settings {
         Settings {
             nats: NatsSettings {
                 url: nats_url(),
@@ -63,21 +63,26 @@ impl TestStream {
     }
 
     /// The stream's subjects, as `--subjects` takes them.
-    pub fn subjects(&self) -> String {
+    pub(crate) fn subjects(&self) -> String {
         format!("{}.>", self.name)
     }
 
     /// The subject prefix for bare payloads named by their subject.
-    pub fn prefix(&self) -> String {
+    pub(crate) fn prefix(&self) -> String {
         format!("{}.", self.name)
     }
 
-    pub fn subject(&self, rest: &str) -> String {
+    pub(crate) fn subject(&self, rest: &str) -> String {
         format!("{}.{rest}", self.name)
     }
 
     /// Publishes one message and returns its stream sequence.
-    pub async fn publish(&self, subject: &str, headers: &[(&str, &str)], bytes: &[u8]) -> u64 {
+    pub(crate) async fn publish(
+        &self,
+        subject: &str,
+        headers: &[(&str, &str)],
+        bytes: &[u8],
+    ) -> u64 {
         let ack = if headers.is_empty() {
             self.js
                 .publish(subject.to_owned(), bytes.to_vec().into())
@@ -99,7 +104,7 @@ impl TestStream {
         ack.sequence
     }
 
-    pub async fn consumer_info(&self) -> consumer::Info {
+    pub(crate) async fn consumer_info(&self) -> consumer::Info {
         let stream = self.js.get_stream(&self.name).await.expect("get stream");
         stream
             .consumer_info(&self.consumer)
@@ -107,7 +112,7 @@ impl TestStream {
             .expect("consumer info")
     }
 
-    pub async fn delete_consumer(&self) {
+    pub(crate) async fn delete_consumer(&self) {
         let stream = self.js.get_stream(&self.name).await.expect("get stream");
         stream
             .delete_consumer(&self.consumer)
@@ -116,7 +121,7 @@ impl TestStream {
     }
 
     /// Publishes `n` messages of the load mix (seeded) to subject `NAME.load`, in-process.
-    pub async fn publish_load(&self, n: usize, seed: u64) {
+    pub(crate) async fn publish_load(&self, n: usize, seed: u64) {
         let mut s = self.settings();
         s.publish.count = n;
         s.publish.subject = self.subject("load");

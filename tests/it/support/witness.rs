@@ -18,7 +18,13 @@ use event_audit::test_support::witnessed::signer::Signer;
 
 /// The daemon's settings for a test, signing with `key` into the checkpoint stream `stream` and
 /// the directory `dir`, a checkpoint at the end of a run (the interval an hour).
-pub fn signing(db: &TestDb, ts: &TestStream, key: &Path, stream: &str, dir: &Path) -> Settings {
+pub(crate) fn signing(
+    db: &TestDb,
+    ts: &TestStream,
+    key: &Path,
+    stream: &str,
+    dir: &Path,
+) -> Settings {
     let mut s = settings(db, ts);
     s.witness.signing_key_file = Some(key.to_owned());
     s.witness.checkpoint_stream = stream.to_owned();
@@ -28,7 +34,7 @@ pub fn signing(db: &TestDb, ts: &TestStream, key: &Path, stream: &str, dir: &Pat
 }
 
 /// The witness stream of a test, deleted when dropped.
-pub struct Witness(pub String);
+pub(crate) struct Witness(pub String);
 
 impl Drop for Witness {
     fn drop(&mut self) {
@@ -47,7 +53,7 @@ impl Drop for Witness {
 }
 
 /// A key pair named `name` from a fixed seed, written to `dir/k<seed>.key` and `.pub`.
-pub fn write_keys(dir: &Path, name: &str, seed: u8) -> (PathBuf, PathBuf, PrivateKey) {
+pub(crate) fn write_keys(dir: &Path, name: &str, seed: u8) -> (PathBuf, PathBuf, PrivateKey) {
     let k = PrivateKey::from_seed(name, &[seed; 32]).expect("key");
     let (private, public) = (
         dir.join(format!("k{seed}.key")),
@@ -64,7 +70,7 @@ pub fn write_keys(dir: &Path, name: &str, seed: u8) -> (PathBuf, PathBuf, Privat
 }
 
 /// The `run` arguments that sign checkpoints with `key` into `stream`, every second.
-pub fn signing_args(key: &Path, stream: &str) -> Vec<String> {
+pub(crate) fn signing_args(key: &Path, stream: &str) -> Vec<String> {
     [
         "--signing-key-file",
         key.to_str().expect("utf-8"),
@@ -79,7 +85,12 @@ pub fn signing_args(key: &Path, stream: &str) -> Vec<String> {
 
 /// `event-audit verify --public-key PUBLIC --checkpoint-stream STREAM EXTRA…` (HOME in the
 /// temporary directory).
-pub async fn verify_witness(db_url: &str, public: &Path, stream: &str, extra: &[&str]) -> Run {
+pub(crate) async fn verify_witness(
+    db_url: &str,
+    public: &Path,
+    stream: &str,
+    extra: &[&str],
+) -> Run {
     let p = public.to_str().expect("utf-8");
     let nats = nats_url();
     let mut args = vec![
@@ -100,7 +111,7 @@ pub async fn verify_witness(db_url: &str, public: &Path, stream: &str, extra: &[
 }
 
 /// A witness's cosigning key from a fixed seed, written to `dir/w<seed>.key` (0600) and `.pub`.
-pub fn write_witness_key(
+pub(crate) fn write_witness_key(
     dir: &Path,
     name: &str,
     seed: u8,
@@ -119,7 +130,7 @@ pub fn write_witness_key(
 
 /// A C2SP tlog-policy file naming `witnesses` (vkey, submission URL) by their key names, in one group
 /// of `quorum`, the policy's quorum.
-pub fn write_policy(path: &Path, witnesses: &[(String, String)], quorum: usize) -> PathBuf {
+pub(crate) fn write_policy(path: &Path, witnesses: &[(String, String)], quorum: usize) -> PathBuf {
     let mut text = String::from("# test witnesses\n");
     let mut names = Vec::new();
     for (vkey, url) in witnesses {
@@ -137,7 +148,7 @@ pub fn write_policy(path: &Path, witnesses: &[(String, String)], quorum: usize) 
 
 /// A witness process of its own for the log whose public key is `public` (its key `name` from
 /// `seed`, its state under `dir`), and a policy file naming it alone with quorum 1.
-pub async fn witness_with_policy(
+pub(crate) async fn witness_with_policy(
     dir: &Path,
     name: &str,
     seed: u8,
@@ -155,7 +166,7 @@ pub async fn witness_with_policy(
 
 /// `event-audit witness serve` as a process of its own (the point: a witness that shares
 /// nothing with the daemon), ended by its PID when dropped.
-pub struct WitnessProcess {
+pub(crate) struct WitnessProcess {
     child: Option<tokio::process::Child>,
     pub addr: String,
     pub url: String,
@@ -167,7 +178,7 @@ pub struct WitnessProcess {
 
 impl WitnessProcess {
     /// Starts a witness with `key`, trusting `logs`, keeping its state in `state_dir`.
-    pub async fn start(key: &Path, logs: &[PathBuf], state_dir: &Path) -> WitnessProcess {
+    pub(crate) async fn start(key: &Path, logs: &[PathBuf], state_dir: &Path) -> WitnessProcess {
         let mut w = WitnessProcess {
             child: None,
             addr: super::free_addr(),
@@ -215,24 +226,24 @@ impl WitnessProcess {
     }
 
     /// Ends the process (SIGKILL, by PID) and starts it again on the same address and state.
-    pub async fn restart(&mut self) {
+    pub(crate) async fn restart(&mut self) {
         self.stop().await;
         self.spawn().await;
     }
 
-    pub async fn stop(&mut self) {
+    pub(crate) async fn stop(&mut self) {
         if let Some(mut c) = self.child.take() {
             let _ = c.kill().await;
         }
     }
 
     /// Its process id, while it runs.
-    pub fn pid(&self) -> Option<u32> {
+    pub(crate) fn pid(&self) -> Option<u32> {
         self.child.as_ref()?.id()
     }
 
     /// What it logged.
-    pub fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         std::fs::read_to_string(&self.stderr).unwrap_or_default()
     }
 }
@@ -240,7 +251,7 @@ impl WitnessProcess {
 /// A checkpoint signer in-process over the test's database, signing as `key` under `origin`
 /// with the witness settings of `s` (its checkpoint stream and memory file), with its own
 /// metrics and bus connection (returned for the test's checks).
-pub async fn in_process_signer(
+pub(crate) async fn in_process_signer(
     db: &TestDb,
     key: PrivateKey,
     origin: &str,

@@ -91,7 +91,8 @@ impl Settings {
 }
 
 /// libpq's `sslmode` values, as `database.tls_mode` takes them.
-pub const DB_TLS_MODES: [&str; 5] = ["disable", "prefer", "require", "verify-ca", "verify-full"];
+pub(super) const DB_TLS_MODES: [&str; 5] =
+    ["disable", "prefer", "require", "verify-ca", "verify-full"];
 
 impl Settings {
     /// The audit log's database (and the demo's): its URL, connections and timeouts.

@@ -7,7 +7,7 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
 /// The largest PEM file read (a CA bundle of a few hundred certificates fits).
-pub const MAX_PEM_FILE: u64 = 1 << 20;
+pub(super) const MAX_PEM_FILE: u64 = 1 << 20;
 
 /// Why TLS could not be set up. Never holds a key's bytes.
 #[derive(Debug, thiserror::Error)]

@@ -11,7 +11,7 @@ use rustls::{CertificateError, DigitallySignedStruct, Error, OtherError, RootCer
 
 /// A certificate refused, with what it presented.
 #[derive(Debug)]
-pub struct Presented {
+pub(super) struct Presented {
     pub cause: CertificateError,
     /// The issuer's common name and organisation (`CN=Company CA, O=Company`).
     pub issuer: String,
@@ -29,12 +29,12 @@ impl std::error::Error for Presented {}
 
 /// rustls's WebPKI verifier, explaining its refusals.
 #[derive(Debug)]
-pub struct Explaining {
+pub(super) struct Explaining {
     inner: Arc<WebPkiServerVerifier>,
 }
 
 impl Explaining {
-    pub fn new(roots: RootCertStore) -> Result<Explaining, String> {
+    pub(super) fn new(roots: RootCertStore) -> Result<Explaining, String> {
         let inner = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), super::provider())
             .build()
             .map_err(|e| format!("no CA to trust ({e}): set SSL_CERT_FILE or the CA file"))?;
@@ -92,7 +92,7 @@ impl ServerCertVerifier for Explaining {
 }
 
 /// The issuer (its CN and O) and the DNS names of a certificate, as far as they can be read.
-pub fn describe(cert: &CertificateDer<'_>) -> (String, Vec<String>) {
+pub(super) fn describe(cert: &CertificateDer<'_>) -> (String, Vec<String>) {
     match webpki::EndEntityCert::try_from(cert) {
         Ok(ee) => {
             let names = ee.valid_dns_names().take(16).map(str::to_owned).collect();

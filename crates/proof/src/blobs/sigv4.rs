@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 const EMPTY_SHA256: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 
 /// One request to sign.
-pub struct Request<'a> {
+pub(super) struct Request<'a> {
     pub method: &'a str,
     /// The path as sent: each segment already URI-encoded ([`encode_path`]).
     pub path: &'a str,
@@ -24,7 +24,7 @@ pub struct Request<'a> {
 }
 
 /// Who signs, where, and when (`x-amz-date`'s value, `YYYYMMDDTHHMMSSZ`).
-pub struct Signer<'a> {
+pub(super) struct Signer<'a> {
     pub access_key_id: &'a str,
     pub secret_access_key: &'a str,
     pub region: &'a str,
@@ -32,7 +32,7 @@ pub struct Signer<'a> {
 }
 
 /// The `Authorization` header's value for `req`.
-pub fn authorization(s: &Signer<'_>, req: &Request<'_>) -> String {
+pub(super) fn authorization(s: &Signer<'_>, req: &Request<'_>) -> String {
     let (canonical, signed) = canonical_request(req);
     let date = s.amz_date.get(..8).unwrap_or(s.amz_date);
     let scope = format!("{date}/{}/s3/aws4_request", s.region);
@@ -97,7 +97,7 @@ fn collapse(v: &str) -> String {
 
 /// URI-encodes `s` as SigV4 asks: every byte but `A-Z a-z 0-9 - _ . ~` as `%XX` (uppercase),
 /// and `/` too unless `slash` is false.
-pub fn encode(s: &str, slash: bool) -> String {
+pub(super) fn encode(s: &str, slash: bool) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {
         match b {
@@ -112,12 +112,12 @@ pub fn encode(s: &str, slash: bool) -> String {
 }
 
 /// An object's path (`/bucket/key` or `/key`), each segment encoded, the slashes kept.
-pub fn encode_path(path: &str) -> String {
+pub(super) fn encode_path(path: &str) -> String {
     encode(path, false)
 }
 
 /// Lowercase hex SHA-256 of `bytes`.
-pub fn sha256_hex(bytes: &[u8]) -> String {
+pub(super) fn sha256_hex(bytes: &[u8]) -> String {
     hex(&Sha256::digest(bytes))
 }
 

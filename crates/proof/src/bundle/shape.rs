@@ -182,7 +182,7 @@ fn entry(i: usize, format: &str, v: &Json) -> Result<Entry, BundleError> {
 }
 
 /// Reads a bundle's text (JSON without repeated keys, as [`json::parse`] reads it).
-pub fn read(text: &str) -> Result<Bundle, BundleError> {
+pub(super) fn read(text: &str) -> Result<Bundle, BundleError> {
     let v = json::parse(text, Keys::Unique).map_err(|e| bad(format!("not JSON: {e}")))?;
     let Json::Obj(top) = v else {
         return Err(bad("not a JSON object".into()));
