@@ -14,23 +14,11 @@ fn main() -> std::process::ExitCode {
             std::process::ExitCode::SUCCESS
         }
         Err(err) => {
-            eprintln!("event-audit: {}", message(&err));
+            eprintln!(
+                "event-audit: {}",
+                event_audit_base::logging::error_line(&err)
+            );
             std::process::ExitCode::from(2)
         }
     }
-}
-
-/// The error and its causes, each said once (a cause already quoted by its parent is skipped).
-fn message(err: &anyhow::Error) -> String {
-    let mut text = String::new();
-    for cause in err.chain() {
-        let c = cause.to_string();
-        if !text.contains(&c) {
-            if !text.is_empty() {
-                text.push_str(": ");
-            }
-            text.push_str(&c);
-        }
-    }
-    text
 }

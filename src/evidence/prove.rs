@@ -110,6 +110,28 @@ pub(crate) async fn places(
     Ok(places)
 }
 
+/// The row at `p`, its place in the tree and how messages name it (`stream=… stream_seq=…`):
+/// refused when the checkpoint does not cover it, or when it is not stored.
+pub(crate) async fn witnessed_row(
+    store: &TreeStore,
+    cp: &Checkpoint,
+    p: &RowPlace,
+) -> Result<(String, u64, StoredRow), ProveError> {
+    let what = format!("stream={} stream_seq={}", p.stream, p.stream_seq);
+    let index = u64::try_from(p.leaf_index).unwrap_or(u64::MAX);
+    if index >= cp.size {
+        return Err(ProveError::NotWitnessed {
+            what,
+            index,
+            size: cp.size,
+        });
+    }
+    let row = crate::log::read::stored_row(store.db(), &p.stream, p.stream_seq)
+        .await?
+        .ok_or_else(|| ProveError::NotFound(what.clone()))?;
+    Ok((what, index, row))
+}
+
 /// The bundle for `query` against the checkpoint `cp` (whose signed note is `note`).
 pub(crate) async fn prove(
     store: &TreeStore,
@@ -121,18 +143,7 @@ pub(crate) async fn prove(
     let places = places(store, &query).await?;
     let mut entries = Vec::with_capacity(places.len());
     for p in places {
-        let what = format!("stream={} stream_seq={}", p.stream, p.stream_seq);
-        let index = u64::try_from(p.leaf_index).unwrap_or(u64::MAX);
-        if index >= cp.size {
-            return Err(ProveError::NotWitnessed {
-                what,
-                index,
-                size: cp.size,
-            });
-        }
-        let row = crate::log::read::stored_row(store.db(), &p.stream, p.stream_seq)
-            .await?
-            .ok_or_else(|| ProveError::NotFound(what.clone()))?;
+        let (what, index, row) = witnessed_row(store, cp, &p).await?;
         // A pruned (or erased) row whose archive is given: its archived copy, if it makes the
         // row hash the log keeps.
         let archived = match archive {

@@ -4,7 +4,7 @@
 //! is handed out, and a row whose stored columns no longer make its row hash is refused, as
 //! `prove` refuses it. An erased or pruned row keeps its row hash and is proven all the same.
 
-use crate::evidence::prove::{places, ProveError, Query};
+use crate::evidence::prove::{places, witnessed_row, ProveError, Query};
 use crate::log::tree::TreeStore;
 use crate::tlog::merkle::Hash;
 use crate::tlog::note::Checkpoint;
@@ -30,18 +30,7 @@ pub(crate) async fn tlog_proofs(
 ) -> Result<Vec<RowProof>, ProveError> {
     let mut out = Vec::new();
     for p in places(store, &query).await? {
-        let what = format!("stream={} stream_seq={}", p.stream, p.stream_seq);
-        let index = u64::try_from(p.leaf_index).unwrap_or(u64::MAX);
-        if index >= cp.size {
-            return Err(ProveError::NotWitnessed {
-                what,
-                index,
-                size: cp.size,
-            });
-        }
-        let row = crate::log::read::stored_row(store.db(), &p.stream, p.stream_seq)
-            .await?
-            .ok_or_else(|| ProveError::NotFound(what.clone()))?;
+        let (what, index, row) = witnessed_row(store, cp, &p).await?;
         let entry = Hash::try_from(row.row_hash.as_slice())
             .map_err(|_| ProveError::Mismatch(what.clone()))?;
         let made = match crate::verify::rows::check(&row.view()) {

@@ -43,6 +43,22 @@ pub fn init(json: bool, default: &str) {
         .try_init();
 }
 
+/// An error and its causes as the one line a binary prints before it exits 2: each cause said
+/// once (a cause its parent already quotes is skipped), joined by `: `.
+pub fn error_line(err: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in err.chain() {
+        let c = cause.to_string();
+        if !text.contains(&c) {
+            if !text.is_empty() {
+                text.push_str(": ");
+            }
+            text.push_str(&c);
+        }
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -42,23 +42,11 @@ fn main() -> ExitCode {
     match done {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("event-audit-proof: {}", message(&err));
+            eprintln!(
+                "event-audit-proof: {}",
+                event_audit_proof::logging::error_line(&err)
+            );
             ExitCode::from(2)
         }
     }
-}
-
-/// The error and its causes, each said once (a cause already quoted by its parent is skipped).
-fn message(err: &anyhow::Error) -> String {
-    let mut text = String::new();
-    for cause in err.chain() {
-        let c = cause.to_string();
-        if !text.contains(&c) {
-            if !text.is_empty() {
-                text.push_str(": ");
-            }
-            text.push_str(&c);
-        }
-    }
-    text
 }

@@ -24,17 +24,10 @@ fn main() -> ExitCode {
     match cli::run(args.action) {
         Ok(code) => code,
         Err(err) => {
-            let mut text = String::new();
-            for cause in err.chain() {
-                let c = cause.to_string();
-                if !text.contains(&c) {
-                    if !text.is_empty() {
-                        text.push_str(": ");
-                    }
-                    text.push_str(&c);
-                }
-            }
-            eprintln!("event-audit-witness: {text}");
+            eprintln!(
+                "event-audit-witness: {}",
+                event_audit_witness::logging::error_line(&err)
+            );
             ExitCode::from(2)
         }
     }
