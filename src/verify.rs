@@ -1,5 +1,5 @@
 //! `event-audit verify`: checks the chain's links in order, then rehashes every row in parallel
-//! ([`walk`]: binary COPY over several connections, [`crate::row::copy`] parses it, [`rows`] checks a row)
+//! ([`mod@walk`]: binary COPY over several connections, [`crate::row::copy`] parses it, [`rows`] checks a row)
 //! and lists every break (a row, a link, the head, an unlinked row), naming the first in log
 //! order; [`gaps`] reports which stream sequences the log holds and why the others are missing.
 //! It reads the log through [`crate::log::Reader`] (the log's one read side, where its SQL is);
