@@ -32,7 +32,7 @@ fn fields(out: &mut String, fields: &[Field]) {
 }
 
 /// The canonical text the fingerprint hashes.
-pub fn canonical(cat: &Catalogue) -> String {
+pub(super) fn canonical(cat: &Catalogue) -> String {
     let mut out = String::from("event-audit catalogue v1\n");
     let mut shapes: Vec<_> = cat.shapes.iter().collect();
     shapes.sort_by(|a, b| a.name.cmp(&b.name));
@@ -54,7 +54,7 @@ pub fn canonical(cat: &Catalogue) -> String {
 }
 
 /// The first 16 hex digits of the SHA-256 of [`canonical`].
-pub fn fingerprint(cat: &Catalogue) -> String {
+pub(super) fn fingerprint(cat: &Catalogue) -> String {
     let digest = Sha256::digest(canonical(cat).as_bytes());
     digest[..8].iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -9,7 +9,7 @@ use serde::Deserialize;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct FieldDef {
+pub(super) struct FieldDef {
     pub name: String,
     #[serde(rename = "type")]
     pub ty: String,
@@ -225,7 +225,7 @@ fn event_fields(
     Ok(out)
 }
 
-pub fn load(dir: &Path) -> Result<Catalogue, String> {
+pub(super) fn load(dir: &Path) -> Result<Catalogue, String> {
     let shapes_file: ShapesFile = read(&dir.join("shapes.toml"))?;
     let sets_file: SetsFile = read(&dir.join("field_sets.toml"))?;
     let events_file: EventsFile = read(&dir.join("events.toml"))?;

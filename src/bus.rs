@@ -112,7 +112,7 @@ impl Bus {
 }
 
 /// Whether a get-stream error says the stream does not exist.
-pub fn is_not_found(kind: &jetstream::context::GetStreamErrorKind) -> bool {
+pub(crate) fn is_not_found(kind: &jetstream::context::GetStreamErrorKind) -> bool {
     matches!(kind, jetstream::context::GetStreamErrorKind::JetStream(e)
         if e.error_code() == jetstream::ErrorCode::STREAM_NOT_FOUND)
 }

@@ -69,7 +69,7 @@ pub struct Cli {
 /// Parsed once per process: the variants' sizes do not matter.
 #[allow(clippy::large_enum_variant)]
 #[derive(Subcommand, Debug)]
-pub enum Command {
+pub(crate) enum Command {
     /// The daemon: consume the stream through a durable consumer into the audit log.
     Run(run::RunArgs),
     /// Rehash every row and walk the hash chain, report completeness; list every break (exit 1),

@@ -13,7 +13,7 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{ConnectOptions, Connection, Executor, PgConnection, PgPool, Postgres};
 
 use crate::config::{redact_url, DatabaseSettings};
-pub use error::{Class, Ctx, DbError};
+pub(crate) use error::{Class, Ctx, DbError};
 
 /// The role the daemon works as (it cannot UPDATE, DELETE or TRUNCATE the log).
 pub(crate) const WRITER_ROLE: &str = "event_audit_writer";

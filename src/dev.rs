@@ -4,7 +4,7 @@
 //! and the tests imports it.
 
 pub(crate) mod bench;
-pub mod demo;
-pub mod publish;
+pub(crate) mod demo;
+pub(crate) mod publish;
 pub mod sample;
-pub mod simulator;
+pub(crate) mod simulator;

@@ -5,4 +5,4 @@
 
 pub mod compat;
 pub(crate) mod drift;
-pub mod reprocess;
+pub(crate) mod reprocess;

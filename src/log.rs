@@ -14,12 +14,12 @@ pub(crate) mod erasure;
 pub(crate) mod held;
 pub(crate) mod partitions;
 pub(crate) mod present;
-pub mod read;
+pub(crate) mod read;
 pub(crate) mod restored;
 pub(crate) mod signed;
 pub(crate) mod standby;
-pub use event_audit_proof::tiles;
-pub mod tree;
+pub(crate) use event_audit_proof::tiles;
+pub(crate) mod tree;
 
 pub use read::Reader;
 

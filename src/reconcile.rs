@@ -29,10 +29,10 @@ mod platform;
 pub(crate) mod poll;
 pub(crate) mod registration;
 pub(crate) mod report;
-pub mod rest;
+pub(crate) mod rest;
 mod run;
 pub(crate) mod settings;
-pub mod store;
+pub(crate) mod store;
 pub(crate) mod verdict;
 
 use std::sync::atomic::Ordering;
@@ -98,7 +98,7 @@ impl Progress for NoProgress {}
 
 impl Params {
     /// A run of `suppliers` with the given grace and nothing else.
-    pub fn new(suppliers: Vec<String>, grace: Duration, trigger: &'static str) -> Params {
+    pub(crate) fn new(suppliers: Vec<String>, grace: Duration, trigger: &'static str) -> Params {
         Params {
             suppliers,
             batch: None,

@@ -6,17 +6,17 @@
 //! re-verdict of `reprocess` with its hash ([`reverdict`]), the erasure and restore records
 //! ([`erasure`], [`restore`]) written as the log's own rows ([`own`]). No I/O.
 
-pub mod canon;
-pub mod chain;
+pub(crate) mod canon;
+pub(crate) mod chain;
 pub mod columns;
-pub mod copy;
+pub(crate) mod copy;
 pub(crate) mod erasure;
-pub mod jsonb;
+pub(crate) mod jsonb;
 pub(crate) mod own;
-pub mod pgcopy;
-pub mod record;
+pub(crate) mod pgcopy;
+pub(crate) mod record;
 pub(crate) mod restore;
 pub(crate) mod reverdict;
-pub mod view;
+pub(crate) mod view;
 
 pub(crate) use event_audit_proof::hex;

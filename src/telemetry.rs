@@ -2,6 +2,8 @@
 //! Prometheus metrics by area ([`metrics`]).
 
 pub(crate) mod health;
-pub use event_audit_base::metrics;
+pub(crate) use event_audit_base::metrics;
 
+#[allow(unreachable_pub)]
+// public through `test_support` (the lint misses re-exports of re-exports)
 pub use event_audit_base::logging::{init, DEFAULT_FILTER};

@@ -31,8 +31,8 @@ use crate::log::read::{LinkRow, RunRecord};
 use crate::log::Reader;
 use crate::verify::metrics::{ChainMetrics, GAP_KINDS};
 pub(crate) use run::Recorded;
-pub use run::{run, CouldNotVerify, VerifyOptions, VerifyReport};
-pub use walk::LeafSink;
+pub(crate) use run::{run, CouldNotVerify, VerifyOptions, VerifyReport};
+pub(crate) use walk::LeafSink;
 
 /// Why a walk could not be completed (not a break: the log could not be read).
 #[derive(Debug, thiserror::Error)]
@@ -50,7 +50,7 @@ pub enum VerifyError {
 
 /// One thing that does not hold. `why` names it (row by stream and sequence, batch, link).
 #[derive(Debug, Clone, serde::Serialize, PartialEq, Eq)]
-pub struct Break {
+pub(crate) struct Break {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) link: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -179,7 +179,7 @@ pub async fn verify(log: &Reader) -> Result<ChainReport, VerifyError> {
 }
 
 /// Records a run (through the function the auditor may call).
-pub async fn record(
+pub(crate) async fn record(
     log: &Reader,
     report: &ChainReport,
     witness_ok: Option<bool>,

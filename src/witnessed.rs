@@ -5,8 +5,8 @@
 //! signer's memory are the log's ([`crate::log::tree`], [`crate::log::signed`]); the formats they
 //! read and write are [`crate::tlog`]'s; `verify` and `prove` read through [`signer`]'s readers.
 
-pub mod metrics;
-pub mod repair;
-pub mod signer;
-pub mod tile_writer;
+pub(crate) mod metrics;
+pub(crate) mod repair;
+pub(crate) mod signer;
+pub(crate) mod tile_writer;
 pub(crate) use event_audit_witness as witness;

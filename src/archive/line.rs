@@ -25,7 +25,7 @@ mod time;
 use time::{parse_time, time};
 
 /// The first field of a line: the row's leaf index in the witnessed log.
-pub const LEAF_INDEX: &str = "leaf_index";
+pub(crate) const LEAF_INDEX: &str = "leaf_index";
 
 /// Why a line is not an archived row. Never quotes a value (payloads are personal data); an
 /// unknown field is named only when its name is a short plain identifier.

@@ -5,12 +5,12 @@
 use serde::{Deserialize, Serialize};
 
 /// The archive format this build writes and reads.
-pub const FORMAT: &str = "event-audit-archive/1";
+pub(crate) const FORMAT: &str = "event-audit-archive/1";
 
 /// `manifest.json`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Manifest {
+pub(crate) struct Manifest {
     /// [`FORMAT`].
     pub format: String,
     /// The witnessed log's origin, when the log is witnessed.
@@ -26,7 +26,7 @@ pub struct Manifest {
 /// One partition of `audit.events`, archived as one JSON Lines file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct PartitionFile {
+pub(crate) struct PartitionFile {
     /// The partition's table name.
     pub partition: String,
     /// The partition's range of bus times (RFC 3339, UTC): from, inclusive, to, exclusive.
@@ -48,7 +48,7 @@ pub struct PartitionFile {
 
 /// Why `manifest.json` cannot be read.
 #[derive(Debug, thiserror::Error)]
-pub enum ManifestError {
+pub(crate) enum ManifestError {
     #[error("manifest.json is not an archive manifest: {0}")]
     Json(#[from] serde_json::Error),
     #[error("manifest.json has format {found:?}; this build reads {FORMAT}")]
@@ -64,7 +64,7 @@ pub enum ManifestError {
 impl Manifest {
     /// Reads `manifest.json`: its JSON, the format this build reads, each digest 64 lowercase
     /// hex digits and each leaf range in order.
-    pub fn parse(bytes: &[u8]) -> Result<Manifest, ManifestError> {
+    pub(crate) fn parse(bytes: &[u8]) -> Result<Manifest, ManifestError> {
         let m: Manifest = serde_json::from_slice(bytes)?;
         if m.format != FORMAT {
             return Err(ManifestError::Format { found: m.format });
@@ -104,7 +104,7 @@ impl Manifest {
     }
 
     /// The manifest as the pretty-printed JSON `manifest.json` holds.
-    pub fn to_json_pretty(&self) -> String {
+    pub(crate) fn to_json_pretty(&self) -> String {
         // Strings, numbers and lists always serialise.
         serde_json::to_string_pretty(self).unwrap_or_default()
     }

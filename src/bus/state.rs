@@ -15,7 +15,7 @@ const INFO_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The stream's state on the bus.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct BusState {
+pub(crate) struct BusState {
     pub(crate) first_seq: u64,
     pub(crate) last_seq: u64,
     /// Sequences deleted between the first and the last, ascending.

@@ -14,7 +14,7 @@ use crate::db::Db;
 
 /// Options of `event-audit archive`.
 #[derive(clap::Args, Debug, Clone)]
-pub struct ArchiveArgs {
+pub(crate) struct ArchiveArgs {
     #[command(flatten)]
     pub(crate) config: ConfigArg,
     #[command(flatten)]
@@ -38,7 +38,7 @@ pub struct ArchiveArgs {
     pub(crate) format: ListFormat,
 }
 
-pub fn run(args: ArchiveArgs) -> anyhow::Result<ExitCode> {
+pub(super) fn run(args: ArchiveArgs) -> anyhow::Result<ExitCode> {
     let settings = args.config.load()?;
     let instance = settings.ingest.instance_name();
     let bound = settings.database.statement_timeout.get() * STATEMENT_FACTOR;

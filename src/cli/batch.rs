@@ -17,7 +17,7 @@ use crate::reconcile::model::Tolerance;
 use crate::reconcile::store::ReconcileStore;
 
 #[derive(clap::Subcommand, Debug, Clone)]
-pub enum BatchAction {
+pub(crate) enum BatchAction {
     /// Store a batch's manifest under a name (unique per supplier).
     Register(RegisterArgs),
     /// Close a batch: the daemon stops reconciling it (its runs stay).
@@ -28,7 +28,7 @@ pub enum BatchAction {
 
 /// Options of `event-audit batch register`.
 #[derive(clap::Args, Debug, Clone)]
-pub struct RegisterArgs {
+pub(crate) struct RegisterArgs {
     #[command(flatten)]
     pub(crate) config: ConfigArg,
     #[command(flatten)]
@@ -51,7 +51,7 @@ pub struct RegisterArgs {
 
 /// Options of `event-audit batch close`.
 #[derive(clap::Args, Debug, Clone)]
-pub struct CloseArgs {
+pub(crate) struct CloseArgs {
     #[command(flatten)]
     pub(crate) config: ConfigArg,
     #[command(flatten)]
@@ -65,7 +65,7 @@ pub struct CloseArgs {
 
 /// Options of `event-audit batch list`.
 #[derive(clap::Args, Debug, Clone)]
-pub struct ListArgs {
+pub(crate) struct ListArgs {
     #[command(flatten)]
     pub(crate) config: ConfigArg,
     #[command(flatten)]
@@ -75,7 +75,7 @@ pub struct ListArgs {
     pub(crate) json: bool,
 }
 
-pub fn run(action: BatchAction) -> anyhow::Result<ExitCode> {
+pub(super) fn run(action: BatchAction) -> anyhow::Result<ExitCode> {
     match action {
         BatchAction::Register(a) => register(a),
         BatchAction::Close(a) => close(a),

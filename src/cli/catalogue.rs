@@ -14,7 +14,7 @@ use crate::evolution::compat::{self, diff};
 
 /// Output format of the catalogue commands.
 #[derive(clap::ValueEnum, Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum ListFormat {
+pub(crate) enum ListFormat {
     #[default]
     Table,
     Json,
@@ -22,7 +22,7 @@ pub enum ListFormat {
 
 /// `event-audit catalogue ...`.
 #[derive(clap::Subcommand, Debug, Clone)]
-pub enum CatalogueAction {
+pub(crate) enum CatalogueAction {
     /// The catalogue's fingerprint, then one line per event version: full name, required and
     /// optional field counts. The JSON also gives every version's fields and every shape's.
     List {
@@ -47,7 +47,7 @@ pub enum CatalogueAction {
 
 /// Options of `event-audit catalogue diff`.
 #[derive(clap::Args, Debug, Clone)]
-pub struct DiffArgs {
+pub(crate) struct DiffArgs {
     /// The old catalogue directory (shapes.toml, field_sets.toml, events.toml).
     #[arg(required_unless_present = "between")]
     pub(crate) old_dir: Option<PathBuf>,
@@ -61,7 +61,7 @@ pub struct DiffArgs {
     pub(crate) format: ListFormat,
 }
 
-pub fn run(action: CatalogueAction) -> anyhow::Result<ExitCode> {
+pub(super) fn run(action: CatalogueAction) -> anyhow::Result<ExitCode> {
     let out = &mut std::io::stdout().lock();
     match action {
         CatalogueAction::List { format } => list(out, format),
@@ -85,7 +85,7 @@ fn field_json(f: &FieldSpec) -> serde_json::Value {
 /// shapes: [...]}`, each event version with its fields (extends and field sets expanded, in the
 /// order a message lists them) and each shape with its own; what the fuzz tools make their
 /// dictionary and structured inputs from (fuzz/make_dict.py, fuzz/structured_inputs.py).
-pub fn list(out: &mut impl Write, format: ListFormat) -> anyhow::Result<ExitCode> {
+pub(super) fn list(out: &mut impl Write, format: ListFormat) -> anyhow::Result<ExitCode> {
     if format == ListFormat::Json {
         let events: Vec<_> = EVENTS
             .iter()

@@ -21,7 +21,7 @@ use crate::decode::verdict::{self, Status, Verdict};
 
 /// Options of `event-audit decode`.
 #[derive(clap::Args, Debug, Clone)]
-pub struct DecodeArgs {
+pub(crate) struct DecodeArgs {
     /// Input files, one envelope per line; stdin when none. Blank lines are skipped (no
     /// verdict), and counted in the summary.
     pub(crate) files: Vec<PathBuf>,
@@ -48,7 +48,7 @@ pub(crate) struct Line<'a> {
 }
 
 impl<'a> Line<'a> {
-    pub fn new(line: usize, file: Option<&'a str>, v: &'a Verdict<'a>) -> Self {
+    pub(super) fn new(line: usize, file: Option<&'a str>, v: &'a Verdict<'a>) -> Self {
         let (event_type, version) = v.type_and_version();
         Line {
             line,
@@ -196,7 +196,7 @@ fn closed_early(e: &anyhow::Error) -> bool {
         .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
 }
 
-pub fn run(files: &[PathBuf]) -> anyhow::Result<ExitCode> {
+pub(super) fn run(files: &[PathBuf]) -> anyhow::Result<ExitCode> {
     let mut tally = Tally::default();
     let mut hints = Hints::default();
     let stdout = std::io::stdout();

@@ -9,7 +9,7 @@ use crate::config::defaults;
 
 /// Options of `event-audit demo`.
 #[derive(clap::Args, Debug, Clone)]
-pub struct DemoArgs {
+pub(crate) struct DemoArgs {
     #[command(flatten)]
     pub(crate) config: ConfigArg,
     #[command(flatten)]
@@ -82,7 +82,7 @@ options_group! {
 
 /// Options of `event-audit simulate-platform`.
 #[derive(clap::Args, Debug, Clone)]
-pub struct SimArgs {
+pub(crate) struct SimArgs {
     #[command(flatten)]
     pub(crate) config: ConfigArg,
     #[command(flatten)]
@@ -105,7 +105,7 @@ options_group! {
 
 /// Options of `event-audit publish`.
 #[derive(clap::Args, Debug, Clone)]
-pub struct PublishArgs {
+pub(crate) struct PublishArgs {
     #[command(flatten)]
     pub(crate) config: ConfigArg,
     #[command(flatten)]
@@ -117,7 +117,7 @@ pub struct PublishArgs {
 }
 
 #[derive(clap::Subcommand, Debug, Clone)]
-pub enum BenchWhat {
+pub(crate) enum BenchWhat {
     /// Drain a stream with an ack-only consumer (the bus ceiling).
     AckOnly {
         #[arg(long, env = "NATS_URL", default_value = defaults::NATS_URL, hide_env_values = true)]

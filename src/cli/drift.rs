@@ -16,7 +16,7 @@ use crate::evolution::drift::{self, store::DriftStore, Range};
 
 /// Options of `event-audit drift`.
 #[derive(clap::Args, Debug, Clone)]
-pub struct DriftArgs {
+pub(crate) struct DriftArgs {
     #[command(flatten)]
     pub(crate) config: ConfigArg,
     #[command(flatten)]
@@ -37,7 +37,7 @@ pub struct DriftArgs {
     pub(crate) catalogue_dir: PathBuf,
 }
 
-pub fn run(args: DriftArgs) -> anyhow::Result<ExitCode> {
+pub(super) fn run(args: DriftArgs) -> anyhow::Result<ExitCode> {
     let settings = args.config.load()?;
     let range = Range {
         since: args.since,

@@ -13,7 +13,7 @@ use crate::erase::{self, EraseError, Selector};
 /// Options of `event-audit erase`.
 #[derive(clap::Args, Debug, Clone)]
 #[command(group(clap::ArgGroup::new("which").required(true).args(["account", "stream", "published_before"])))]
-pub struct EraseArgs {
+pub(crate) struct EraseArgs {
     #[command(flatten)]
     pub(crate) config: ConfigArg,
     #[command(flatten)]
@@ -96,7 +96,7 @@ pub(crate) fn parse_time(s: &str) -> Result<chrono::DateTime<chrono::Utc>, Strin
         .map_err(|e| format!("not an RFC 3339 time such as 2025-10-22T00:00:00Z: {e}"))
 }
 
-pub fn run(args: EraseArgs) -> anyhow::Result<ExitCode> {
+pub(super) fn run(args: EraseArgs) -> anyhow::Result<ExitCode> {
     let settings = args.config.load()?;
     let sel = match (&args.account, &args.stream, args.seq) {
         _ if args.published_before.is_some() => {

@@ -20,7 +20,7 @@ use crate::tlog::note::PrivateKey;
 
 /// Options of `event-audit keygen`.
 #[derive(clap::Args, Debug, Clone, Default)]
-pub struct KeygenArgs {
+pub(crate) struct KeygenArgs {
     #[command(flatten)]
     pub(crate) config: ConfigArg,
     /// Writes PREFIX.key (private, 0600) and PREFIX.pub.
@@ -46,7 +46,7 @@ pub struct KeygenArgs {
 
 /// A key's signature algorithm.
 #[derive(clap::ValueEnum, Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Algorithm {
+pub(crate) enum Algorithm {
     #[default]
     Ed25519,
     #[value(name = "ml-dsa-44")]
@@ -67,7 +67,7 @@ fn with_ext(prefix: &std::path::Path, ext: &str) -> PathBuf {
     PathBuf::from(s)
 }
 
-pub fn run(args: KeygenArgs) -> anyhow::Result<ExitCode> {
+pub(super) fn run(args: KeygenArgs) -> anyhow::Result<ExitCode> {
     let settings = args.config.load()?;
     let mut seed = [0u8; 32];
     rand::rngs::OsRng.fill_bytes(&mut seed);

@@ -18,7 +18,7 @@ use crate::witnessed::signer::CheckpointError;
 
 /// Options of `event-audit prove`.
 #[derive(clap::Args, Debug, Clone, Default)]
-pub struct ProveArgs {
+pub(crate) struct ProveArgs {
     #[command(flatten)]
     pub(crate) config: ConfigArg,
     /// The stream of the event to prove (with --seq).
@@ -60,7 +60,7 @@ pub struct ProveArgs {
 
 /// `prove --format`.
 #[derive(clap::ValueEnum, Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum ProofFormat {
+pub(crate) enum ProofFormat {
     // The evidence bundle (event-audit-bundle/3).
     #[default]
     Json,
@@ -82,7 +82,7 @@ options_group! {
     ];
 }
 
-pub fn run(args: ProveArgs) -> anyhow::Result<ExitCode> {
+pub(super) fn run(args: ProveArgs) -> anyhow::Result<ExitCode> {
     let settings = args.config.load()?;
     super::runtime()?.block_on(async {
         let db = Db::open_existing(&settings.database, 2).await?;

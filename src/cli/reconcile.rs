@@ -43,7 +43,7 @@ options_group! {
 /// Options of `event-audit reconcile`.
 #[derive(clap::Args, Debug, Clone)]
 #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
-pub struct ReconcileArgs {
+pub(crate) struct ReconcileArgs {
     #[command(subcommand)]
     pub(crate) action: Option<RunsAction>,
     #[command(flatten)]
@@ -143,7 +143,7 @@ pub(crate) fn parse_time(s: &str) -> Result<DateTime<Utc>, String> {
         .ok_or_else(|| format!("`{s}` is not an RFC 3339 time or a YYYY-MM-DD date"))
 }
 
-pub fn run(args: ReconcileArgs) -> anyhow::Result<ExitCode> {
+pub(super) fn run(args: ReconcileArgs) -> anyhow::Result<ExitCode> {
     if let Some(action) = args.action {
         return runs::run(action);
     }

@@ -17,7 +17,7 @@ use crate::row::record::Naming;
 
 /// Options of `event-audit recover`.
 #[derive(clap::Args, Debug, Clone)]
-pub struct RecoverArgs {
+pub(crate) struct RecoverArgs {
     #[command(flatten)]
     pub(crate) config: ConfigArg,
     #[command(flatten)]
@@ -43,7 +43,7 @@ pub struct RecoverArgs {
     pub(crate) format: ListFormat,
 }
 
-pub fn run(args: RecoverArgs) -> anyhow::Result<ExitCode> {
+pub(super) fn run(args: RecoverArgs) -> anyhow::Result<ExitCode> {
     let settings = args.config.load()?;
     let stream = settings.stream.name.clone();
     let window = match args.seq {

@@ -17,7 +17,7 @@ use crate::evolution::reprocess::{self, store::ReprocessStore, Judge, Selection}
 
 /// Options of `event-audit reprocess`.
 #[derive(clap::Args, Debug, Clone)]
-pub struct ReprocessArgs {
+pub(crate) struct ReprocessArgs {
     #[command(flatten)]
     pub(crate) config: ConfigArg,
     #[command(flatten)]
@@ -74,7 +74,7 @@ fn parse_status(s: &str) -> Result<String, String> {
         })
 }
 
-pub fn run(args: ReprocessArgs) -> anyhow::Result<ExitCode> {
+pub(super) fn run(args: ReprocessArgs) -> anyhow::Result<ExitCode> {
     let settings = args.config.load()?;
     let loaded = match &args.catalogue_dir {
         Some(dir) => Some(compat::dynamic(&compat::load(dir)?)),

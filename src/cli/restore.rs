@@ -22,7 +22,7 @@ use crate::witnessed::signer::{load_key, load_public_key};
 /// Options of `event-audit restore-leaves`.
 #[derive(clap::Args, Debug, Clone)]
 #[command(group(clap::ArgGroup::new("key").required(true).args(["public_key", "signing_key_file"])))]
-pub struct RestoreArgs {
+pub(crate) struct RestoreArgs {
     #[command(flatten)]
     pub(crate) config: ConfigArg,
     #[command(flatten)]
@@ -54,7 +54,7 @@ pub struct RestoreArgs {
     pub(crate) dry_run: bool,
 }
 
-pub fn run(args: RestoreArgs) -> anyhow::Result<ExitCode> {
+pub(super) fn run(args: RestoreArgs) -> anyhow::Result<ExitCode> {
     let settings = args.config.load()?;
     let (public, state) = match (&args.signing_key_file, &args.public_key) {
         (Some(k), _) => {

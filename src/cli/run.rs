@@ -12,7 +12,7 @@ use crate::app::{shutdown_signal, App};
 
 /// Options of `event-audit run`.
 #[derive(clap::Args, Debug, Clone, Default)]
-pub struct RunArgs {
+pub(crate) struct RunArgs {
     #[command(flatten)]
     pub(crate) config: ConfigArg,
     #[command(flatten)]
@@ -35,7 +35,7 @@ pub struct RunArgs {
     pub(crate) witness: SignerArgs,
 }
 
-pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let settings = args.config.load()?;
     super::runtime()?.block_on(async {
         let app = App::build(settings).await?;

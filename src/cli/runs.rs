@@ -16,7 +16,7 @@ use crate::reconcile::report::{changes, Format};
 use crate::reconcile::store::ReconcileStore;
 
 #[derive(clap::Subcommand, Debug, Clone)]
-pub enum RunsAction {
+pub(crate) enum RunsAction {
     /// The accounts whose verdict changed between two runs of one scope, with counts per
     /// transition (`awaiting_event → matched`); by default the latest two runs of a batch.
     Diff(DiffArgs),
@@ -26,7 +26,7 @@ pub enum RunsAction {
 
 /// Options of `event-audit reconcile diff`.
 #[derive(clap::Args, Debug, Clone)]
-pub struct DiffArgs {
+pub(crate) struct DiffArgs {
     #[command(flatten)]
     pub(crate) config: ConfigArg,
     #[command(flatten)]
@@ -61,7 +61,7 @@ options_group! {
 
 /// Options of `event-audit reconcile link`.
 #[derive(clap::Args, Debug, Clone)]
-pub struct LinkCmdArgs {
+pub(crate) struct LinkCmdArgs {
     #[command(flatten)]
     pub(crate) config: ConfigArg,
     #[command(flatten)]
@@ -80,7 +80,7 @@ pub struct LinkCmdArgs {
     pub(crate) changes: bool,
 }
 
-pub fn run(action: RunsAction) -> anyhow::Result<ExitCode> {
+pub(super) fn run(action: RunsAction) -> anyhow::Result<ExitCode> {
     match action {
         RunsAction::Diff(args) => diff(args),
         RunsAction::Link(args) => link(args),

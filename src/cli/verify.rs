@@ -13,7 +13,7 @@ use crate::verify::{CouldNotVerify, Recorded, VerifyOptions, VerifyReport};
 
 /// Options of `event-audit verify`.
 #[derive(clap::Args, Debug, Clone, Default)]
-pub struct VerifyArgs {
+pub(crate) struct VerifyArgs {
     #[command(flatten)]
     pub(crate) config: ConfigArg,
     #[command(flatten)]
@@ -39,7 +39,7 @@ options_group! {
     ];
 }
 
-pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
+pub(super) fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
     let settings = args.config.load()?;
     let options = VerifyOptions {
         archive: args.archive.clone(),

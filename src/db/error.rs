@@ -5,7 +5,7 @@ use std::time::Duration;
 
 /// How a caller must treat a database error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Class {
+pub(crate) enum Class {
     /// The data was refused (classes 22 data exception, 54 program limit): when a message's
     /// content caused it, that message is recorded without the refused part, with the reason.
     Data,
@@ -129,7 +129,7 @@ pub(crate) fn refused(e: &sqlx::Error) -> Option<crate::tls::Refusal> {
 }
 
 /// Adds the action to a `sqlx` result.
-pub trait Ctx<T> {
+pub(crate) trait Ctx<T> {
     fn ctx(self, action: &'static str) -> Result<T, DbError>;
 }
 

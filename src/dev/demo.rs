@@ -117,7 +117,7 @@ fn plan(base: &Settings, token: &Path, seed: u64) -> Settings {
     s
 }
 
-pub async fn run(base: Settings, stop: CancellationToken) -> anyhow::Result<()> {
+pub(crate) async fn run(base: Settings, stop: CancellationToken) -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     let token = token_file(dir.path())?;
     let seed = base.demo.seed.unwrap_or_else(rand::random);

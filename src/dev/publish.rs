@@ -29,7 +29,7 @@ pub async fn run(
 /// captures it; the default one (`events.load`) becomes `<prefix>.load` of the stream's first
 /// subject (`ORDERS.>` → `ORDERS.load`); any other subject the stream does not capture is
 /// refused before anything is published, naming the stream's subjects and `--subject`.
-pub async fn run_to(
+pub(crate) async fn run_to(
     settings: &Settings,
     stop: Option<CancellationToken>,
 ) -> anyhow::Result<(usize, f64, String)> {
@@ -116,7 +116,7 @@ pub(crate) struct Window<'a> {
 }
 
 impl<'a> Window<'a> {
-    pub fn new(bus: &'a Bus, size: usize) -> Self {
+    pub(crate) fn new(bus: &'a Bus, size: usize) -> Self {
         Window {
             bus,
             inflight: VecDeque::with_capacity(size.max(1)),
@@ -146,7 +146,7 @@ impl<'a> Window<'a> {
     }
 
     /// Waits until JetStream has stored every message published through the window.
-    pub async fn finish(self) -> anyhow::Result<()> {
+    pub(crate) async fn finish(self) -> anyhow::Result<()> {
         for a in self.inflight {
             a.await.context("JetStream did not store a message")?;
         }
@@ -175,7 +175,7 @@ pub(crate) async fn ensure_stream(
 }
 
 /// Connects to NATS (for callers outside the daemon).
-pub async fn connect(nats: &NatsSettings) -> anyhow::Result<Bus> {
+pub(crate) async fn connect(nats: &NatsSettings) -> anyhow::Result<Bus> {
     Ok(Bus::connect(nats).await?)
 }
 

@@ -16,7 +16,7 @@
 
 mod play;
 mod registration;
-pub mod server;
+pub(crate) mod server;
 mod state;
 
 use std::collections::BTreeMap;
@@ -201,6 +201,6 @@ impl Simulator {
 }
 
 /// Plans, plays and serves the batch of `settings.simulator` until `stop` is cancelled.
-pub async fn run(settings: &Settings, stop: CancellationToken) -> anyhow::Result<()> {
+pub(crate) async fn run(settings: &Settings, stop: CancellationToken) -> anyhow::Result<()> {
     Simulator::start(settings).await?.serve(stop).await
 }

@@ -7,13 +7,13 @@ use prometheus::IntCounter;
 use crate::db::{Db, DbError};
 use crate::telemetry::metrics::{counter, Registry};
 
-pub struct ErasureMetrics {
+pub(crate) struct ErasureMetrics {
     /// People erased (`erase --account`), as `audit.erasures` counts them.
     pub(crate) people: IntCounter,
 }
 
 impl ErasureMetrics {
-    pub fn new(r: &Registry) -> ErasureMetrics {
+    pub(crate) fn new(r: &Registry) -> ErasureMetrics {
         ErasureMetrics {
             people: counter(
                 r,

@@ -20,11 +20,11 @@ use crate::tlog::merkle;
 use crate::tlog::note::Checkpoint;
 
 /// The bundle format's name.
-pub use crate::evidence::bundle::FORMAT;
+pub(crate) use crate::evidence::bundle::FORMAT;
 
 /// One proven row.
 #[derive(Debug, Clone, Serialize)]
-pub struct Entry {
+pub(crate) struct Entry {
     pub(crate) stream: String,
     pub(crate) stream_seq: i64,
     pub(crate) leaf_index: u64,
@@ -41,7 +41,7 @@ pub struct Entry {
 
 /// The evidence bundle (see docs/auditors.md, "Checking an evidence bundle").
 #[derive(Debug, Clone, Serialize)]
-pub struct Bundle {
+pub(crate) struct Bundle {
     pub(crate) format: &'static str,
     pub(crate) checkpoint: String,
     pub(crate) entries: Vec<Entry>,

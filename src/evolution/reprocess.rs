@@ -6,7 +6,7 @@
 //! Pages of rows in key order (bounded memory); a run stopped half-way resumes after its last
 //! recorded page (`--resume RUN`).
 
-pub mod store;
+pub(crate) mod store;
 
 use std::collections::BTreeMap;
 
@@ -60,7 +60,7 @@ pub struct Stored {
 
 /// A verdict as stored: status, and the canonical JSON of its errors and unknown fields.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Latest {
+pub(crate) struct Latest {
     pub(crate) status: String,
     pub(crate) errors: Option<String>,
     pub(crate) unknown_fields: Option<String>,
@@ -78,7 +78,7 @@ impl Stored {
 
 /// Latest → new status of one event, with a count and example keys (`stream:seq`).
 #[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, Eq)]
-pub struct Transition {
+pub(crate) struct Transition {
     pub(crate) event: String,
     pub(crate) old: String,
     pub(crate) new: String,
@@ -88,7 +88,7 @@ pub struct Transition {
 
 /// What a run (or a dry run) found.
 #[derive(Debug, Clone, Serialize, Default)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     /// `None` for a dry run.
     pub(crate) run_id: Option<i64>,
     pub(crate) catalogue: String,

@@ -13,7 +13,7 @@ use crate::decode::catalogue::{self, EVENTS};
 use crate::decode::verdict::Status;
 use crate::telemetry::metrics::{counter, counter_vec, gauge, histogram, Registry};
 
-pub struct IngestMetrics {
+pub(crate) struct IngestMetrics {
     messages: IntCounterVec,
     /// Cached `messages{event, status}` for every catalogue event: [decoded, invalid].
     known: Vec<[IntCounter; 2]>,
@@ -59,7 +59,7 @@ const CODES: [ErrorCode; 11] = [
 ];
 
 impl IngestMetrics {
-    pub fn new(r: &Registry) -> IngestMetrics {
+    pub(crate) fn new(r: &Registry) -> IngestMetrics {
         let (messages, known) = messages_by_event(r);
         let (catalogue_seen, catalogue_unseen) = catalogue_coverage(r);
         let (new_fields, unknown_fields) = field_drift(r);

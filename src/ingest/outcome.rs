@@ -7,6 +7,7 @@ use crate::db::DbError;
 
 /// Why ingest stopped other than by a clean stop.
 #[derive(Debug, thiserror::Error)]
+#[allow(unreachable_pub)] // public through `test_support` (the lint misses re-exports of re-exports)
 pub enum IngestError {
     #[error("the audit log refuses batch writes, and retrying cannot help: {0}; fix the cause (permissions, schema, configuration) and restart")]
     Permanent(DbError),

@@ -34,7 +34,7 @@ use crate::row::record::{record, Naming};
 use crate::telemetry::health::Health;
 
 /// What the pipeline needs besides the consumer.
-pub struct Ingest {
+pub(crate) struct Ingest {
     pub(crate) sink: Sink,
     pub(crate) metrics: Arc<IngestMetrics>,
     pub(crate) recover: Arc<RecoverMetrics>,
@@ -181,7 +181,7 @@ impl Ingest {
 
     /// Runs until `stop` is cancelled (then finishes the batches in hand within the shutdown
     /// timeout) or, with `exit_when_idle`, until the consumer has nothing pending.
-    pub async fn run(
+    pub(crate) async fn run(
         &self,
         bus: &Bus,
         binding: &Binding,

@@ -14,7 +14,7 @@ use async_nats::jetstream::context::ConsumerInfoErrorKind;
 use async_nats::jetstream::{self, consumer::pull, stream};
 use chrono::DateTime;
 
-pub use crate::bus::{is_not_found, Bus, BusError};
+pub(crate) use crate::bus::{is_not_found, Bus, BusError};
 use crate::bus::{js_err, API_TIMEOUT};
 use crate::config::{IngestSettings, StreamSettings};
 use crate::row::record::Meta;
@@ -25,7 +25,7 @@ pub(crate) type PullConsumer = jetstream::consumer::Consumer<pull::Config>;
 
 /// Where to consume from.
 #[derive(Debug, Clone)]
-pub struct Binding {
+pub(crate) struct Binding {
     pub(crate) stream: String,
     pub(crate) subjects: Vec<String>,
     pub(crate) consumer: String,
@@ -42,7 +42,7 @@ pub struct Binding {
 
 impl Binding {
     /// The consumer the daemon binds, from its settings.
-    pub fn new(stream: &StreamSettings, ingest: &IngestSettings) -> Binding {
+    pub(crate) fn new(stream: &StreamSettings, ingest: &IngestSettings) -> Binding {
         Binding {
             stream: stream.name.clone(),
             subjects: stream.subjects.clone(),

@@ -22,13 +22,13 @@ pub(crate) struct CheckpointStore {
 
 /// A stored checkpoint.
 #[derive(Debug, Clone, sqlx::FromRow)]
-pub struct Stored {
+pub(crate) struct Stored {
     pub(crate) tree_size: i64,
     pub(crate) note: String,
 }
 
 impl CheckpointStore {
-    pub fn new(db: Db) -> CheckpointStore {
+    pub(crate) fn new(db: Db) -> CheckpointStore {
         CheckpointStore { db }
     }
 

@@ -15,7 +15,7 @@ use crate::row::columns::{self, col_ty, AsView};
 
 /// One row of `audit.chain_links`.
 #[derive(Debug, Clone, sqlx::FromRow)]
-pub struct LinkRow {
+pub(crate) struct LinkRow {
     pub(crate) link_seq: i64,
     pub(crate) batch_id: i64,
     pub(crate) row_count: i32,
@@ -74,7 +74,7 @@ pub(crate) struct ErasureRow {
 
 /// One run of `verify`, as recorded.
 #[derive(Debug, Clone, Default)]
-pub struct RunRecord<'a> {
+pub(crate) struct RunRecord<'a> {
     pub(crate) ok: bool,
     pub(crate) links: i64,
     pub(crate) rows: i64,

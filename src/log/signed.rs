@@ -22,7 +22,7 @@ const FORMAT: &str = "event-audit-signer-state/1";
 /// What the signer remembers of one log: the checkpoint, its signed note (with any
 /// cosignatures gathered for it) and the tree at its size (the memory every keeper of a log
 /// shares).
-pub type Remembered = crate::tlog::latest::Remembered<Frontier>;
+pub(crate) type Remembered = crate::tlog::latest::Remembered<Frontier>;
 
 /// Why the memory cannot be used (signing stops until an operator looks).
 #[derive(Debug, thiserror::Error)]

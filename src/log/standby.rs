@@ -9,7 +9,7 @@ use crate::db::{Ctx, Db, DbError};
 
 /// A standby's view of the log, as `verify` reports it.
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
-pub struct StandbyView {
+pub(crate) struct StandbyView {
     /// Seconds since the last transaction the standby replayed was committed on the primary
     /// (absent before any). It also grows while the primary is idle: compare the last link.
     pub replay_lag_seconds: Option<f64>,
@@ -25,7 +25,7 @@ pub struct StandbyView {
 
 impl StandbyView {
     /// One line for stderr.
-    pub fn line(&self) -> String {
+    pub(crate) fn line(&self) -> String {
         let or_none = |v: Option<i64>| v.map_or_else(|| "none".to_owned(), |v| v.to_string());
         format!(
             "the database is a read-only standby: its view ends at chain link {} (written {}), checkpoint size {}; last replayed transaction {} ago",

@@ -15,13 +15,13 @@ use crate::tlog::tile::TILE_HEIGHT;
 
 /// A link with the tree after its batch.
 #[derive(Debug, Clone, sqlx::FromRow)]
-pub struct TreeLink {
+pub(crate) struct TreeLink {
     pub(crate) link_seq: i64,
 }
 
 /// One row hash in log order, with its link.
 #[derive(Debug, Clone, sqlx::FromRow)]
-pub struct LeafRow {
+pub(crate) struct LeafRow {
     pub(crate) row_hash: Vec<u8>,
 }
 

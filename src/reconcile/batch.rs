@@ -32,7 +32,7 @@ pub struct Batch {
 
 /// Why and when a batch was closed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Closure {
+pub(crate) struct Closure {
     pub(crate) closed_at: DateTime<Utc>,
     /// `command` or `settled`.
     pub(crate) reason: String,

@@ -16,7 +16,7 @@ pub(crate) const NONE: &str = "(none)";
 
 /// One account that changed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Change {
+pub(crate) struct Change {
     pub(crate) external_account_number: String,
     /// The verdicts in the earlier and the later run (`None`: not in that run).
     pub(crate) from: Option<String>,
@@ -40,7 +40,7 @@ impl Change {
 
 /// The changes from run `from` to run `to`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Diff {
+pub(crate) struct Diff {
     pub(crate) scope: String,
     /// The registered batch the runs reconciled (`SUPPLIER/NAME`), if any: what the pages
     /// name instead of the scope.

@@ -11,7 +11,7 @@ use crate::telemetry::metrics::{counter_vec, gauge_vec, Registry};
 /// The `batch` label of a supplier-wide scope.
 pub(crate) const WHOLE_SUPPLIER: &str = "*";
 
-pub struct ReconcileMetrics {
+pub(crate) struct ReconcileMetrics {
     /// Accounts per verdict in the latest completed run.
     pub(crate) accounts: IntGaugeVec,
     /// Accounts per registration state in the latest completed run (every state 0 when the run
@@ -28,7 +28,7 @@ pub struct ReconcileMetrics {
 }
 
 impl ReconcileMetrics {
-    pub fn new(r: &Registry) -> ReconcileMetrics {
+    pub(crate) fn new(r: &Registry) -> ReconcileMetrics {
         ReconcileMetrics {
             accounts: gauge_vec(
                 r,

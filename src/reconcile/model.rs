@@ -12,7 +12,7 @@ use super::verdict::Verdict;
 
 /// One account's verdict and the evidence on both sides.
 #[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct AccountResult {
+pub(crate) struct AccountResult {
     pub(crate) external_account_number: String,
     /// The supplier whose records hold the account (the first one named when none does).
     pub(crate) supplier: String,
@@ -41,7 +41,7 @@ pub struct AccountResult {
 
 /// REST requests of one run.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
-pub struct RestSummary {
+pub(crate) struct RestSummary {
     /// Requests made: list pages plus per-account requests (retries not counted).
     pub(crate) calls: u64,
     pub(crate) list_calls: u64,
@@ -54,7 +54,7 @@ pub struct RestSummary {
 /// How a run ended. Exit codes: `ok` 0, `mismatches` 1, `incomplete` 2.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// Every account `matched`, or within the tolerances.
     Ok,
     /// At least one account with a verdict other than `matched` beyond its tolerance
@@ -65,7 +65,7 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Outcome::Ok => "ok",
             Outcome::Mismatches => "mismatches",
@@ -73,7 +73,7 @@ impl Outcome {
         }
     }
 
-    pub fn parse(s: &str) -> Outcome {
+    pub(crate) fn parse(s: &str) -> Outcome {
         match s {
             "ok" => Outcome::Ok,
             "mismatches" => Outcome::Mismatches,
@@ -92,7 +92,7 @@ impl Outcome {
 
 /// A verdict that counts as OK, for up to `max` accounts (any number when `None`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct Tolerance {
+pub(crate) struct Tolerance {
     pub(crate) verdict: Verdict,
     pub(crate) max: Option<u64>,
 }
@@ -188,7 +188,7 @@ pub(crate) fn settled(outcome: Outcome, registrations: &BTreeMap<String, u64>) -
 
 /// The batch a run belongs to.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct BatchRef {
+pub(crate) struct BatchRef {
     pub(crate) id: i64,
     pub(crate) supplier: String,
     pub(crate) name: String,
@@ -196,7 +196,7 @@ pub struct BatchRef {
 
 /// One run: parameters, counts, outcome and (when loaded with them) its results.
 #[derive(Debug, Clone, Serialize)]
-pub struct RunReport {
+pub(crate) struct RunReport {
     /// The stored run's id (`None` when it could not be stored).
     pub(crate) run_id: Option<i64>,
     /// The registered batch the run reconciled, if any.

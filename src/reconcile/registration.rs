@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 /// A meter point's (or, rolled up, an account's) registration state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Registration {
+pub(crate) enum Registration {
     Registered,
     InFlight,
     NeverRequested,
@@ -54,7 +54,7 @@ impl Registration {
         Registration::Unverified,
     ];
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Registration::Registered => "registered",
             Registration::InFlight => "in_flight",
@@ -67,7 +67,7 @@ impl Registration {
         }
     }
 
-    pub fn parse(s: &str) -> Option<Registration> {
+    pub(crate) fn parse(s: &str) -> Option<Registration> {
         Registration::ALL.into_iter().find(|r| r.as_str() == s)
     }
 
@@ -144,7 +144,7 @@ pub(crate) struct JoinEvent {
 
 /// One meter point of an imported account, as reported and stored.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MeterPoint {
+pub(crate) struct MeterPoint {
     pub(crate) mpxn: String,
     /// What `meterpoint-statuses-for-account` says (e.g. `PRE_REGISTRATION`).
     pub(crate) status: String,

@@ -18,11 +18,11 @@ use std::fmt::Write;
 use super::diff::Diff;
 use super::model::{AccountResult, RunReport};
 use super::verdict::Verdict;
-pub use legend::{LEGEND, REGISTRATION_LEGEND};
+pub(crate) use legend::{LEGEND, REGISTRATION_LEGEND};
 
 /// Output formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
+pub(crate) enum Format {
     Table,
     Json,
     Csv,
@@ -40,7 +40,7 @@ impl Format {
         }
     }
 
-    pub fn parse(s: &str) -> Option<Format> {
+    pub(crate) fn parse(s: &str) -> Option<Format> {
         match s {
             "table" => Some(Format::Table),
             "json" => Some(Format::Json),
@@ -62,7 +62,12 @@ impl Format {
 
 /// Renders `r` in `format`; the HTML page shows `changes` since the previous run of its scope
 /// at the top.
-pub fn render(r: &RunReport, format: Format, show_matched: bool, changes: Option<&Diff>) -> String {
+pub(crate) fn render(
+    r: &RunReport,
+    format: Format,
+    show_matched: bool,
+    changes: Option<&Diff>,
+) -> String {
     match format {
         Format::Table => table(r, show_matched),
         Format::Json => json(r),

@@ -3,16 +3,16 @@
 //! on), the [`client`], the answers as data ([`records`]), and the token that expires
 //! ([`token`]).
 
-pub mod client;
-pub mod metrics;
+pub(crate) mod client;
+pub(crate) mod metrics;
 pub(crate) mod records;
-pub mod token;
+pub(crate) mod token;
 
 use std::time::Duration;
 
 use url::Url;
 
-pub use crate::config::AuthScheme;
+pub(crate) use crate::config::AuthScheme;
 use crate::config::{secrets, RestSettings};
 use records::ShapeError;
 use token::TokenSource;
@@ -169,7 +169,7 @@ pub(crate) fn describe(e: &reqwest::Error) -> String {
 }
 
 /// `host:port` of a URL, for messages.
-pub fn place(url: &Url) -> String {
+pub(crate) fn place(url: &Url) -> String {
     match (url.host_str(), url.port_or_known_default()) {
         (Some(h), Some(p)) => format!("{h}:{p}"),
         (Some(h), None) => h.to_owned(),
@@ -178,7 +178,7 @@ pub fn place(url: &Url) -> String {
 }
 
 /// A URL without user info, query or fragment, for reports and messages.
-pub fn redact(url: &Url) -> String {
+pub(crate) fn redact(url: &Url) -> String {
     let mut u = url.clone();
     let _ = u.set_username("");
     let _ = u.set_password(None);
@@ -198,7 +198,7 @@ pub enum Endpoint {
 }
 
 impl Endpoint {
-    pub(crate) const ALL: [Endpoint; 5] = [
+    pub const ALL: [Endpoint; 5] = [
         Endpoint::AccountTransferStatus,
         Endpoint::AllAccountImportProcesses,
         Endpoint::PendingAccountImportProcesses,

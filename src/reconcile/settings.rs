@@ -14,7 +14,7 @@ use crate::config::Dur;
 
 /// The settings of one run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RunSettings {
+pub(crate) struct RunSettings {
     /// An import this recent without outcome event is `awaiting_event`, not `missing_event`.
     pub(crate) grace_secs: i64,
     /// A registration requested longer ago without completion is `stalled`; `None` when

@@ -19,7 +19,7 @@ use sqlx::Row;
 use super::registration::JoinEvent;
 use crate::db::{Ctx, Db, DbError};
 
-pub use runs::ScopeState;
+pub(crate) use runs::ScopeState;
 
 /// An account's latest `data_import.import_process.*` event.
 #[derive(Debug, Clone)]

@@ -20,7 +20,7 @@ use serde::Serialize;
 /// The reconciliation verdicts. Serialized as their snake_case names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Verdict {
+pub(crate) enum Verdict {
     Matched,
     IdentifierMismatch,
     MissingInPlatform,
@@ -58,7 +58,7 @@ impl Verdict {
         Verdict::Erased,
     ];
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Verdict::Matched => "matched",
             Verdict::IdentifierMismatch => "identifier_mismatch",
@@ -78,7 +78,7 @@ impl Verdict {
         }
     }
 
-    pub fn parse(s: &str) -> Option<Verdict> {
+    pub(crate) fn parse(s: &str) -> Option<Verdict> {
         Verdict::ALL.into_iter().find(|v| v.as_str() == s)
     }
 }
@@ -113,7 +113,7 @@ impl EventKind {
         }
     }
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             EventKind::Complete => "complete",
             EventKind::Error => "error",
@@ -130,7 +130,7 @@ impl EventKind {
 
 /// What the platform says about one account.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Platform {
+pub(crate) enum Platform {
     /// An account exists (imported list, or `COMPLETED`). The number may be missing.
     Imported {
         account_number: Option<String>,

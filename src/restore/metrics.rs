@@ -7,7 +7,7 @@ use prometheus::{IntCounter, IntGauge};
 
 use crate::telemetry::metrics::{counter, gauge, Registry};
 
-pub struct RestoreMetrics {
+pub(crate) struct RestoreMetrics {
     pub(crate) restores: IntCounter,
     pub(crate) leaves: IntCounter,
     pub(crate) behind: IntGauge,
@@ -16,7 +16,7 @@ pub struct RestoreMetrics {
 }
 
 impl RestoreMetrics {
-    pub fn new(r: &Registry) -> RestoreMetrics {
+    pub(crate) fn new(r: &Registry) -> RestoreMetrics {
         RestoreMetrics {
             restores: counter(
                 r,

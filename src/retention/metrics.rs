@@ -30,14 +30,14 @@ impl Outcome {
     }
 }
 
-pub struct RetentionMetrics {
+pub(crate) struct RetentionMetrics {
     /// Rows whose personal data a retention run erased.
     pub(crate) erased_rows: IntCounter,
     runs: IntCounterVec,
 }
 
 impl RetentionMetrics {
-    pub fn new(r: &Registry) -> RetentionMetrics {
+    pub(crate) fn new(r: &Registry) -> RetentionMetrics {
         let runs = counter_vec(
             r,
             "event_audit_retention_runs_total",

@@ -3,7 +3,7 @@
 //! complete tuple as a [`RowView`] borrowing its bytes. Pure: no I/O.
 
 use super::view::RowView;
-pub use crate::row::pgcopy::CopyError;
+pub(crate) use crate::row::pgcopy::CopyError;
 use crate::row::pgcopy::{int8, Field};
 
 /// The binary COPY signature, flags and header extension length.

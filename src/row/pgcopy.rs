@@ -133,7 +133,7 @@ pub(crate) fn opt<'a, T>(
     }
 }
 
-pub fn text(v: Field<'_>, field: usize) -> Result<&str, CopyError> {
+pub(crate) fn text(v: Field<'_>, field: usize) -> Result<&str, CopyError> {
     std::str::from_utf8(need(v, field)?).map_err(|_| CopyError::Value {
         field,
         why: "text is not UTF-8",

@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 
 /// One re-verdict row of `audit.reverdicts`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Reverdict {
+pub(crate) struct Reverdict {
     pub(crate) run_id: i64,
     pub(crate) stream: String,
     pub(crate) stream_seq: i64,

@@ -41,7 +41,7 @@ fn unhex(s: &str) -> Option<Vec<u8>> {
 
 /// `path_and_query` (e.g. `/reports/reconciliation?run=7&format=html`) signed until
 /// `expires`.
-pub fn sign(token: &SecretString, path_and_query: &str, expires: DateTime<Utc>) -> String {
+pub(crate) fn sign(token: &SecretString, path_and_query: &str, expires: DateTime<Utc>) -> String {
     let sep = if path_and_query.contains('?') {
         '&'
     } else {

@@ -45,7 +45,7 @@ impl Readiness {
     }
 }
 
-pub struct Health {
+pub(crate) struct Health {
     nats: AtomicBool,
     postgres: AtomicBool,
     bound: AtomicBool,
@@ -77,7 +77,7 @@ fn now_ms() -> i64 {
 }
 
 impl Health {
-    pub fn new(r: &Registry) -> Health {
+    pub(crate) fn new(r: &Registry) -> Health {
         let up = gauge_vec(
             r,
             "event_audit_connection_up",

@@ -20,11 +20,11 @@ use crate::row::erasure::Erasure;
 use crate::row::hex;
 
 /// How many problems the report names (all are counted).
-pub const NAMED: usize = 20;
+pub(crate) const NAMED: usize = 20;
 
 /// What the archive check found.
 #[derive(Debug, Clone, Serialize, Default)]
-pub struct ArchiveReport {
+pub(crate) struct ArchiveReport {
     pub dir: PathBuf,
     pub files: usize,
     /// Rows read from the files.
@@ -96,7 +96,7 @@ async fn prunes(store: &Reader) -> Result<HashMap<String, (String, String)>, DbE
 /// Checks the archive in `dir` against the log (see the module).
 /// With `mirror` (a mirror's entries in leaf order), each archived row's hash must also be the
 /// mirror's entry at the row's leaf index.
-pub async fn check(
+pub(crate) async fn check(
     store: &Reader,
     dir: &Path,
     mirror: Option<&[crate::tlog::merkle::Hash]>,

@@ -10,7 +10,7 @@ use sha2::{Digest, Sha256};
 /// A break a run found, as the state keeps it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RecordedBreak {
+pub(crate) struct RecordedBreak {
     /// What `--acknowledge-break` takes: 8 hex digits drawn from the break and its time.
     pub(crate) id: String,
     /// When the run found it (RFC 3339, UTC).
@@ -37,7 +37,7 @@ pub struct RecordedBreak {
 /// When, and by which run, a break was acknowledged.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Acknowledged {
+pub(crate) struct Acknowledged {
     pub(crate) at: String,
     pub(crate) run: u64,
 }
@@ -55,7 +55,7 @@ pub(crate) struct Finding {
 
 /// Why an acknowledgement cannot be taken (exit 2, nothing changed).
 #[derive(Debug, thiserror::Error)]
-pub enum AckError {
+pub(crate) enum AckError {
     #[error(
         "--acknowledge-break {id}: the state file remembers no open break (nothing to acknowledge)"
     )]

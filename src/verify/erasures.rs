@@ -25,7 +25,7 @@ pub(crate) use tally::Tally;
 
 /// One erasure as the report names it.
 #[derive(Debug, Clone, serde::Serialize, PartialEq, Eq)]
-pub struct Named {
+pub(crate) struct Named {
     pub(crate) erasure: i64,
     pub(crate) at: String,
     pub(crate) reason: String,
@@ -35,7 +35,7 @@ pub struct Named {
 
 /// What the report says about erasures.
 #[derive(Debug, Clone, Default, serde::Serialize, PartialEq, Eq)]
-pub struct Summary {
+pub(crate) struct Summary {
     /// The erasure records in the log, in order.
     pub(crate) records: Vec<Named>,
     /// Rows found erased (covered by a record) whose hash still holds (encoding version 3).

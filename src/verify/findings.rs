@@ -36,7 +36,7 @@ pub(crate) struct Occurrence {
 
 /// One row of `audit.id_findings`.
 #[derive(Debug, Clone)]
-pub struct Stored {
+pub(super) struct Stored {
     pub(crate) event_id: String,
     pub(crate) duplicate: bool,
     pub(crate) first: Key,
@@ -139,7 +139,7 @@ pub(crate) fn compare(occurrences: &[Occurrence], mut stored: HashMap<Key, Store
 
 /// Reads the occurrences of every envelope id the log holds more than once, in log order (by
 /// chain link, then stream, sequence and time), and every stored finding; compares them.
-pub async fn check(log: &Reader) -> Result<Vec<Break>, DbError> {
+pub(super) async fn check(log: &Reader) -> Result<Vec<Break>, DbError> {
     let occurrences: Vec<Occurrence> = log
         .repeated_ids()
         .map_ok(|row| Occurrence {

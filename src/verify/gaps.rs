@@ -25,7 +25,7 @@ pub enum GapsError {
 /// Why stream sequences are not in the log.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum GapKind {
+pub(crate) enum GapKind {
     /// Below the stream's first sequence: purged (or removed by limits) before it was read.
     Purged,
     /// Deleted from the stream by sequence before it was read.
@@ -40,7 +40,7 @@ pub enum GapKind {
 
 /// A run of absent sequences, both ends included.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Gap {
+pub(crate) struct Gap {
     pub(crate) from: u64,
     pub(crate) to: u64,
     pub(crate) kind: GapKind,
@@ -48,7 +48,7 @@ pub struct Gap {
 
 /// One stream's completeness.
 #[derive(Debug, Clone, Serialize)]
-pub struct StreamCompleteness {
+pub(crate) struct StreamCompleteness {
     pub(crate) stream: String,
     /// `None` when the stream is not on the bus.
     pub(crate) bus: Option<BusState>,
@@ -59,7 +59,7 @@ pub struct StreamCompleteness {
 
 /// Completeness of every stream in the log.
 #[derive(Debug, Clone, Serialize)]
-pub struct Completeness {
+pub(crate) struct Completeness {
     pub(crate) streams: Vec<StreamCompleteness>,
 }
 
@@ -180,7 +180,7 @@ pub(crate) fn classify(held: &[[u64; 2]], bus: Option<&BusState>) -> Vec<Gap> {
 
 /// Completeness of every stream the log holds, against the bus. A `missing` gap is looked at
 /// again in the log once the bus state is known (a batch committed meanwhile is not a gap).
-pub async fn check(store: &Reader, bus: &Bus) -> Result<Completeness, GapsError> {
+pub(crate) async fn check(store: &Reader, bus: &Bus) -> Result<Completeness, GapsError> {
     let ranges = store.held_ranges().await?;
     let mut streams: Vec<StreamCompleteness> = Vec::new();
     for (stream, a, b) in ranges {

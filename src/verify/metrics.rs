@@ -10,7 +10,7 @@ use crate::telemetry::metrics::{float_gauge, gauge, gauge_vec, Registry};
 /// The gap kinds of a completeness report (the `kind` label's vocabulary).
 pub(crate) const GAP_KINDS: [&str; 4] = ["purged", "deleted", "missing", "pending"];
 
-pub struct ChainMetrics {
+pub(crate) struct ChainMetrics {
     /// Sequence number of the latest chain link.
     pub(crate) head: IntGauge,
     /// 1 when the last verification passed, 0 when it failed, -1 never run.
@@ -28,7 +28,7 @@ pub struct ChainMetrics {
 }
 
 impl ChainMetrics {
-    pub fn new(r: &Registry) -> ChainMetrics {
+    pub(crate) fn new(r: &Registry) -> ChainMetrics {
         let verify_ok = gauge(
             r,
             "event_audit_verify_ok",

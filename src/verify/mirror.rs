@@ -26,7 +26,7 @@ use crate::tlog::tile::build::TileBuilder;
 use crate::tlog::tile::{parse_bundle, tiles_between, Kind};
 
 /// How many differing leaves the report names (all are counted).
-pub const NAMED_LEAVES: usize = 20;
+pub(crate) const NAMED_LEAVES: usize = 20;
 
 /// The most entries of a mirror's directory looked at for the one log it holds (without
 /// `--public-key`, which names the log's folder directly).
@@ -34,7 +34,7 @@ const MAX_DIR_ENTRIES: usize = 4096;
 
 /// Why the mirror could not be read.
 #[derive(Debug, thiserror::Error)]
-pub enum MirrorError {
+pub(crate) enum MirrorError {
     #[error("{path}: no checkpoint (a mirror's directory holds one per log, under the hex SHA-256 of the log's origin; pass the directory `event-audit mirror --dir` wrote, and --public-key to pick the log)")]
     NoCheckpoint { path: String },
     #[error("{path}: {why}")]
@@ -57,7 +57,7 @@ pub enum MirrorError {
 
 /// A row as the database holds it.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-pub struct RowName {
+pub(crate) struct RowName {
     pub stream: String,
     pub stream_seq: i64,
 }
@@ -71,7 +71,7 @@ impl std::fmt::Display for RowName {
 /// How the database differs from the mirror at a leaf.
 #[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
-pub enum Change {
+pub(crate) enum Change {
     /// Another row hash at the leaf.
     Changed,
     /// The mirror's leaf is not in the database; the rows after it follow on.
@@ -82,7 +82,7 @@ pub enum Change {
 
 /// One place where the database and the mirror differ.
 #[derive(Debug, Clone, Serialize)]
-pub struct Difference {
+pub(crate) struct Difference {
     /// The mirror's leaf (for an inserted row, the leaf it was inserted before).
     pub leaf_index: u64,
     pub kind: Change,
@@ -101,7 +101,7 @@ pub struct Difference {
 
 /// What `verify --mirror` found.
 #[derive(Debug, Clone, Serialize)]
-pub struct MirrorReport {
+pub(crate) struct MirrorReport {
     pub dir: String,
     pub origin: String,
     /// The mirror's checkpoint size.
@@ -125,12 +125,12 @@ pub struct MirrorReport {
 }
 
 impl MirrorReport {
-    pub fn holds(&self) -> bool {
+    pub(crate) fn holds(&self) -> bool {
         self.changed == 0 && self.lost == 0 && self.inserted == 0
     }
 
     /// The one-line summary.
-    pub fn line(&self) -> String {
+    pub(crate) fn line(&self) -> String {
         if self.holds() {
             return format!(
                 "mirror holds: the database's first {} leaves are the mirror's ({} at size {}; {})",

@@ -10,11 +10,11 @@ use crate::row::canon::{canonical_errors, canonical_headers, canonical_strings, 
 use crate::row::jsonb::jsonb_text;
 use crate::row::record::range_in;
 
-pub use crate::row::view::RowView;
+pub(crate) use crate::row::view::RowView;
 
 /// What a row check found.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Check {
+pub(crate) enum Check {
     /// The row matches; its hash.
     Ok([u8; 32]),
     /// The payload column differs from our reading of jsonb's text for the payload in `raw`;
@@ -107,7 +107,7 @@ pub(crate) fn recomputed(row: &RowView<'_>) -> Option<[u8; 32]> {
     with_canon(row, |c| c.hash()).map(|(hash, _)| hash)
 }
 
-pub fn check(row: &RowView<'_>) -> Check {
+pub(crate) fn check(row: &RowView<'_>) -> Check {
     if row.commitment.is_some_and(|c| c.len() != 32) {
         return Check::Broken("the commitment is not 32 bytes (row edited)");
     }

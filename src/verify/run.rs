@@ -26,14 +26,14 @@ use crate::log::Reader;
 
 /// What a run checks besides what the settings say (`--archive`, which has no setting).
 #[derive(Debug, Clone, Default)]
-pub struct VerifyOptions {
+pub(crate) struct VerifyOptions {
     /// An archive directory (`event-audit archive --out`) to check against the log.
     pub archive: Option<PathBuf>,
 }
 
 /// Why something could not be verified (exit 2). Each says so in one line.
 #[derive(Debug, thiserror::Error)]
-pub enum CouldNotVerify {
+pub(crate) enum CouldNotVerify {
     #[error("could not verify against the mirror: {0}")]
     Mirror(MirrorError),
     #[error("could not verify the archive: {0}")]
@@ -51,7 +51,7 @@ pub enum CouldNotVerify {
 /// A run that stopped before its document (exit 2): what it had found by then, and why.
 #[derive(Debug, thiserror::Error)]
 #[error("{why}")]
-pub struct Stopped {
+pub(crate) struct Stopped {
     /// On a hot standby, its view (known before the walk; `found` holds it once there).
     pub(crate) standby: Option<StandbyView>,
     /// The report as far as it went, when the chain was walked.
@@ -72,7 +72,7 @@ pub(crate) enum Recorded {
 /// One run's outcome: the chain's report, and beside it the witness's, the auditor's state,
 /// the mirror's and the archive's. Serialized, it is the one JSON document `verify` prints.
 #[derive(Debug, Serialize)]
-pub struct VerifyReport {
+pub(crate) struct VerifyReport {
     #[serde(flatten)]
     pub(crate) chain: ChainReport,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -100,7 +100,7 @@ pub struct VerifyReport {
 impl VerifyReport {
     /// 0 everything holds, 1 a break (or a remembered break not acknowledged), 2 something
     /// could not be verified and nothing was found broken.
-    pub fn exit_code(&self) -> u8 {
+    pub(crate) fn exit_code(&self) -> u8 {
         let mut code = match (&self.incomplete, &self.witness, &self.auditor_state) {
             (Some(_), _, _) => 2,
             (None, Some(w), Some(s)) if !w.ok || s.open_break.is_some() => 1,
@@ -118,7 +118,10 @@ impl VerifyReport {
 
 /// Verifies the log as `settings` say (the database, the bus for completeness, the witness,
 /// the mirror) and `options`; records the run unless on a standby.
-pub async fn run(settings: &Settings, options: &VerifyOptions) -> Result<VerifyReport, Stopped> {
+pub(crate) async fn run(
+    settings: &Settings,
+    options: &VerifyOptions,
+) -> Result<VerifyReport, Stopped> {
     let stop = |standby: Option<&StandbyView>, why: CouldNotVerify| Stopped {
         standby: standby.cloned(),
         found: None,

@@ -18,7 +18,7 @@ use crate::tlog::merkle::{self, Frontier, Node};
 
 /// The walk's leaves, made into the tree and held against links, stored subtrees and
 /// checkpoints as they come.
-pub struct TreeSink {
+pub(crate) struct TreeSink {
     pub(super) tree: Frontier,
     /// (size, root, name) of the checkpoints to meet, in size order.
     pub(super) pending: Vec<(u64, merkle::Hash, String)>,
@@ -39,7 +39,7 @@ pub struct TreeSink {
 impl TreeSink {
     /// A sink starting from `start`, to meet `pending` ((size, root, name), in size order),
     /// holding the stored subtrees against the rows.
-    pub fn new(
+    pub(crate) fn new(
         start: Frontier,
         pending: Vec<(u64, merkle::Hash, String)>,
         stored: HashMap<Node, Vec<u8>>,

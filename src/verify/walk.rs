@@ -26,7 +26,7 @@ pub(crate) const CHUNK_ROWS: i64 = 5_000;
 /// Receives the row hashes of each link in log order (the leaves of the Merkle tree: each row's
 /// hash recomputed from its columns; the stored one where it cannot be recomputed), and beside
 /// them the hashes the rows store.
-pub trait LeafSink: Send {
+pub(crate) trait LeafSink: Send {
     fn link(&mut self, link: &LinkRow, row_hashes: &[[u8; 32]], stored: &[[u8; 32]]);
 }
 

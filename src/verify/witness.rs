@@ -20,7 +20,7 @@ use serde::Serialize;
 
 use super::auditor::{AuditorState, Checked, Memory, StateError};
 use super::breaks::{AckError, RecordedBreak};
-pub use super::tree_sink::TreeSink;
+pub(crate) use super::tree_sink::TreeSink;
 use crate::db::DbError;
 use crate::log::tree::TreeStore;
 use crate::tlog::merkle::{self, Frontier, MemTree};
@@ -32,7 +32,7 @@ mod trusted;
 
 /// A checkpoint not trusted, and why.
 #[derive(Debug, Clone, Serialize)]
-pub struct Rejected {
+pub(crate) struct Rejected {
     pub(crate) checkpoint: String,
     pub(crate) why: String,
 }
@@ -40,7 +40,7 @@ pub struct Rejected {
 /// The checkpoints of one log signed by the key before the first one the witness policy's
 /// quorum cosigned: not trusted, not used, counted once (see `trusted::before_policy`).
 #[derive(Debug, Clone, Serialize)]
-pub struct BeforePolicy {
+pub(crate) struct BeforePolicy {
     pub(crate) origin: String,
     pub(crate) count: usize,
     pub(crate) smallest: u64,
@@ -51,7 +51,7 @@ pub struct BeforePolicy {
 
 /// What the check found.
 #[derive(Debug, Clone, Serialize, Default)]
-pub struct WitnessReport {
+pub(crate) struct WitnessReport {
     pub(crate) ok: bool,
     /// Checkpoints read from the witness.
     pub(crate) checkpoints: usize,
@@ -98,7 +98,7 @@ impl WitnessReport {
 
 /// Why the check could not be made (exit 2).
 #[derive(Debug, thiserror::Error)]
-pub enum WitnessError {
+pub(crate) enum WitnessError {
     #[error("the witness holds no checkpoint; nothing to verify against (is the daemon signing checkpoints, and is this the right stream or directory?)")]
     NoCheckpoints,
     /// The checkpoint stream is missing and the database holds no checkpoint of this key: most
@@ -124,7 +124,7 @@ struct Trusted {
 }
 
 /// Everything known before the walk.
-pub struct Prepared {
+pub(crate) struct Prepared {
     key: PublicKey,
     origin: String,
     path: Option<PathBuf>,
@@ -145,7 +145,7 @@ fn reverdicts_origin(origin: &str) -> String {
 
 /// Reads the key, the policy, the state and the witness, and checks the checkpoints against
 /// each other and against the state. Errors are "could not verify" (exit 2).
-pub async fn prepare(
+pub(crate) async fn prepare(
     settings: &crate::config::Settings,
     trees: &TreeStore,
     public_key: &std::path::Path,
@@ -326,7 +326,7 @@ impl Prepared {
 /// against the state, the re-verdict runs' tree (`reverdict_leaves`: the closed runs' end hashes
 /// in chain order), and the new state when everything holds (the auditor's [`Memory`] writes it
 /// once the chain's outcome is known).
-pub async fn finish(
+pub(crate) async fn finish(
     p: Prepared,
     sink: TreeSink,
     trees: &TreeStore,

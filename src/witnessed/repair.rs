@@ -29,7 +29,7 @@ use crate::witnessed::metrics::WitnessMetrics;
 use crate::witnessed::tile_writer::CHUNK_LEAVES;
 
 /// The pass's progress mark under the tiles' prefix: every full tile below this size was checked.
-pub const REPAIR_FILE: &str = ".event-audit-tiles-repair";
+pub(crate) const REPAIR_FILE: &str = ".event-audit-tiles-repair";
 
 /// The first pass starts this long after the daemon (the start-up restore and the signer's
 /// first round go first).
@@ -40,7 +40,7 @@ const NAMED_PER_PASS: u64 = 100;
 
 /// Why a pass stopped.
 #[derive(Debug, thiserror::Error)]
-pub enum RepairError {
+pub(crate) enum RepairError {
     #[error(transparent)]
     Tiles(#[from] TilesError),
     #[error(transparent)]
@@ -61,7 +61,7 @@ pub enum RepairError {
 
 /// What one pass found.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct Pass {
+pub(crate) struct Pass {
     /// The tree size checked (the served checkpoint's).
     pub size: u64,
     /// Objects read.
@@ -75,7 +75,7 @@ pub struct Pass {
 }
 
 /// The repair pass over one log's tiles.
-pub struct Repair {
+pub(crate) struct Repair {
     pub tiles: Tiles,
     pub public: PublicKey,
     pub trees: TreeStore,
@@ -87,7 +87,7 @@ pub struct Repair {
 
 impl Repair {
     /// The pass over `tiles`, the tiles `signer` publishes, as the settings schedule it.
-    pub fn new(
+    pub(crate) fn new(
         tiles: &Tiles,
         signer: &crate::witnessed::signer::Signer,
         db: &crate::db::Db,
@@ -105,7 +105,7 @@ impl Repair {
     }
 
     /// A pass shortly after start, then one every `every`, until stopped.
-    pub async fn run(self, stop: CancellationToken) {
+    pub(crate) async fn run(self, stop: CancellationToken) {
         let mut wait = FIRST_PASS_AFTER;
         loop {
             tokio::select! {
@@ -124,7 +124,7 @@ impl Repair {
     }
 
     /// One pass over the checkpoint the tiles serve (none: nothing to do).
-    pub async fn pass(&self) -> Result<Pass, RepairError> {
+    pub(crate) async fn pass(&self) -> Result<Pass, RepairError> {
         let Some(text) = self.tiles.checkpoint().await? else {
             return Ok(Pass::default());
         };

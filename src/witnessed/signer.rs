@@ -37,6 +37,8 @@ use crate::tlog::merkle::Frontier;
 use crate::tlog::note::{self, Checkpoint, PrivateKey, PublicKey, REVERDICTS_SUFFIX};
 use crate::witnessed::metrics::WitnessMetrics;
 use crate::witnessed::tile_writer::{Outcome, TileWriter};
+#[allow(unreachable_pub)]
+// public through `test_support` (the lint misses re-exports of re-exports)
 pub use read::{latest_checkpoint, load_key, load_policy, load_public_key, read_witness};
 use sign::{Found, Refusal};
 pub(crate) use start::{check, from_checked, Checked};

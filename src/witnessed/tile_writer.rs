@@ -21,7 +21,7 @@ use crate::witnessed::metrics::WitnessMetrics;
 
 /// How many leaves one chunk reads at most before its tiles are written (then rounded up to
 /// the end of a link).
-pub const CHUNK_LEAVES: u64 = 65_536;
+pub(crate) const CHUNK_LEAVES: u64 = 65_536;
 
 /// Tiles written at once (an object store answers each put in a round trip; a directory's
 /// puts are each an fsync).
@@ -29,7 +29,7 @@ const WRITES_AT_ONCE: usize = 8;
 
 /// Why the tiles of a checkpoint could not be written.
 #[derive(Debug, thiserror::Error)]
-pub enum WriteError {
+pub(crate) enum WriteError {
     #[error(transparent)]
     Tiles(#[from] TilesError),
     #[error(transparent)]
@@ -44,7 +44,7 @@ pub enum WriteError {
 
 /// What one call did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// Tiles written from `from` to `size`, then the checkpoint.
     Wrote { from: u64, size: u64 },
     /// The directory already serves this checkpoint, or a larger one (never lowered).
@@ -52,7 +52,7 @@ pub enum Outcome {
 }
 
 /// The tiles of one log, kept by its signer.
-pub struct TileWriter {
+pub(crate) struct TileWriter {
     dir: Tiles,
     public: PublicKey,
     /// Whether a backfill's mark may be there (written, or found at the start).
@@ -63,7 +63,7 @@ pub struct TileWriter {
 }
 
 impl TileWriter {
-    pub fn new(dir: Tiles, public: PublicKey, metrics: Arc<WitnessMetrics>) -> TileWriter {
+    pub(crate) fn new(dir: Tiles, public: PublicKey, metrics: Arc<WitnessMetrics>) -> TileWriter {
         TileWriter {
             dir,
             marked: true,
@@ -76,7 +76,7 @@ impl TileWriter {
     /// Brings the directory to `note`, the newest published checkpoint (with its cosignatures).
     /// `rows`: row hashes already read this round, from the size given (the signer's); the
     /// database is read only for leaves they do not cover.
-    pub async fn publish(
+    pub(crate) async fn publish(
         &mut self,
         trees: &TreeStore,
         note: &str,

@@ -9,6 +9,8 @@
 
 #[path = "fuzz_corpus/seeds.rs"]
 mod seeds;
+// The fuzz crate's library, whose items are public for its targets.
+#[allow(unreachable_pub)]
 #[path = "../../fuzz/src/lib.rs"]
 mod targets;
 

@@ -138,14 +138,14 @@ fn dashboards_are_importable_and_name_daemon_metrics() {
 /// both and reconciles every 2 s against the simulator.
 /// Its guards are held for their `Drop` (the database, the stream, the simulator).
 #[allow(dead_code)]
-pub struct Scenario {
+pub(crate) struct Scenario {
     pub db: TestDb,
     pub ts: TestStream,
     pub sim: Sim,
     pub daemon: TestApp,
 }
 
-pub async fn simulated_batch(tag: &str, supplier: &str) -> Scenario {
+pub(crate) async fn simulated_batch(tag: &str, supplier: &str) -> Scenario {
     let db = TestDb::create().await;
     let ts = TestStream::create(tag).await;
     // Started once its batch is played.

@@ -33,7 +33,7 @@ use serde_json::{json, Value};
 use super::state::{hash, unit, Account, Plan, State as Acct};
 use crate::dev::sample;
 
-pub use crate::config::SimNaming as Naming;
+pub(crate) use crate::config::SimNaming as Naming;
 
 /// Injected REST faults.
 #[derive(Debug, Clone, Copy, Default)]

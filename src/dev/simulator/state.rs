@@ -43,7 +43,7 @@ use events::{envelope, import_events, imported_events, order_events};
 /// The anomalies, each a flag with a rate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Anomaly {
+pub(crate) enum Anomaly {
     DropCompletion,
     WrongIdentifier,
     ErrorButCreated,
@@ -113,7 +113,7 @@ impl Anomaly {
 
 /// The platform's state of one account.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum State {
+pub(crate) enum State {
     Imported,
     /// Staged, not processed (pending list; status `UNKNOWN`).
     Pending,
@@ -125,7 +125,7 @@ pub enum State {
 
 /// One simulated account.
 #[derive(Debug, Clone)]
-pub struct Account {
+pub(crate) struct Account {
     pub(crate) external: String,
     pub(crate) number: String,
     pub(crate) anomaly: Option<Anomaly>,

@@ -21,7 +21,7 @@ const MAX_DEPTH: usize = 8;
 /// One difference between the old and the new definition.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "change", rename_all = "snake_case")]
-pub enum Change {
+pub(crate) enum Change {
     EventAdded,
     EventRemoved,
     FieldAdded {

@@ -13,7 +13,7 @@ pub(crate) struct DriftStore {
 }
 
 impl DriftStore {
-    pub fn new(db: Db) -> DriftStore {
+    pub(crate) fn new(db: Db) -> DriftStore {
         DriftStore { db }
     }
 

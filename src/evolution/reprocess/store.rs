@@ -37,7 +37,7 @@ pub struct Page {
 
 /// A closed run.
 #[derive(Debug, Clone)]
-pub struct RunEnd {
+pub(crate) struct RunEnd {
     pub(crate) changed: i64,
     pub(crate) hash: [u8; 32],
 }

@@ -8,14 +8,14 @@ use super::plan::Plan;
 use super::Recovered;
 use crate::telemetry::metrics::{counter, gauge, Registry};
 
-pub struct RecoverMetrics {
+pub(crate) struct RecoverMetrics {
     pub(crate) recorded: IntCounter,
     pub(crate) lost: IntGauge,
     pub(crate) resets: IntCounter,
 }
 
 impl RecoverMetrics {
-    pub fn new(r: &Registry) -> RecoverMetrics {
+    pub(crate) fn new(r: &Registry) -> RecoverMetrics {
         RecoverMetrics {
             recorded: counter(
                 r,

@@ -113,7 +113,7 @@ impl Bus {
 
 /// A message as the stream stores it.
 #[derive(Debug, Clone)]
-pub struct Stored {
+pub(crate) struct Stored {
     pub(crate) subject: String,
     pub(crate) seq: u64,
     /// The raw header block, when there is one.

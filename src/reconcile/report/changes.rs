@@ -9,7 +9,7 @@ use super::html::{page, timeline_link, tone, when};
 use super::{esc, pad, time, Format};
 
 /// Renders `d` in `format` (CSV is the JSON's job here: refused by the callers).
-pub fn render(d: &Diff, format: Format) -> String {
+pub(crate) fn render(d: &Diff, format: Format) -> String {
     match format {
         Format::Table => table(d),
         Format::Json | Format::Csv => {

@@ -54,7 +54,7 @@ section#changes{border-left:4px solid #0969da;padding:.4rem .8rem;background:#f6
 .mono,.id{font-family:ui-monospace,monospace;font-size:.8rem}a{color:#0969da}";
 
 /// The page around `body`.
-pub fn page(title: &str, body: &str) -> String {
+pub(crate) fn page(title: &str, body: &str) -> String {
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width\"><title>{t}</title>\
@@ -268,7 +268,7 @@ fn account_row(o: &mut String, a: &AccountResult) {
 }
 
 /// A run's report page.
-pub fn run(r: &RunReport, changes: Option<&Diff>) -> String {
+pub(crate) fn run(r: &RunReport, changes: Option<&Diff>) -> String {
     let mut o = String::with_capacity(r.results.len() * 700 + 8192);
     let title = match (r.run_id, &r.batch) {
         (Some(id), Some(b)) => format!(

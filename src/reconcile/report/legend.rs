@@ -2,7 +2,7 @@
 //! the HTML report (and the tables of docs/operators.md say the same).
 
 /// What each verdict means and what to do next (the HTML legend, docs/operators.md's table).
-pub const LEGEND: [(&str, &str, &str); 15] = [
+pub(crate) const LEGEND: [(&str, &str, &str); 15] = [
     ("matched", "The outcome event and the platform agree: imported, with the account number the event names.", "Nothing."),
     ("identifier_mismatch", "The complete event names one platform account; the platform imported another.", "Find out which account holds the customer's data; fix the mapping and re-run."),
     ("missing_in_platform", "A complete event, but the platform has no imported account.", "Ask the platform team whether the import was rolled back; re-import the account."),
@@ -21,7 +21,7 @@ pub const LEGEND: [(&str, &str, &str); 15] = [
 ];
 
 /// What each registration state means and what to do next.
-pub const REGISTRATION_LEGEND: [(&str, &str, &str); 8] = [
+pub(crate) const REGISTRATION_LEGEND: [(&str, &str, &str); 8] = [
     (
         "registered",
         "Every meter point's registration completed (join-supplier completed).",

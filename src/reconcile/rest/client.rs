@@ -22,12 +22,14 @@ use url::Url;
 use super::describe;
 use super::records::{self, ImportRecord, MeterPointStatus, StatusAnswer};
 use super::token::{Renewal, Tokens};
+#[allow(unreachable_pub)]
+// public through `test_support` (the lint misses re-exports of re-exports)
 pub use super::{Endpoint, RestConfig, RestError};
 use crate::reconcile::rest::metrics::RestMetrics;
 
 /// Request counts of one client (all endpoints).
 #[derive(Debug, Default)]
-pub struct Stats {
+pub(crate) struct Stats {
     /// Requests asked for (a page of a list counts once), whatever the retries.
     pub(crate) calls: AtomicU64,
     pub(crate) list_calls: AtomicU64,

@@ -19,7 +19,7 @@ const CHUNK: usize = 5_000;
 
 /// The latest state of one scope, for the metrics.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ScopeState {
+pub(crate) struct ScopeState {
     pub(crate) scope: String,
     /// The suppliers of the scope, comma-separated (the batch's supplier for a batch).
     pub(crate) supplier: String,

@@ -23,7 +23,7 @@ pub(crate) struct RestoreRecord {
 
 /// One restore as the report names it.
 #[derive(Debug, Clone, serde::Serialize, PartialEq, Eq)]
-pub struct NamedRestore {
+pub(crate) struct NamedRestore {
     pub(crate) restore: i64,
     pub(crate) at: String,
     pub(crate) reason: String,

@@ -28,6 +28,7 @@ impl From<event_audit_proof::keys::KeyFileError> for CheckpointError {
 
 /// Reads a private key file (its content is never logged or shown); a file that group or others
 /// may read is refused.
+#[allow(unreachable_pub)] // public through `test_support` (the lint misses re-exports of re-exports)
 pub fn load_key(path: &Path) -> Result<PrivateKey, CheckpointError> {
     let shown = path.display().to_string();
     let text = crate::files::read_private(path).map_err(|e| CheckpointError::Key {
@@ -41,6 +42,7 @@ pub fn load_key(path: &Path) -> Result<PrivateKey, CheckpointError> {
 }
 
 /// Reads a public key file ([`event_audit_proof::keys::load_public_key`]).
+#[allow(unreachable_pub)] // public through `test_support` (the lint misses re-exports of re-exports)
 pub fn load_public_key(path: &Path) -> Result<PublicKey, CheckpointError> {
     Ok(event_audit_proof::keys::load_public_key(path)?)
 }
@@ -68,6 +70,7 @@ pub(crate) fn load_submitting_policy(
 }
 
 /// Reads a witness policy file ([`event_audit_proof::keys::load_policy`]).
+#[allow(unreachable_pub)] // public through `test_support` (the lint misses re-exports of re-exports)
 pub fn load_policy(path: &Path, log: Option<&PublicKey>) -> Result<WitnessPolicy, CheckpointError> {
     Ok(event_audit_proof::keys::load_policy(path, log)?)
 }
@@ -105,6 +108,7 @@ pub async fn read_witness(
 /// (with `key`, only one whose signature verifies; with `policy`, only one carrying its quorum
 /// of cosignatures); when the witness cannot be read or holds none, and only with `key`, the
 /// database's copy of the newest stored one that meets the same tests.
+#[allow(unreachable_pub)] // public through `test_support` (the lint misses re-exports of re-exports)
 pub async fn latest_checkpoint(
     s: &crate::config::Settings,
     db: &Db,

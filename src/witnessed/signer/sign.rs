@@ -14,14 +14,14 @@ use crate::log::signed::Remembered;
 
 /// A checkpoint signed by this signer's key (its note opened with it), found anywhere.
 #[derive(Debug, Clone)]
-pub struct Found {
+pub(super) struct Found {
     pub(crate) cp: Checkpoint,
     pub note: String,
 }
 
 /// Why nothing is signed (one ERROR line, a metric, an alert; ingest goes on).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Refusal {
+pub(super) enum Refusal {
     #[error("{log}: the database's tree has {db} leaves, fewer than the checkpoint of size {signed} this key signed: the database was replaced or rows were removed; nothing is signed until it holds that tree again")]
     Smaller { log: String, db: u64, signed: u64 },
     #[error("{log}: the leaves at size {size} do not have the root of the checkpoint this key signed at that size: history was rewritten; nothing is signed")]
@@ -63,7 +63,7 @@ impl Refusal {
 
 /// What one log's check concluded.
 #[derive(Debug, Clone, Default)]
-pub struct Outcome {
+pub(super) struct Outcome {
     /// The newest checkpoint signed by this key, with its tree (what to remember).
     pub(crate) remembered: Option<Remembered>,
     /// The tree to sign now, when the log grew past it.

@@ -70,7 +70,7 @@ pub(crate) struct Cosigned {
 impl Witnesses {
     /// `tls`: the witnesses' CA and client certificate (`witness.tls_*`); a file that cannot
     /// be read was refused at start, so a failure here leaves the system's store alone.
-    pub fn new(policy: WitnessPolicy, limit: Duration, tls: &crate::tls::Peer) -> Witnesses {
+    pub(super) fn new(policy: WitnessPolicy, limit: Duration, tls: &crate::tls::Peer) -> Witnesses {
         let build = |b: reqwest::ClientBuilder| {
             b.timeout(limit)
                 .connect_timeout(limit)

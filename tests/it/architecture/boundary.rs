@@ -26,7 +26,7 @@ fn child(file: &Path, name: &str) -> Option<PathBuf> {
 
 /// The modules reachable from outside the crate under `root` (`src`), each with the number of
 /// public items it declares at its top level (a `pub use` of several names counts each).
-pub fn public_modules(root: &Path) -> Vec<(String, usize)> {
+pub(super) fn public_modules(root: &Path) -> Vec<(String, usize)> {
     let mut out = Vec::new();
     let mut todo = vec![(root.join("lib.rs"), String::new())];
     while let Some((file, path)) = todo.pop() {
@@ -77,7 +77,7 @@ pub fn public_modules(root: &Path) -> Vec<(String, usize)> {
 
 /// Every file under `root` (`src`) whose code (tests aside) defines `const NAME` or holds the
 /// literal `lit` outside comments.
-pub fn defined_in(root: &Path, name: Option<&str>, lit: Option<&str>) -> BTreeSet<String> {
+pub(super) fn defined_in(root: &Path, name: Option<&str>, lit: Option<&str>) -> BTreeSet<String> {
     let mut files = Vec::new();
     super::scan::rust_files(root, &mut files);
     let mut out = BTreeSet::new();
@@ -102,7 +102,7 @@ pub fn defined_in(root: &Path, name: Option<&str>, lit: Option<&str>) -> BTreeSe
 
 /// docs/files.md as the sources under `root` (`src`) make it: each room (a top-level file or
 /// folder) with its files, each file with the first sentence of its `//!` documentation.
-pub fn file_index(root: &Path) -> String {
+pub(super) fn file_index(root: &Path) -> String {
     let mut files = Vec::new();
     super::scan::rust_files(root, &mut files);
     let mut rows: Vec<(String, String)> = files
@@ -139,7 +139,7 @@ pub fn file_index(root: &Path) -> String {
 
 /// One workspace crate's part of docs/files.md: its files (paths from the repository) under one
 /// heading, each with the first sentence of its `//!` documentation.
-pub fn crate_index(root: &Path, name: &str) -> String {
+pub(super) fn crate_index(root: &Path, name: &str) -> String {
     let mut files = Vec::new();
     super::scan::rust_files(&root.join("src"), &mut files);
     let mut rows: Vec<(String, String)> = files

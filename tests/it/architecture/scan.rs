@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-pub fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+pub(super) fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
@@ -20,7 +20,7 @@ pub fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 }
 
 /// `src/a/b/mod.rs` → `a::b`, `src/a/c.rs` → `a::c`, `src/lib.rs` → ``.
-pub fn module_of(src: &Path, file: &Path) -> String {
+pub(super) fn module_of(src: &Path, file: &Path) -> String {
     let rel = file.strip_prefix(src).expect("under src");
     let mut parts: Vec<String> = rel
         .iter()
@@ -35,7 +35,7 @@ pub fn module_of(src: &Path, file: &Path) -> String {
 }
 
 /// The modules a file refers to (`crate::a::b`, `super::c`), resolved to known modules.
-pub fn references(
+pub(super) fn references(
     module: &str,
     is_mod_rs: bool,
     text: &str,
@@ -85,7 +85,7 @@ pub fn references(
     out
 }
 
-pub fn find_cycle(edges: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+pub(super) fn find_cycle(edges: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
     fn visit(
         n: &str,
         edges: &BTreeMap<String, BTreeSet<String>>,
@@ -126,7 +126,7 @@ pub fn find_cycle(edges: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<Stri
 }
 
 /// [`graph`] of the crate at `root`.
-pub fn graph_at(root: &Path) -> Vec<(PathBuf, String, BTreeSet<String>)> {
+pub(super) fn graph_at(root: &Path) -> Vec<(PathBuf, String, BTreeSet<String>)> {
     let src = root.join("src");
     let mut files = Vec::new();
     rust_files(&src, &mut files);
@@ -154,12 +154,12 @@ pub fn graph_at(root: &Path) -> Vec<(PathBuf, String, BTreeSet<String>)> {
         .collect()
 }
 
-pub fn prefix(m: &str, depth: usize) -> String {
+pub(super) fn prefix(m: &str, depth: usize) -> String {
     m.split("::").take(depth).collect::<Vec<_>>().join("::")
 }
 
 /// Import cycles among the rooms of any folder of `g`, and how many rooms with imports were seen.
-pub fn cycles(g: &[(PathBuf, String, BTreeSet<String>)]) -> (Vec<String>, usize) {
+pub(super) fn cycles(g: &[(PathBuf, String, BTreeSet<String>)]) -> (Vec<String>, usize) {
     let mut found = Vec::new();
     // Every folder level: edges between distinct rooms that share the same parent.
     let parents: BTreeSet<String> = g
@@ -204,7 +204,10 @@ pub fn cycles(g: &[(PathBuf, String, BTreeSet<String>)]) -> (Vec<String>, usize)
 }
 
 /// Imports between top-level rooms that do not point down `layers`, and rooms in no layer.
-pub fn layer_breaks(g: &[(PathBuf, String, BTreeSet<String>)], layers: &[&[&str]]) -> Vec<String> {
+pub(super) fn layer_breaks(
+    g: &[(PathBuf, String, BTreeSet<String>)],
+    layers: &[&[&str]],
+) -> Vec<String> {
     let layer = |room: &str| layers.iter().position(|l| l.contains(&room));
     let mut out = BTreeSet::new();
     for (file, m, refs) in g {
@@ -240,7 +243,7 @@ pub fn layer_breaks(g: &[(PathBuf, String, BTreeSet<String>)], layers: &[&[&str]
 
 /// Paths whose presence in a pure room (`decode`, `row`, `evidence::bundle`, a pure crate) would
 /// be I/O.
-pub const IO: &[&str] = &[
+pub(super) const IO: &[&str] = &[
     "std::fs",
     "std::net",
     "std::process",
@@ -253,13 +256,13 @@ pub const IO: &[&str] = &[
 ];
 
 /// The code of a file, its tests left out.
-pub fn code_of(file: &Path) -> String {
+pub(super) fn code_of(file: &Path) -> String {
     let text = std::fs::read_to_string(file).expect("read");
     text.split("#[cfg(test)]").next().unwrap_or("").to_owned()
 }
 
 /// Files of `rooms` whose code (tests aside) names an I/O path.
-pub fn io_in(g: &[(PathBuf, String, BTreeSet<String>)], rooms: &[&str]) -> Vec<String> {
+pub(super) fn io_in(g: &[(PathBuf, String, BTreeSet<String>)], rooms: &[&str]) -> Vec<String> {
     let mut out = Vec::new();
     for (file, m, _) in g {
         // A room by its path: a top-level room, or a module inside one (`evidence::bundle`).
@@ -280,11 +283,11 @@ pub fn io_in(g: &[(PathBuf, String, BTreeSet<String>)], rooms: &[&str]) -> Vec<S
 }
 
 /// A function over this many lines is split.
-pub const MAX_FN_LINES: usize = 120;
+pub(super) const MAX_FN_LINES: usize = 120;
 
 /// Every function of the code (tests aside) under `root/src` with its length in lines, as
 /// `path::name`: from its `fn` line to the closing brace at the same indentation.
-pub fn function_lengths(root: &Path) -> Vec<(String, usize)> {
+pub(super) fn function_lengths(root: &Path) -> Vec<(String, usize)> {
     let mut files = Vec::new();
     rust_files(&root.join("src"), &mut files);
     let mut out = Vec::new();
@@ -331,7 +334,7 @@ pub fn function_lengths(root: &Path) -> Vec<(String, usize)> {
 }
 
 /// Functions of `root` over the limit.
-pub fn long_functions(root: &Path) -> Vec<String> {
+pub(super) fn long_functions(root: &Path) -> Vec<String> {
     function_lengths(root)
         .into_iter()
         .filter(|(_, n)| *n > MAX_FN_LINES)

@@ -24,7 +24,7 @@ use event_audit::tlog::tile::push_entry;
 
 /// One seed: its target, its file name, its bytes, whether the target accepts it, and whether
 /// git keeps it as a file (`fuzz/seeds/<target>/seed-<name>`).
-pub struct Seed {
+pub(super) struct Seed {
     pub target: &'static str,
     pub name: String,
     pub bytes: Vec<u8>,
@@ -46,7 +46,7 @@ fn add(out: &mut Vec<Seed>, target: &'static str, name: &str, bytes: impl Into<V
 /// number past f64, the ten that reach the most of libFuzzer's coverage features together,
 /// picked greedily (each next the one adding the most features not yet reached:
 /// `fuzz/corpus.sh pick decode DIR 10`, docs/fuzzing.md, "The corpora and the seeds").
-pub const DECODE_KEPT: &[&str] = &[
+pub(super) const DECODE_KEPT: &[&str] = &[
     "fixture-12",
     "fixture-36",
     "number-past-f64",
@@ -60,7 +60,7 @@ pub const DECODE_KEPT: &[&str] = &[
 ];
 
 /// Every target's seeds.
-pub fn all() -> Vec<Seed> {
+pub(super) fn all() -> Vec<Seed> {
     let mut out = Vec::new();
     tiles(&mut out);
     notes(&mut out);

@@ -16,25 +16,27 @@ use axum::response::{IntoResponse, Response};
 use axum::Router;
 
 /// How a path is answered.
-pub type Script = Arc<dyn Fn(&str) -> Response + Send + Sync>;
+pub(super) type Script = Arc<dyn Fn(&str) -> Response + Send + Sync>;
 
 /// The paths a server was asked, in order.
 #[derive(Clone, Default)]
-pub struct Asked(Arc<Mutex<Vec<String>>>);
+pub(super) struct Asked(Arc<Mutex<Vec<String>>>);
 
 impl Asked {
-    pub fn all(&self) -> Vec<String> {
+    pub(super) fn all(&self) -> Vec<String> {
         self.0.lock().expect("lock").clone()
     }
 
     /// How many times `path` was asked.
-    pub fn count(&self, path: &str) -> usize {
+    pub(super) fn count(&self, path: &str) -> usize {
         self.all().iter().filter(|p| p.as_str() == path).count()
     }
 }
 
 /// Serves `script` on 127.0.0.1; returns `http://ADDR` and what it was asked.
-pub async fn hostile(script: impl Fn(&str) -> Response + Send + Sync + 'static) -> (String, Asked) {
+pub(super) async fn hostile(
+    script: impl Fn(&str) -> Response + Send + Sync + 'static,
+) -> (String, Asked) {
     let asked = Asked::default();
     let state = (Arc::new(script) as Script, asked.clone());
     let app = Router::new().fallback(answer).with_state(state);
@@ -53,7 +55,7 @@ async fn answer(State((script, asked)): State<(Script, Asked)>, uri: Uri) -> Res
 }
 
 /// Accepts connections on 127.0.0.1 and never reads or answers; returns `http://ADDR`.
-pub async fn silent() -> String {
+pub(super) async fn silent() -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
@@ -67,24 +69,24 @@ pub async fn silent() -> String {
     format!("http://{addr}")
 }
 
-pub fn not_found() -> Response {
+pub(super) fn not_found() -> Response {
     StatusCode::NOT_FOUND.into_response()
 }
 
 /// `body` with status 200.
-pub fn bytes(body: impl Into<Bytes>) -> Response {
+pub(super) fn bytes(body: impl Into<Bytes>) -> Response {
     body.into().into_response()
 }
 
 /// 200 and a body that never ends (no length announced).
-pub fn endless() -> Response {
+pub(super) fn endless() -> Response {
     let chunk = Bytes::from(vec![b'a'; 64 << 10]);
     let stream = futures::stream::repeat_with(move || Ok::<_, Infallible>(chunk.clone()));
     Body::from_stream(stream).into_response()
 }
 
 /// 200, announcing `len` bytes, and a body that never ends.
-pub fn lying(len: u64) -> Response {
+pub(super) fn lying(len: u64) -> Response {
     let mut r = endless();
     r.headers_mut()
         .insert(header::CONTENT_LENGTH, header::HeaderValue::from(len));
@@ -92,7 +94,7 @@ pub fn lying(len: u64) -> Response {
 }
 
 /// 200 and one byte every 100 ms, forever: never idle long, never done.
-pub fn trickle() -> Response {
+pub(super) fn trickle() -> Response {
     let stream = futures::stream::unfold((), |()| async {
         tokio::time::sleep(Duration::from_millis(100)).await;
         Some((Ok::<_, Infallible>(Bytes::from_static(b"x")), ()))
@@ -101,12 +103,12 @@ pub fn trickle() -> Response {
 }
 
 /// 302 to `to`.
-pub fn redirect(to: &str) -> Response {
+pub(super) fn redirect(to: &str) -> Response {
     (StatusCode::FOUND, [(header::LOCATION, to.to_owned())]).into_response()
 }
 
 /// An HTML page, as a misconfigured front proxy serves one for any path.
-pub fn html() -> Response {
+pub(super) fn html() -> Response {
     (
         [(header::CONTENT_TYPE, "text/html")],
         "<!doctype html><html><body><h1>Welcome</h1></body></html>\n",
@@ -115,7 +117,7 @@ pub fn html() -> Response {
 }
 
 /// The file at `rel` under `dir`, or 404.
-pub fn file(dir: &std::path::Path, rel: &str) -> Response {
+pub(super) fn file(dir: &std::path::Path, rel: &str) -> Response {
     let p: PathBuf = dir.join(rel);
     match std::fs::read(p) {
         Ok(b) if !rel.contains("..") => bytes(b),

@@ -20,19 +20,19 @@ use event_audit::tlog::tile::build::TileBuilder;
 use event_audit::tlog::tile::TileId;
 
 /// Entry `i` of a log: a 32-byte "row hash", `salt` telling logs apart.
-pub fn entry(salt: &str, i: u64) -> Hash {
+pub(crate) fn entry(salt: &str, i: u64) -> Hash {
     Sha256::digest(format!("{salt}/{i}")).into()
 }
 
 /// `n` entries, entry `i` of `salt`.
-pub fn entries(salt: &str, n: u64) -> Vec<Hash> {
+pub(crate) fn entries(salt: &str, n: u64) -> Vec<Hash> {
     (0..n).map(|i| entry(salt, i)).collect()
 }
 
 /// Writes the log of `entries` into `dir` (its tiles, bundles and partial tiles of this size;
 /// files of an earlier size stay), its checkpoint signed by `key` as origin `key.name` last.
 /// Returns the signed note.
-pub fn write_log(dir: &Path, key: &PrivateKey, entries: &[Hash]) -> String {
+pub(crate) fn write_log(dir: &Path, key: &PrivateKey, entries: &[Hash]) -> String {
     let mut b = TileBuilder::new();
     for e in entries {
         b.push(e).expect("push");
@@ -46,7 +46,7 @@ pub fn write_log(dir: &Path, key: &PrivateKey, entries: &[Hash]) -> String {
 }
 
 /// Writes a checkpoint of `size` and `root` signed by `key` into `dir`; returns it.
-pub fn sign(dir: &Path, key: &PrivateKey, size: u64, root: Hash) -> String {
+pub(crate) fn sign(dir: &Path, key: &PrivateKey, size: u64, root: Hash) -> String {
     let note = key.sign(&Checkpoint {
         origin: key.name.clone(),
         size,
@@ -58,7 +58,7 @@ pub fn sign(dir: &Path, key: &PrivateKey, size: u64, root: Hash) -> String {
 }
 
 /// The root of the tree of `entries`.
-pub fn root_of(entries: &[Hash]) -> Hash {
+pub(crate) fn root_of(entries: &[Hash]) -> Hash {
     let mut b = TileBuilder::new();
     for e in entries {
         b.push(e).expect("push");
@@ -67,14 +67,14 @@ pub fn root_of(entries: &[Hash]) -> Hash {
 }
 
 /// Writes one tile's bytes at its path under `dir`.
-pub fn write(dir: &Path, id: &TileId, bytes: &[u8]) {
+pub(crate) fn write(dir: &Path, id: &TileId, bytes: &[u8]) {
     let p = dir.join(id.path());
     std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
     std::fs::write(p, bytes).expect("write tile");
 }
 
 /// A log key named `name` from a fixed seed, its public key written to `dir/<seed>.pub`.
-pub fn key(dir: &Path, name: &str, seed: u8) -> (PrivateKey, PathBuf) {
+pub(crate) fn key(dir: &Path, name: &str, seed: u8) -> (PrivateKey, PathBuf) {
     let k = PrivateKey::from_seed(name, &[seed; 32]).expect("key");
     let p = dir.join(format!("{seed}.pub"));
     std::fs::write(&p, format!("{}\n", k.public().encode())).expect("write pub");
@@ -82,7 +82,7 @@ pub fn key(dir: &Path, name: &str, seed: u8) -> (PrivateKey, PathBuf) {
 }
 
 /// The copy of `origin` under a mirror's directory.
-pub fn copy_of(mirror: &Path, origin: &str) -> PathBuf {
+pub(crate) fn copy_of(mirror: &Path, origin: &str) -> PathBuf {
     let h: String = Sha256::digest(origin.as_bytes())
         .iter()
         .map(|b| format!("{b:02x}"))
@@ -91,7 +91,7 @@ pub fn copy_of(mirror: &Path, origin: &str) -> PathBuf {
 }
 
 /// Every file under `dir` (relative path → SHA-256), empty when `dir` does not exist.
-pub fn hash_files(dir: &Path) -> BTreeMap<String, Hash> {
+pub(crate) fn hash_files(dir: &Path) -> BTreeMap<String, Hash> {
     crate::support::files::files(dir)
         .into_iter()
         .map(|(path, bytes)| (path, Sha256::digest(bytes).into()))
@@ -100,20 +100,20 @@ pub fn hash_files(dir: &Path) -> BTreeMap<String, Hash> {
 
 /// What the test server knows: the directory, the paths asked.
 #[derive(Clone)]
-pub struct Served {
+pub(crate) struct Served {
     dir: PathBuf,
     asked: Arc<Mutex<Vec<String>>>,
 }
 
 impl Served {
     /// The paths asked since the last call.
-    pub fn take(&self) -> Vec<String> {
+    pub(crate) fn take(&self) -> Vec<String> {
         std::mem::take(&mut *self.asked.lock().expect("lock"))
     }
 }
 
 /// Serves `dir` at `http://ADDR/log/` in the test's runtime; returns the URL prefix.
-pub async fn serve(dir: &Path) -> (String, Served) {
+pub(crate) async fn serve(dir: &Path) -> (String, Served) {
     let served = Served {
         dir: dir.to_owned(),
         asked: Arc::default(),

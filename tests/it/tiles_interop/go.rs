@@ -14,7 +14,7 @@ const CHECK_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// What one run of the checker did.
 #[derive(Debug)]
-pub struct Run {
+pub(crate) struct Run {
     pub code: Option<i32>,
     pub stdout: String,
     pub stderr: String,
@@ -22,7 +22,7 @@ pub struct Run {
 
 impl Run {
     /// The JSON summary of a successful run (panics, with the run, on any other).
-    pub fn summary(&self) -> serde_json::Value {
+    pub(crate) fn summary(&self) -> serde_json::Value {
         assert_eq!(self.code, Some(0), "Go's tlog check failed: {self:#?}");
         serde_json::from_str(self.stdout.trim()).unwrap_or_else(|e| {
             panic!("the checker's summary is not JSON ({e}): {self:#?}");
@@ -30,7 +30,7 @@ impl Run {
     }
 
     /// Asserts a failed run (exit 1) whose message names `what`.
-    pub fn assert_refused(&self, what: &str) {
+    pub(crate) fn assert_refused(&self, what: &str) {
         assert_eq!(
             self.code,
             Some(1),
@@ -44,7 +44,7 @@ impl Run {
 }
 
 /// The checker's binary, built on first use.
-pub fn checker() -> &'static Path {
+pub(crate) fn checker() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(build)
 }
@@ -95,7 +95,7 @@ fn build() -> PathBuf {
 
 /// Runs the checker on a log (`tiles`: a base URL or a directory) with its verifier key file,
 /// and an earlier checkpoint to prove consistent when given.
-pub async fn check(tiles: &str, key: &Path, old: Option<&Path>) -> Run {
+pub(crate) async fn check(tiles: &str, key: &Path, old: Option<&Path>) -> Run {
     let mut cmd = tokio::process::Command::new(checker());
     cmd.arg("-tiles").arg(tiles).arg("-key").arg(key);
     if let Some(old) = old {
@@ -115,7 +115,7 @@ pub async fn check(tiles: &str, key: &Path, old: Option<&Path>) -> Run {
 
 /// Runs the checker's `-proof` mode: a C2SP tlog-proof file checked with `tlog.CheckRecord`
 /// for the entry `entry` (hex), its checkpoint opened with the verifier key file `key`.
-pub fn check_proof(proof: &Path, key: &Path, entry: &str) -> Run {
+pub(crate) fn check_proof(proof: &Path, key: &Path, entry: &str) -> Run {
     let out = std::process::Command::new(checker())
         .arg("-proof")
         .arg(proof)

@@ -10,18 +10,18 @@ use event_audit::tlog::note::{Checkpoint, PrivateKey};
 use event_audit::tlog::tile::build::TileBuilder;
 
 /// The logs' origin, also their key's name.
-pub const ORIGIN: &str = "tiles.example/interop";
+pub(crate) const ORIGIN: &str = "tiles.example/interop";
 
 /// The seed of the logs' signing key.
 const SEED: [u8; 32] = [7; 32];
 
 /// The logs' signing key.
-pub fn key() -> PrivateKey {
+pub(crate) fn key() -> PrivateKey {
     PrivateKey::from_seed(ORIGIN, &SEED).expect("key")
 }
 
 /// Writes the logs' verifier key file in `dir`.
-pub fn write_pub(dir: &Path) -> PathBuf {
+pub(crate) fn write_pub(dir: &Path) -> PathBuf {
     let path = dir.join("log.pub");
     std::fs::write(&path, format!("{}\n", key().public().encode())).expect("write the key");
     path
@@ -29,7 +29,7 @@ pub fn write_pub(dir: &Path) -> PathBuf {
 
 /// Entry `i`: 0 to 96 bytes (empty ones included), so that bundles hold entries of every
 /// short length, not only the 32-byte row hashes the daemon logs.
-pub fn entry(i: u64) -> Vec<u8> {
+pub(crate) fn entry(i: u64) -> Vec<u8> {
     let len = (i * 7919) % 97;
     (0..len)
         .map(|j| (i.wrapping_mul(31).wrapping_add(j * 7) % 251) as u8)
@@ -37,13 +37,13 @@ pub fn entry(i: u64) -> Vec<u8> {
 }
 
 /// The first `n` entries.
-pub fn entries(n: u64) -> Vec<Vec<u8>> {
+pub(crate) fn entries(n: u64) -> Vec<Vec<u8>> {
     (0..n).map(entry).collect()
 }
 
 /// Appends `entries` to the log in `dir` (of `from` leaves so far, resumed from its files), and
 /// publishes: full tiles, partial tiles, then the signed checkpoint. Returns the checkpoint.
-pub async fn extend(dir: &Tiles, from: u64, entries: &[Vec<u8>]) -> String {
+pub(crate) async fn extend(dir: &Tiles, from: u64, entries: &[Vec<u8>]) -> String {
     let mut b = if from == 0 {
         TileBuilder::new()
     } else {
@@ -68,14 +68,14 @@ pub async fn extend(dir: &Tiles, from: u64, entries: &[Vec<u8>]) -> String {
 }
 
 /// The project's log of `entries` in `dir`, written at once.
-pub async fn project(dir: &Path, entries: &[Vec<u8>]) -> Tiles {
+pub(crate) async fn project(dir: &Path, entries: &[Vec<u8>]) -> Tiles {
     let tiles = Tiles::dir(dir);
     extend(&tiles, 0, entries).await;
     tiles
 }
 
 /// The reference log of `entries` in `dir`, written by tests/tiles_reference.py.
-pub fn reference(dir: &Path, entries: &[Vec<u8>]) {
+pub(crate) fn reference(dir: &Path, entries: &[Vec<u8>]) {
     std::fs::create_dir_all(dir).expect("create the reference's directory");
     let list = dir.with_extension("entries");
     let hex: String = entries
@@ -106,13 +106,13 @@ pub fn reference(dir: &Path, entries: &[Vec<u8>]) {
 
 /// Every file under `dir`, by its path relative to `dir` ('/'-separated), with its bytes (none
 /// when `dir` is not there yet).
-pub fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+pub(crate) fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     crate::support::files::files(dir)
 }
 
 /// How many hash tiles (every level, full and partial) and entry bundles a tree of `size`
 /// leaves has, counted from the spec: level `l` holds `size / 256^l` hashes.
-pub fn tile_counts(size: u64) -> (u64, u64) {
+pub(crate) fn tile_counts(size: u64) -> (u64, u64) {
     let (mut tiles, mut count) = (0, size);
     while count > 0 {
         tiles += count.div_ceil(256);
@@ -122,6 +122,6 @@ pub fn tile_counts(size: u64) -> (u64, u64) {
 }
 
 /// Whether a tile path is a partial tile's or bundle's (`.p/<W>`).
-pub fn is_partial(path: &str) -> bool {
+pub(crate) fn is_partial(path: &str) -> bool {
     path.contains(".p/")
 }

@@ -8,7 +8,7 @@ use axum::extract::State;
 use axum::http::{StatusCode, Uri};
 
 /// A running server; its URL is `http://127.0.0.1:PORT` with no trailing slash.
-pub struct Served {
+pub(super) struct Served {
     pub url: String,
     task: tokio::task::JoinHandle<()>,
 }
@@ -20,7 +20,7 @@ impl Drop for Served {
 }
 
 /// Serves the files under `root`.
-pub async fn serve(root: &Path) -> Served {
+pub(super) async fn serve(root: &Path) -> Served {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind 127.0.0.1:0");

@@ -1,7 +1,7 @@
 //! What `verify` printed for each case of [`super`], recorded from the command before its
 //! report became a typed value (`EVENT_AUDIT_PRINT_GOLDEN=1` prints a run's own).
 
-pub const VERIFY_OUTPUT: &str = r#"
+pub(super) const VERIFY_OUTPUT: &str = r#"
 == clean
 exit Some(0)
 {breaks:[],breaks_total:n,completeness:{streams:[{bus:{deleted_count:n,first_seq:n,last_seq:n},gaps:[],held:[[n]],stream:s}|{bus:null,gaps:[],held:[[n]],stream:s}]},duration_ms:n,first_break:null,head_link_seq:n,links:n,ok:b,rows:n,rows_rehashed:n}

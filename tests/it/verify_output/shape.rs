@@ -3,7 +3,7 @@
 //! shapes of their elements; and a summary's lines with the test's own names replaced.
 
 /// The shape of one JSON document (the whole text), or why it is not one.
-pub fn shape(text: &str) -> Result<String, String> {
+pub(super) fn shape(text: &str) -> Result<String, String> {
     let mut p = Parser {
         s: text.as_bytes(),
         at: 0,
@@ -18,7 +18,7 @@ pub fn shape(text: &str) -> Result<String, String> {
 
 /// The lines of a summary, the test's `names` replaced by their stand-ins, digits
 /// and ids by `#` (counts, sizes and ids vary with the run, what is said does not).
-pub fn text_lines(text: &str, names: &[(&str, &str)]) -> String {
+pub(super) fn text_lines(text: &str, names: &[(&str, &str)]) -> String {
     let mut t = text.trim_end().to_owned();
     for (name, stand_in) in names {
         t = t.replace(name, stand_in);

@@ -14,11 +14,11 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 /// How long the client waits for any one answer.
-pub const GIVE_UP: Duration = Duration::from_secs(30);
+pub(super) const GIVE_UP: Duration = Duration::from_secs(30);
 
 /// One request as sent: the bytes in parts with a pause after each, then whether the client
 /// half-closes (signals it sends no more) and waits for an answer.
-pub struct Request {
+pub(super) struct Request {
     pub kind: &'static str,
     parts: Vec<(Vec<u8>, Duration)>,
     half_close: bool,
@@ -63,7 +63,7 @@ fn mutate(rng: &mut StdRng, body: &[u8]) -> Vec<u8> {
 
 /// The `i`-th request of the flood (kinds in turn, details from `rng`); `valid` is a body the
 /// witness would cosign, `note` its signed checkpoint.
-pub fn request(rng: &mut StdRng, i: usize, valid: &[u8], note: &str) -> Request {
+pub(super) fn request(rng: &mut StdRng, i: usize, valid: &[u8], note: &str) -> Request {
     let max = 8 * 1024;
     match i % 12 {
         0..=3 => whole("mutated", post("/add-checkpoint", "", &mutate(rng, valid))),
@@ -145,7 +145,7 @@ pub fn request(rng: &mut StdRng, i: usize, valid: &[u8], note: &str) -> Request 
 }
 
 /// A body sent a byte every 300 ms after a complete head: slower than the witness waits.
-pub fn slow_body(valid: &[u8]) -> Request {
+pub(super) fn slow_body(valid: &[u8]) -> Request {
     let mut head = post("/add-checkpoint", "", valid);
     head.truncate(head.len() - valid.len());
     let mut parts = vec![(head, Duration::ZERO)];
@@ -164,7 +164,7 @@ pub fn slow_body(valid: &[u8]) -> Request {
 }
 
 /// A request head sent a line every 2 s that never ends.
-pub fn slow_head() -> Request {
+pub(super) fn slow_head() -> Request {
     let mut parts = vec![(
         b"POST /add-checkpoint HTTP/1.1\r\n".to_vec(),
         Duration::from_secs(2),
@@ -180,7 +180,7 @@ pub fn slow_head() -> Request {
 
 /// Sends `r` to `addr`, reading while it writes: the status of the answer, if one came (the
 /// witness may close first, or the client not wait).
-pub async fn send(addr: &str, r: &Request) -> Option<u16> {
+pub(super) async fn send(addr: &str, r: &Request) -> Option<u16> {
     let run = async {
         let (mut rd, mut wr) = TcpStream::connect(addr).await.ok()?.into_split();
         let write = async {
@@ -219,12 +219,12 @@ pub async fn send(addr: &str, r: &Request) -> Option<u16> {
 }
 
 /// A generator from `seed`.
-pub fn rng(seed: u64) -> StdRng {
+pub(super) fn rng(seed: u64) -> StdRng {
     StdRng::seed_from_u64(seed)
 }
 
 /// The resident set size of process `pid` in KiB (Linux).
-pub fn rss_kib(pid: u32) -> u64 {
+pub(super) fn rss_kib(pid: u32) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
         .and_then(|s| {
