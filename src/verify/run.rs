@@ -133,13 +133,9 @@ pub(crate) async fn run(
     let failed = |standby: Option<&StandbyView>, e: anyhow::Error| stop(standby, e.into());
     let workers = settings.database.connections.max(1);
     // One more connection than workers: a payload compared by PostgreSQL itself.
-    let db = Db::open_existing(&settings.database, workers + 1)
+    let (db, standby) = open_reader(settings, workers + 1)
         .await
-        .map_err(|e| failed(None, e.into()))?;
-    let standby = db
-        .standby_view()
-        .await
-        .map_err(|e| failed(None, e.into()))?;
+        .map_err(|e| failed(None, e))?;
     let sb = standby.as_ref();
     let store = Reader::new(db.clone());
     let trees = TreeStore::new(db.clone());
@@ -239,6 +235,16 @@ pub(crate) async fn run(
         }
     };
     Ok(report)
+}
+
+/// The database as a reader with `connections` connections, and its view when it is a standby.
+async fn open_reader(
+    settings: &Settings,
+    connections: u32,
+) -> anyhow::Result<(Db, Option<StandbyView>)> {
+    let db = Db::open_existing(&settings.database, connections).await?;
+    let standby = db.standby_view().await?;
+    Ok((db, standby))
 }
 
 /// What `verify` reads before the database, bounded: the mirror, once (for `--mirror` and
