@@ -73,6 +73,16 @@ impl Log {
     }
 
     /// `prove --format tlog-proof` with `args`.
+    /// `prove` of the row at `seq` of the test's stream into `file`, which must succeed.
+    async fn prove_row(&self, seq: u64, file: &std::path::Path) -> Run {
+        let (seq, file) = (seq.to_string(), file.display().to_string());
+        let out = self
+            .prove(&["--stream", &self.ts.name, "--seq", &seq, "-o", &file])
+            .await;
+        assert_eq!(out.code, Some(0), "{out:?}");
+        out
+    }
+
     async fn prove(&self, args: &[&str]) -> Run {
         let (p, d, w) = (
             self.public.display().to_string(),
@@ -125,17 +135,7 @@ fn index_of(proof: &str) -> u64 {
 async fn prove_writes_tlog_proofs_both_verifiers_accept_and_reject_naming_the_step() {
     let log = Log::new("tlog_proof").await;
     let file = log.tmp.path().join("row.tlog-proof");
-    let out = log
-        .prove(&[
-            "--stream",
-            &log.ts.name,
-            "--seq",
-            "5",
-            "-o",
-            &file.display().to_string(),
-        ])
-        .await;
-    assert_eq!(out.code, Some(0), "{out:?}");
+    let out = log.prove_row(5, &file).await;
     let entry = log.entry(5).await;
     assert!(out.stderr.contains(&format!("entry {entry}")), "{out:?}");
     let text = std::fs::read_to_string(&file).expect("the proof");
@@ -292,17 +292,7 @@ fn text_of(dir: &Path) -> String {
 async fn tlog_scales_reads_the_daemons_tiles_and_its_proof_is_accepted() {
     let log = Log::new("tlog_scales").await;
     let file = log.tmp.path().join("row.tlog-proof");
-    let out = log
-        .prove(&[
-            "--stream",
-            &log.ts.name,
-            "--seq",
-            "17",
-            "-o",
-            &file.display().to_string(),
-        ])
-        .await;
-    assert_eq!(out.code, Some(0), "{out:?}");
+    log.prove_row(17, &file).await;
     let ours = std::fs::read_to_string(&file).expect("the proof");
     let index = index_of(&ours).to_string();
     let tiles = text_of(&log.tmp.path().join("tiles"));

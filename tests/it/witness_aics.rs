@@ -162,15 +162,13 @@ async fn aics_witness_cosigns_and_verify_counts_its_cosignature() {
         aics_witness.log()
     );
 
+    let verify_under = |policy: &std::path::Path| {
+        let p = policy.to_str().expect("utf-8").to_owned();
+        let (url, public, cps) = (db.url.clone(), public.clone(), cps.clone());
+        async move { verify_witness(&url, &public, &cps, &["--witness-policy", &p, "--no-state"]).await }
+    };
     for policy in [&both, &alone] {
-        let p = policy.to_str().expect("utf-8");
-        let v = verify_witness(
-            &db.url,
-            &public,
-            &cps,
-            &["--witness-policy", p, "--no-state"],
-        )
-        .await;
+        let v = verify_under(policy).await;
         assert_eq!(v.code, Some(0), "{policy:?}: {v:?}");
         assert!(
             v.stderr.contains("1 checkpoint(s) trusted, up to size 30"),
@@ -178,14 +176,7 @@ async fn aics_witness_cosigns_and_verify_counts_its_cosignature() {
         );
     }
     // The same name under another key: its cosignature is not there, nothing is trusted.
-    let p = stranger.to_str().expect("utf-8");
-    let v = verify_witness(
-        &db.url,
-        &public,
-        &cps,
-        &["--witness-policy", p, "--no-state"],
-    )
-    .await;
+    let v = verify_under(&stranger).await;
     assert_eq!(v.code, Some(1), "{v:?}");
     assert!(
         v.stderr.contains("do not meet the witness policy's quorum")

@@ -248,10 +248,12 @@ pub fn canonical_strings(items: &[String]) -> Option<String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn sample() -> Canon<'static> {
+    /// A version 1 row's columns (no payload place, no catalogue), for the tests of this
+    /// encoding and of its reader (`bundle::leaf`).
+    pub(crate) fn sample() -> Canon<'static> {
         Canon {
             stream: "S",
             stream_seq: 7,

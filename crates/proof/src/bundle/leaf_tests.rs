@@ -7,28 +7,9 @@ use super::*;
 
 fn sample(v2: bool) -> Canon<'static> {
     Canon {
-        stream: "S",
-        stream_seq: 7,
-        published_at_us: 1_700_000_000_000_000,
-        received_at_us: 1_700_000_000_000_001,
-        subject: "subj",
-        delivery_count: 1,
-        headers: Some(r#"{"a":["b"]}"#),
-        envelope: Some("cloudevents"),
-        event_id: Some("id-1"),
-        event_type: Some("account.created"),
-        event_version: Some("v1"),
-        status: "decoded",
-        errors: None,
-        unknown_fields: Some(r#"["x"]"#),
-        account_number: Some("A-1"),
-        occurred_at_us: Some(1_700_000_000_000_002),
         payload: v2.then_some((0, 7)),
-        payload_error: None,
         catalogue: v2.then_some("0123456789abcdef"),
-        raw: br#"{"k":1}"#,
-        salt: None,
-        commitment: None,
+        ..crate::canon::tests::sample()
     }
 }
 
