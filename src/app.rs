@@ -235,7 +235,7 @@ impl App {
             &settings,
             &db,
             &bus,
-            &metrics.witness,
+            (&metrics.witness, &metrics.index),
             tiles.clone(),
         )?
         .map(|s| s.clears_when_remembered(metrics.restore.memory_missing.clone()));

@@ -24,6 +24,7 @@ mod keygen;
 mod options_doc;
 mod output;
 mod prove;
+mod prove_complete;
 mod prove_tlog_proof;
 mod reconcile;
 mod recover;

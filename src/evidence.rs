@@ -4,5 +4,6 @@
 //! database's stored tree (`evidence::prove`).
 
 pub use event_audit_proof::bundle;
+pub(crate) mod complete;
 pub(crate) mod prove;
 pub(crate) mod tlog_proof;

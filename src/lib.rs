@@ -36,6 +36,7 @@ pub(crate) mod erase;
 pub mod evidence;
 pub(crate) mod evolution;
 pub(crate) use event_audit_base::files;
+pub(crate) mod index;
 pub(crate) mod ingest;
 pub(crate) mod log;
 pub(crate) use event_audit_proof::mirror;

@@ -12,6 +12,7 @@ pub(crate) mod append;
 pub(crate) mod checkpoints;
 pub(crate) mod erasure;
 pub(crate) mod held;
+pub(crate) mod index;
 pub(crate) mod partitions;
 pub(crate) mod present;
 pub(crate) mod read;

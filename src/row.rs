@@ -3,14 +3,15 @@
 //! ([`columns`]), the row view generated from it with its binary COPY writer and parser
 //! ([`view`], [`pgcopy`]), what PostgreSQL's jsonb stores for a payload or why it refuses it
 //! ([`jsonb`]), the chain-link hashing the writer and `verify` share ([`chain`]), and a
-//! re-verdict of `reprocess` with its hash ([`reverdict`]), the erasure and restore records
-//! ([`erasure`], [`restore`]) written as the log's own rows ([`own`]). No I/O.
+//! re-verdict of `reprocess` with its hash ([`reverdict`]), the erasure, restore and account index records
+//! ([`erasure`], [`restore`], [`index_record`]) written as the log's own rows ([`own`]). No I/O.
 
 pub(crate) mod canon;
 pub(crate) mod chain;
 pub mod columns;
 pub(crate) mod copy;
 pub(crate) mod erasure;
+pub(crate) mod index_record;
 pub(crate) mod jsonb;
 pub(crate) mod own;
 pub(crate) mod pgcopy;

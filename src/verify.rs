@@ -13,6 +13,7 @@ pub(crate) mod breaks;
 pub(crate) mod erasures;
 mod findings;
 pub(crate) mod gaps;
+pub(crate) mod index;
 pub(crate) mod metrics;
 pub(crate) mod mirror;
 pub(crate) mod reverdicts;

@@ -4,8 +4,9 @@
 Usage: verify_bundle.py BUNDLE.json --public-key KEY.pub [--origin NAME] [--witness-policy FILE]
        verify_bundle.py FILE.tlog-proof --entry HEX --public-key KEY.pub [--origin NAME] [--witness-policy FILE]
 Needs Python 3.8+ and `cryptography` (Ed25519). Exit 0: every entry is proven against the signed
-checkpoint; 1: rejected (the line names what failed); 2: unusable input (a file, key or policy
-that cannot be read, a bundle whose JSON or shape is not a bundle's).
+checkpoint (one JSON line on stdout, as `event-audit verify-proof` prints it, and an OK line on
+stderr); 1: rejected (the line names what failed); 2: unusable input (a file, key or policy that
+cannot be read, a bundle whose JSON or shape is not a bundle's).
 
 Written from the README ("Checking an evidence bundle") and the C2SP signed-note,
 tlog-checkpoint and tlog-cosignature specifications, not from event-audit's code. Checked: the
@@ -19,6 +20,15 @@ stream, stream_seq and every key of columns against the leaf, and the RFC 9162 i
 of leaf SHA-256(0x00 || row_hash) at leaf_index. columns must hold exactly the keys the format
 defines for the leaf's version: one missing or unknown is unusable input.
 
+An event-audit-bundle/4 (`prove --account A --complete`) is /3 with a `completeness` part that
+proves its entries (none, possibly) are every row about a person: its record, an entry checked
+as any entry is, is a row of stream event-audit.index whose raw message is the account index's
+record (event-audit-account-index/1: the index root, the log size it covers, the VRF key); each
+identifier's label is the first half of the RFC 9381 ECVRF-EDWARDS25519-SHA512-TAI output its
+proof verifies to under that key, its index proof leads to the root and the leaves it lists
+(each an entry of the bundle) fold to the value found there; the entries are exactly the union
+of those leaves, and none links the person to an identifier the bundle leaves out.
+
 A C2SP tlog-proof (c2sp.org/tlog-proof@v1, from its text) is checked for --entry, the row hash,
 in the spec's steps: 1, the leaf SHA-256(0x00 || entry); 2, the checkpoint's origin (--origin,
 else the key's name) and the log's signature; 3, the policy's quorum of cosignatures; 4, the
@@ -30,7 +40,9 @@ from decimal import Decimal
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-FORMATS = ("event-audit-bundle/3", "event-audit-bundle/2", "event-audit-bundle/1")
+FORMATS = ("event-audit-bundle/3", "event-audit-bundle/2", "event-audit-bundle/1",
+           "event-audit-bundle/4")
+V3_ENTRY = (FORMATS[0], FORMATS[3])  # the formats whose entries have an opening
 MAX_DEPTH, MAX_SIGNATURES, U64 = 1024, 64, 2**64 - 1
 DASH = "\u2014 "
 # Unicode White_Space: never in a key name; separates a policy line's words.
@@ -529,13 +541,13 @@ V2_ONLY = ("payload_place", "payload", "payload_error", "catalogue")
 PERSONAL = ("headers", "event_id", "errors", "account_number", "payload_place", "payload")
 
 def defined(fmt, version, erased=False):
-    """The keys `columns` holds, no more, no fewer (README, "The format"): formats 3 and 2, every
-    column the leaf covers (a version 3 leaf without an opening, erased: none of PERSONAL);
-    format 1, the nineteen its prove wrote. None: no leaf version the format defines."""
+    """The keys `columns` holds, no more, no fewer (README, "The format"): formats 4, 3 and 2,
+    every column the leaf covers (a version 3 leaf without an opening, erased: none of
+    PERSONAL); format 1, the nineteen its prove wrote. None: no leaf version the format defines."""
     if fmt == FORMATS[2]:
         return [k for k in COLUMNS if k != "payload_place"] if version in (1, 2) else None
     if version == 3:
-        return [k for k in COLUMNS[2:] if not (erased and k in PERSONAL)] if fmt == FORMATS[0] else None
+        return [k for k in COLUMNS[2:] if not (erased and k in PERSONAL)] if fmt in V3_ENTRY else None
     if version not in (1, 2): return None
     return [k for k in COLUMNS[2:] if version == 2 or k not in V2_ONLY]
 
@@ -630,36 +642,46 @@ def check_entry(e, size, root):
 ENTRY = {"stream": str, "stream_seq": Int, "leaf_index": Int, "raw": str, "columns": dict,
          "leaf_data": str, "row_hash": str, "inclusion_proof": list}
 
-def shape(b):
-    """The bundle's fixed shape (anything else is unusable input)."""
-    def need(obj, key, kind, at):
-        if key not in obj: raise Unusable(f"{at}{key}: missing")
-        if not isinstance(obj[key], kind): raise Unusable(f"{at}{key}: not of the right JSON type")
-        return obj[key]
+def need(obj, key, kind, at):
+    if key not in obj: raise Unusable(f"{at}{key}: missing")
+    if not isinstance(obj[key], kind): raise Unusable(f"{at}{key}: not of the right JSON type")
+    return obj[key]
 
+def shape(b):
+    """The bundle's fixed shape (anything else is unusable input); a /4 bundle's `completeness`
+    read into b["completeness"] (`read_completeness`)."""
     if not isinstance(b, dict): raise Unusable("not a JSON object")
+    v4 = b.get("format") == FORMATS[3]
+    top = ("format", "checkpoint", "entries") + (("completeness",) if v4 else ())
     for k in b:
-        if k not in ("format", "checkpoint", "entries"):
-            raise Unusable(f"{k}: not a key of the bundle format")
+        if k not in top: raise Unusable(f"{k}: not a key of the bundle format")
     if need(b, "format", str, "") not in FORMATS:
-        raise Unusable(f"format {b['format']!r} is not {FORMATS[0]} (nor {FORMATS[1]} or {FORMATS[2]})")
+        raise Unusable(f"format {b['format']!r} is not {FORMATS[0]} "
+                       f"(nor {FORMATS[3]}, {FORMATS[1]} or {FORMATS[2]})")
     need(b, "checkpoint", str, "")
-    if not need(b, "entries", list, ""):
+    # A completeness proof may show that no row is about the person.
+    if not need(b, "entries", list, "") and not v4:
         raise Unusable("entries: none (a bundle proves at least one row)")
     for i, e in enumerate(b["entries"]):
-        at = f"entries[{i}]."
-        if not isinstance(e, dict): raise Unusable(f"entries[{i}]: not an object")
-        keys = dict(ENTRY, opening=(str, type(None))) if b["format"] == FORMATS[0] else ENTRY
-        for k in e:
-            if k not in keys: raise Unusable(f"{at}{k}: not a key of the bundle format")
-        for k, kind in keys.items():
-            need(e, k, kind, at)
-        if not 0 <= e["leaf_index"] <= U64:
-            raise Unusable(f"{at}leaf_index: not an integer from 0 to {U64}")
-        if not all(isinstance(p, str) for p in e["inclusion_proof"]):
-            raise Unusable(f"{at}inclusion_proof: not an array of strings")
-        complete(b["format"], e, at)
+        entry_shape(b["format"], e, f"entries[{i}]")
+    if v4:
+        if "completeness" not in b: raise Unusable("completeness: missing")
+        b["completeness"] = read_completeness(b["completeness"], b["format"])
     return b
+
+def entry_shape(fmt, e, place):
+    at = place + "."
+    if not isinstance(e, dict): raise Unusable(f"{place}: not an object")
+    keys = dict(ENTRY, opening=(str, type(None))) if fmt in V3_ENTRY else ENTRY
+    for k in e:
+        if k not in keys: raise Unusable(f"{at}{k}: not a key of the bundle format")
+    for k, kind in keys.items():
+        need(e, k, kind, at)
+    if not 0 <= e["leaf_index"] <= U64:
+        raise Unusable(f"{at}leaf_index: not an integer from 0 to {U64}")
+    if not all(isinstance(p, str) for p in e["inclusion_proof"]):
+        raise Unusable(f"{at}inclusion_proof: not an array of strings")
+    complete(fmt, e, at)
 
 def complete(fmt, e, at):
     """columns holds exactly the keys defined for the leaf's version (a leaf_data that is not
@@ -677,6 +699,347 @@ def complete(fmt, e, at):
     for k in keys:
         if k not in e["columns"]:
             raise Unusable(f"{at}columns.{k}: missing ({whose} shows every column it defines)")
+
+# --- RFC 9381 ECVRF-EDWARDS25519-SHA512-TAI (suite 0x03): verification ---------------------
+#
+# Written from RFC 9381 (sections 5.2, 5.3, 5.4.1.1, 5.4.3-5.4.5, 5.5) and RFC 8032 (5.1.2-5.1.4),
+# standard library only (P and D above). Points are extended coordinates (X, Y, Z, T), x = X/Z,
+# y = Y/Z, x*y = T/Z; scalars little-endian. Every value here is public: nothing needs constant
+# time.
+
+Q = 2**252 + 27742317777372353535851937790883648493  # the order of the base point
+SQRT_M1 = pow(2, (P - 1) // 4, P)
+BASE_Y = 4 * pow(5, P - 2, P) % P
+BASE_X = 15112221349535400772501151409588531511454012693041857206046113283949847762202
+BASE = (BASE_X, BASE_Y, 1, BASE_X * BASE_Y % P)
+IDENTITY = (0, 1, 1, 0)
+VRF_SUITE, VRF_PROOF_LEN = b"\x03", 80
+def pt_add(p, q):
+    """p + q (RFC 8032 5.1.4; complete: also doubles)."""
+    a = (p[1] - p[0]) * (q[1] - q[0]) % P
+    b = (p[1] + p[0]) * (q[1] + q[0]) % P
+    c = 2 * p[3] * q[3] * D % P
+    d = 2 * p[2] * q[2] % P
+    e, f, g, h = b - a, d - c, d + c, b + a
+    return (e * f % P, g * h % P, f * g % P, e * h % P)
+
+def pt_neg(p):
+    return (-p[0] % P, p[1], p[2], -p[3] % P)
+
+def pt_mul(n, p):
+    """n * p, double-and-add."""
+    r = IDENTITY
+    while n:
+        if n & 1: r = pt_add(r, p)
+        p, n = pt_add(p, p), n >> 1
+    return r
+
+def pt_is_identity(p):
+    return p[0] % P == 0 and (p[1] - p[2]) % P == 0
+
+def pt_encode(p):
+    """point_to_string: RFC 8032 5.1.2, y little-endian with the sign of x in the top bit."""
+    zi = pow(p[2], P - 2, P)
+    x, y = p[0] * zi % P, p[1] * zi % P
+    return (y | (x & 1) << 255).to_bytes(32, "little")
+
+def pt_decode(s):
+    """string_to_point: RFC 8032 5.1.3, strict (y < p; no x = 0 with the sign bit set). None if
+    not a point."""
+    if len(s) != 32: return None
+    y = int.from_bytes(s, "little")
+    sign, y = y >> 255, y & ((1 << 255) - 1)
+    if y >= P: return None
+    u, v = (y * y - 1) % P, (D * y * y + 1) % P
+    x = u * pow(v, 3, P) * pow(u * pow(v, 7, P), (P - 5) // 8, P) % P
+    if v * x * x % P == (-u) % P: x = x * SQRT_M1 % P
+    if v * x * x % P != u: return None
+    if x == 0 and sign: return None
+    if x & 1 != sign: x = P - x
+    return (x, y, 1, x * y % P)
+
+def sha512(*parts):
+    return hashlib.sha512(b"".join(parts)).digest()
+
+def ecvrf_encode_to_curve(salt, alpha):
+    """ECVRF_encode_to_curve_try_and_increment (5.4.1.1): the first 32 bytes of each hash read
+    as a point (sign bit included), times the cofactor 8; None if no counter gives one."""
+    for ctr in range(256):
+        h = pt_decode(sha512(VRF_SUITE, b"\x01", salt, alpha, bytes([ctr]), b"\x00")[:32])
+        if h is not None:
+            h = pt_mul(8, h)
+            if not pt_is_identity(h): return h
+    return None
+
+def ecvrf_challenge(*points):
+    """ECVRF_challenge_generation (5.4.3) of Y, H, Gamma, U, V: the hash's first 16 bytes."""
+    return sha512(VRF_SUITE, b"\x02", *map(pt_encode, points), b"\x00")[:16]
+
+def ecvrf_decode_proof(pi):
+    """ECVRF_decode_proof (5.4.4): (Gamma, c, s), or None (wrong length, Gamma not a point,
+    s >= q)."""
+    if len(pi) != VRF_PROOF_LEN: return None
+    gamma = pt_decode(pi[:32])
+    c, s = int.from_bytes(pi[32:48], "little"), int.from_bytes(pi[48:], "little")
+    if gamma is None or s >= Q: return None
+    return gamma, c, s
+
+def ecvrf_proof_to_hash(pi):
+    """ECVRF_proof_to_hash (5.2): beta (64 bytes) of a well-formed proof, or None. It does NOT
+    verify the proof: use ecvrf_verify's result for that."""
+    d = ecvrf_decode_proof(pi)
+    if d is None: return None
+    return sha512(VRF_SUITE, b"\x03", pt_encode(pt_mul(8, d[0])), b"\x00")
+
+def ecvrf_verify(public, alpha, pi):
+    """ECVRF_verify (5.3) with validate_key = TRUE (5.4.5): beta (64 bytes) if pi proves that
+    beta is the VRF output of the 32-byte key `public` on `alpha`, else None."""
+    y = pt_decode(public)
+    if y is None or pt_is_identity(pt_mul(8, y)): return None  # not a point, or small order
+    d = ecvrf_decode_proof(pi)
+    h = ecvrf_encode_to_curve(public, alpha)
+    if d is None or h is None: return None
+    gamma, c, s = d
+    u = pt_add(pt_mul(s, BASE), pt_neg(pt_mul(c, y)))  # U = s*B - c*Y
+    v = pt_add(pt_mul(s, h), pt_neg(pt_mul(c, gamma)))  # V = s*H - c*Gamma
+    if ecvrf_challenge(y, h, gamma, u, v) != pi[32:48]: return None
+    return ecvrf_proof_to_hash(pi)
+
+
+# --- completeness (event-audit-bundle/4) --------------------------------------------------
+#
+# The account index (event-audit-account-index/1) is a sparse Merkle tree from 32-byte labels
+# (an identifier's VRF output) to the log leaves about it. SHA-256, one domain byte each: a
+# label's value is its leaf count n and the fold of its leaves in log order, acc_0 = 32 zero
+# bytes, acc_i+1 = SHA-256(0x02 || acc_i || u64be(leaf index) || row hash); a label's node
+# SHA-256(0x00 || label || u64be(n) || acc); an empty subtree 32 zero bytes; a subtree of one
+# label that label's node (lifted to where it is alone); of two or more SHA-256(0x01 || left ||
+# right), left the labels whose bit at that depth (most significant bit of byte 0 first) is 0.
+# A label's proof: the terminal its path meets (null: an empty subtree; or a label's node, its
+# own or another sharing the path's bits) and the siblings from the root's children down.
+
+INDEX = "event-audit-account-index/1"
+RECORD_STREAM = "event-audit.index"
+MAX_IDENTIFIERS, MAX_INDEX_DEPTH = 64, 256
+ALPHA_PREFIX = b"event-audit/account-index/v1\0"  # an identifier's VRF input: this, its UTF-8
+# The events whose two identifier fields link a person's numbers: of resource_type account.
+LINK_EVENTS, LINK_FIELDS = "data_import.import_process.", ("external_identifier", "identifier")
+EMPTY = bytes(32)
+
+def quoted(s):
+    return json.dumps(s, ensure_ascii=False)
+
+def _only(obj, keys, at, err=Unusable):
+    """Exactly `keys`: an unknown key first (in the object's order), then a missing one."""
+    for k in obj:
+        if k not in keys: raise err(f"{at}{k}: not a key of the completeness format")
+    for k in keys:
+        if k not in obj: raise err(f"{at}{k}: missing")
+
+def _uint(v, at, err=Unusable):
+    if not isinstance(v, Int): raise err(f"{at}: not an integer")
+    if v.is_signed() or v > U64: raise err(f"{at}: not an integer from 0 to {U64}")  # -0 too
+    return int(v)
+
+def _text(v, at):
+    if not isinstance(v, str): raise Unusable(f"{at}: not a string")
+    return v
+
+def _b64(v, at):
+    return b64(_text(v, at), at, lambda _: Unusable(f"{at}: not base64"))
+
+def _hex(v, at):
+    if not re.fullmatch("[0-9a-f]{64}", _text(v, at)):
+        raise Unusable(f"{at}: not 64 lowercase hex digits")
+    return bytes.fromhex(v)
+
+def read_completeness(c, fmt):
+    """The `completeness` object's shape: exactly `index` (the index format), `record` (an entry
+    of the bundle's shape) and `identifiers` (1 to 64 claims, `read_claim`). Returns the record
+    and the claims."""
+    if not isinstance(c, dict): raise Unusable("completeness: not an object")
+    _only(c, ("index", "record", "identifiers"), "completeness.")
+    if _text(c["index"], "completeness.index") != INDEX:
+        raise Unusable(f"completeness.index: {quoted(c['index'])} is not {INDEX}")
+    entry_shape(fmt, c["record"], "completeness.record")
+    items = c["identifiers"]
+    if not isinstance(items, list): raise Unusable("completeness.identifiers: not an array")
+    if not 1 <= len(items) <= MAX_IDENTIFIERS:
+        raise Unusable(f"completeness.identifiers: from 1 to {MAX_IDENTIFIERS} identifiers")
+    return {"record": c["record"], "claims": [read_claim(i, v) for i, v in enumerate(items)]}
+
+def read_claim(i, v):
+    """One identifier's claim: exactly `identifier` (a string), `vrf_proof` (base64), `leaves`
+    (integers from 0 to 2^64 - 1) and `index_proof` (exactly `siblings`, at most 256 base64
+    hashes of 32 bytes, and `terminal`: null, or exactly `label`, `count` and `acc`). Returns
+    (identifier, vrf proof, leaves, siblings, terminal None or (label, count, acc))."""
+    at = f"completeness.identifiers[{i}]"
+    if not isinstance(v, dict): raise Unusable(f"{at}: not an object")
+    _only(v, ("identifier", "vrf_proof", "leaves", "index_proof"), at + ".")
+    if not isinstance(v["leaves"], list): raise Unusable(f"{at}.leaves: not an array")
+    leaves = [_uint(n, f"{at}.leaves") for n in v["leaves"]]
+    p, at_p = v["index_proof"], at + ".index_proof"
+    if not isinstance(p, dict): raise Unusable(f"{at_p}: not an object")
+    _only(p, ("siblings", "terminal"), at_p + ".")
+    if not isinstance(p["siblings"], list): raise Unusable(f"{at_p}.siblings: not an array")
+    if len(p["siblings"]) > MAX_INDEX_DEPTH:
+        raise Unusable(f"{at_p}.siblings: more than {MAX_INDEX_DEPTH} hashes")
+    siblings = []
+    for h in p["siblings"]:
+        siblings.append(_b64(h, f"{at_p}.siblings"))
+        if len(siblings[-1]) != 32: raise Unusable(f"{at_p}.siblings: a hash is not 32 bytes")
+    identifier = _text(v["identifier"], f"{at}.identifier")
+    vrf_proof = _b64(v["vrf_proof"], f"{at}.vrf_proof")
+    t, at_t = p["terminal"], at_p + ".terminal"
+    if isinstance(t, dict):
+        _only(t, ("label", "count", "acc"), at_t + ".")
+        t = (_hex(t["label"], f"{at_t}.label"), _uint(t["count"], f"{at_t}.count"),
+             _hex(t["acc"], f"{at_t}.acc"))
+    elif t is not None:
+        raise Unusable(f"{at_t}: not null or an object")
+    return identifier, vrf_proof, leaves, siblings, t
+
+def read_record(raw):
+    """The index record (the record row's raw message): JSON with exactly index (the index
+    format), seq, tree_size, root (64 lowercase hex), labels and vrf_key (base64 of 32 bytes).
+    Returns (seq, tree_size, root, vrf_key)."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise Rejected("its raw message is not UTF-8")
+    try:
+        o = load_json(text, unique=True)
+    except (ValueError, RecursionError):
+        o = None
+    if not isinstance(o, dict): raise Rejected("its raw message is not a JSON object")
+    keys = ("index", "seq", "tree_size", "root", "labels", "vrf_key")
+    for k in o:
+        if k not in keys: raise Rejected(f"its record: {k}: not a key of an index record")
+    for k in keys:
+        if k not in o: raise Rejected(f"its record: {k}: missing")
+    if o["index"] != INDEX: raise Rejected(f"its record is not of the format {INDEX}")
+    if not isinstance(o["root"], str) or not re.fullmatch("[0-9a-f]{64}", o["root"]):
+        raise Rejected("its record's root is not 64 lowercase hex digits")
+    try:
+        key = b64(o["vrf_key"], "vrf_key") if isinstance(o["vrf_key"], str) else b""
+    except Rejected:
+        key = b""
+    if len(key) != 32: raise Rejected("its record's vrf_key is not the base64 of 32 bytes")
+    def n(k):
+        v = o[k]
+        if not isinstance(v, Int) or v.is_signed() or v > U64:
+            raise Rejected(f"its record: {k}: not an integer from 0 to {U64}")
+        return int(v)
+    seq, size, _ = n("seq"), n("tree_size"), n("labels")
+    return seq, size, bytes.fromhex(o["root"]), key
+
+def bit(label, depth):
+    """The bit of `label` at `depth` (0: the most significant bit of byte 0)."""
+    return label[depth // 8] >> (7 - depth % 8) & 1
+
+def fold(leaves):
+    """The value of exactly these leaves ((leaf index, row hash), in log order): (count, acc)."""
+    acc = EMPTY
+    for i, h in leaves:
+        acc = sha256(b"\x02", acc, i.to_bytes(8, "big"), h)
+    return len(leaves), acc
+
+def index_verify(root, label, siblings, terminal):
+    """What the proof shows `label` maps to under `root`: (count, acc), or None (nothing). The
+    shape allows at most 256 siblings, a label's bits."""
+    depth, found = len(siblings), None
+    if terminal is None:
+        h = EMPTY
+    else:
+        other, count, acc = terminal
+        if any(bit(other, d) != bit(label, d) for d in range(depth)):
+            raise Rejected("its index proof: the proof ends at another label that does not share "
+                           f"the path's first {depth} bits")
+        h = sha256(b"\x00", other, count.to_bytes(8, "big"), acc)
+        if other == label: found = (count, acc)
+    for d in reversed(range(depth)):
+        h = sha256(b"\x01", siblings[d], h) if bit(label, d) else sha256(b"\x01", h, siblings[d])
+    if h != root: raise Rejected("its index proof: the proof does not lead to the index root")
+    return found
+
+def check_claim(root, label, siblings, terminal, leaves, size):
+    """The index of `root`, covering the log's leaves [0, size), maps `label` to exactly
+    `leaves` ((leaf index, row hash), ascending): none when the proof shows the label absent."""
+    for a, b in zip(leaves, leaves[1:]):
+        if a[0] >= b[0]:
+            raise Rejected("its leaves are not listed in ascending order without repeats "
+                           f"(at leaf {b[0]})")
+    for n, _ in leaves:
+        if n >= size: raise Rejected(f"leaf {n} is not below the index's size {size}")
+    indexed, listed = index_verify(root, label, siblings, terminal) or (0, EMPTY), fold(leaves)
+    if indexed[0] != listed[0]:
+        raise Rejected(f"the index holds {indexed[0]} leaves for it, the bundle lists {listed[0]}")
+    if indexed != listed:
+        raise Rejected("the leaves listed are not the ones the index holds (their fold differs)")
+
+def links(e):
+    """The identifiers an entry links the person to, as (field, value): the two numbers of a
+    data_import.import_process.* event of resource_type account, from its shown columns."""
+    t, p = e["columns"].get("event_type"), e["columns"].get("payload")
+    if not (isinstance(t, str) and isinstance(p, dict) and t.startswith(LINK_EVENTS)
+            and p.get("resource_type") == "account"):
+        return []
+    return [(f, p[f]) for f in LINK_FIELDS if isinstance(p.get(f), str) and p[f] != ""]
+
+def check_completeness(c, entries, size, root):
+    """The record entry checked as an entry is and read as an index record, then every claim
+    against it and the bundle's (checked) entries, in the Rust checker's order. Returns what
+    it proved, as `verify-proof` reports it."""
+    r = c["record"]
+    def not_a_record(why):
+        if r["stream"] != RECORD_STREAM:
+            why = (f"its stream is {quoted(r['stream'])}, not the index records' "
+                   f"{quoted(RECORD_STREAM)}")
+        return Rejected(f"the index record's row: {why}")
+    try:
+        check_entry(r, size, root)
+        seq, through, index_root, vrf_key = read_record(b64(r["raw"], "raw"))
+    except Rejected as why:
+        raise not_a_record(why)
+    if r["stream"] != RECORD_STREAM: raise not_a_record("")
+    record_leaf = int(r["leaf_index"])
+    if through > record_leaf:
+        raise Rejected(f"the index record's row: it claims an index of {through} leaves, beyond "
+                       f"its own leaf {record_leaf}")
+    ids = [a[0] for a in c["claims"]]
+    for i, x in enumerate(ids):
+        if x in ids[:i]: raise Rejected(f"identifiers {ids.index(x)} and {i} are the same")
+    by_leaf = {}  # leaf index -> (entry number, row hash)
+    for i, e in enumerate(entries):
+        n = int(e["leaf_index"])
+        if n in by_leaf: raise Rejected(f"entries {by_leaf[n][0]} and {i} are the same leaf")
+        by_leaf[n] = (i, bytes.fromhex(e["row_hash"]))
+    covered = set()
+    for i, (identifier, vrf_proof, leaves, siblings, terminal) in enumerate(c["claims"]):
+        beta = ecvrf_verify(vrf_key, ALPHA_PREFIX + identifier.encode(), vrf_proof)
+        if beta is None:
+            raise Rejected(f"identifier {i}: its VRF proof does not verify under the index key the "
+                           "record names (not this identifier's label)")
+        for n in leaves:
+            if n not in by_leaf:
+                raise Rejected(f"leaf {n} is one the index holds for identifier {i}, and the "
+                               "bundle has no entry for it: a row left out")
+        covered.update(leaves)
+        try:
+            check_claim(index_root, beta[:32], siblings, terminal,
+                        [(n, by_leaf[n][1]) for n in leaves], through)
+        except Rejected as why:
+            raise Rejected(f"identifier {i}: {why}")
+    for i, e in enumerate(entries):
+        if int(e["leaf_index"]) not in covered:
+            raise Rejected(f"entry {i} (leaf {int(e['leaf_index'])}) is not among the leaves the "
+                           "index holds for the identifiers: a row added")
+        for field, value in links(e):
+            if value not in ids:
+                raise Rejected(f"entry {i} links the person to an identifier the bundle does not "
+                               f"prove complete (its {field})")
+    return {"index": INDEX, "update": seq, "record_leaf": record_leaf, "through": through,
+            "identifiers": len(ids), "rows": len(entries)}
 
 # --- C2SP tlog-proof ----------------------------------------------------------------------
 
@@ -771,12 +1134,23 @@ def main():
                 check_entry(e, size, root)
             except Rejected as r:
                 raise Rejected(f"entry {i} (stream {e['stream']} seq {e['stream_seq']}): {r}")
+        complete = None
+        if "completeness" in bundle:
+            try:
+                complete = check_completeness(bundle["completeness"], bundle["entries"], size, root)
+            except Rejected as r:
+                raise Rejected(f"completeness: {r}")
     except Rejected as e:
         print(f"REJECTED: {e}", file=sys.stderr)
         return 1
     n = len(bundle["entries"])
+    # What verify-proof prints on stdout, its keys in the same order.
+    proven = {"format": bundle["format"], "origin": origin, "tree_size": size, "entries": n}
+    if by is not None: proven["cosigned_by"] = by
+    if complete is not None: proven["complete"] = complete
+    print(json.dumps(proven, ensure_ascii=False, separators=(",", ":")))
     print(f"OK: {n} entr{'y' if n == 1 else 'ies'} proven against {origin} at tree size {size}"
-          + (f", cosigned by {', '.join(by)}" if by is not None else ""))
+          + (f", cosigned by {', '.join(by)}" if by is not None else ""), file=sys.stderr)
     return 0
 
 def tlog_proof_main(text, key, a, policy):

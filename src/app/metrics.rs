@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use crate::erase::metrics::ErasureMetrics;
+use crate::index::metrics::IndexMetrics;
 use crate::ingest::metrics::IngestMetrics;
 use crate::ingest::recover::metrics::RecoverMetrics;
 use crate::reconcile::metrics::ReconcileMetrics;
@@ -26,6 +27,7 @@ pub struct Metrics {
     pub(crate) retention: Arc<RetentionMetrics>,
     pub(crate) restore: RestoreMetrics,
     pub(crate) erasure: ErasureMetrics,
+    pub(crate) index: Arc<IndexMetrics>,
     /// `event_audit_connection_tls{peer}`: 1 when the connection to a peer is encrypted.
     connection_tls: prometheus::IntGaugeVec,
 }
@@ -62,6 +64,7 @@ impl Metrics {
             retention: Arc::new(RetentionMetrics::new(&registry)),
             restore: RestoreMetrics::new(&registry),
             erasure: ErasureMetrics::new(&registry),
+            index: Arc::new(IndexMetrics::new(&registry)),
             connection_tls: gauge_vec(
                 &registry,
                 "event_audit_connection_tls",

@@ -30,6 +30,15 @@ pub(crate) struct ProveArgs {
     /// Prove every event of this account (optionally within --since/--until, by event time).
     #[arg(long, required_unless_present = "stream")]
     pub(crate) account: Option<String>,
+    /// Prove the account's history complete: every row about the person (every identifier the
+    /// log links to the number: the platform's and the supplier's account numbers), with the
+    /// account index's proof that there are no others, as an `event-audit-bundle/4`.
+    #[arg(long, requires = "account", conflicts_with_all = ["since", "until"])]
+    pub(crate) complete: bool,
+    /// With --complete: the supplier whose external account number --account is, when several
+    /// suppliers use it.
+    #[arg(long, requires = "complete")]
+    pub(crate) supplier: Option<String>,
     /// Events at or after this time (RFC 3339).
     #[arg(long, requires = "account")]
     pub(crate) since: Option<chrono::DateTime<chrono::Utc>>,
@@ -79,6 +88,10 @@ options_group! {
             "A witness policy (C2SP tlog-policy: `witness <name> <vkey>`, `group`, `quorum`): \
              prove against the newest checkpoint that carries the policy's quorum of valid cosignatures",
         ),
+        "witness.signing_key_file" => |a| a.help(
+            "With --complete: the log's private key, which makes the account index label of an \
+             identifier the index does not hold (to prove that no row is about it)",
+        ),
     ];
 }
 
@@ -126,6 +139,10 @@ pub(super) fn run(args: ProveArgs) -> anyhow::Result<ExitCode> {
             _ => anyhow::bail!("give --stream and --seq, or --account"),
         };
         let started = std::time::Instant::now();
+        anyhow::ensure!(
+            !(args.complete && args.format == ProofFormat::TlogProof),
+            "--complete writes an evidence bundle (--format json)"
+        );
         if args.format == ProofFormat::TlogProof {
             let at = (&cp, note.as_str());
             let rows = super::prove_tlog_proof::write(
@@ -150,6 +167,18 @@ pub(super) fn run(args: ProveArgs) -> anyhow::Result<ExitCode> {
             None => None,
         };
         let dir = archive.as_ref().map(|(d, _)| d.as_path());
+        if args.complete {
+            let number = args.account.as_deref().unwrap_or_default();
+            return super::prove_complete::run(
+                &settings,
+                &store,
+                (number, args.supplier.as_deref()),
+                (&cp, note.as_str()),
+                (key.as_ref(), policy),
+                (dir, args.output.as_deref()),
+            )
+            .await;
+        }
         let bundle = prove(&store, query, &cp, &note, dir).await?;
         let took = started.elapsed();
         let body = serde_json::to_string_pretty(&bundle)? + "\n";

@@ -81,7 +81,7 @@ fn render(report: VerifyReport) -> anyhow::Result<ExitCode> {
 }
 
 /// The summary lines of what was found, in the order the checks run: the standby's view, the
-/// chain, the witness and the auditor's state, the mirror, the archive.
+/// chain, the witness and the auditor's state, the mirror, the archive, the account index.
 fn print_summary(report: &VerifyReport) {
     if let Some(v) = &report.chain.standby {
         eprintln!("{}", v.line());
@@ -93,6 +93,9 @@ fn print_summary(report: &VerifyReport) {
     }
     if let Some(a) = &report.archive {
         eprintln!("{}", a.line());
+    }
+    if let Some(i) = &report.index {
+        eprintln!("{}", i.line());
     }
 }
 

@@ -242,6 +242,10 @@ pub(crate) async fn forget(
     .execute(&mut *tx)
     .await
     .ctx("remember the person's identifiers as keyed hashes")?;
+    // The account index keeps the person's leaves under their labels; the labels' link to the
+    // numbers (their keyed hashes and VRF proofs) goes.
+    let ids: Vec<String> = values.iter().map(|v| (*v).to_owned()).collect();
+    crate::log::index::forget_labels(tx, &ids).await?;
     Ok((results, members))
 }
 

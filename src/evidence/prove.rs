@@ -64,6 +64,12 @@ pub(crate) enum ProveError {
     ArchiveMismatch { what: String, dir: String },
     #[error(transparent)]
     Archive(#[from] crate::archive::ArchiveError),
+    #[error("the person: {0}")]
+    Person(String),
+    #[error("the account index has no update that the checkpoint of size {size} covers yet (is the daemon signing checkpoints with its index on? `witness.account_index`); wait for the next checkpoint round")]
+    NoIndex { size: u64 },
+    #[error(transparent)]
+    Claim(#[from] crate::index::complete::ClaimError),
     #[error(transparent)]
     Db(#[from] DbError),
 }
@@ -143,68 +149,80 @@ pub(crate) async fn prove(
     let places = places(store, &query).await?;
     let mut entries = Vec::with_capacity(places.len());
     for p in places {
-        let (what, index, row) = witnessed_row(store, cp, &p).await?;
-        // A pruned (or erased) row whose archive is given: its archived copy, if it makes the
-        // row hash the log keeps.
-        let archived = match archive {
-            Some(dir) if crate::verify::rows::emptied(&row.view()) => {
-                let at = row.view().published_at_us;
-                crate::archive::read::find(dir, &row.stream, row.stream_seq, at)?
-            }
-            _ => None,
-        };
-        let view = archived.as_ref().map_or_else(|| row.view(), |a| a.view());
-        if view.commitment.is_none() && crate::verify::rows::emptied(&view) {
-            return Err(ProveError::ErasedBeforeV3(what));
-        }
-        let data = crate::verify::rows::encoding(&view)
-            .ok_or_else(|| ProveError::Mismatch(what.clone()))?;
-        if let (Some(dir), Some(_)) = (archive, &archived) {
-            // Its columns must make the kept row hash, its commitment open to its raw message.
-            let holds = matches!(crate::verify::rows::check(&view),
-                crate::verify::rows::Check::Ok(h) if h[..] == row.row_hash[..]);
-            if !holds || Sha256::digest(&data)[..] != row.row_hash[..] {
-                return Err(ProveError::ArchiveMismatch {
-                    what,
-                    dir: dir.display().to_string(),
-                });
-            }
-        }
-        let opening = crate::verify::rows::opening(&view);
-        let mut parsed = leaf::parse(&data).map_err(|_| ProveError::Mismatch(what.clone()))?;
-        if let Some(o) = &opening {
-            leaf::open(&mut parsed, o).map_err(|_| ProveError::Mismatch(what.clone()))?;
-        }
-        let columns = fields::columns(&parsed).map_err(|column| ProveError::Unshowable {
-            what: what.clone(),
-            column,
-        })?;
-        let row_hash: [u8; 32] = Sha256::digest(&data).into();
-        let proof = store.inclusion(index, cp.size).await?;
-        merkle::verify_inclusion(
-            index,
-            cp.size,
-            &merkle::leaf_hash(&row_hash),
-            &proof,
-            &cp.root,
-        )
-        .map_err(|_| ProveError::Mismatch(what.clone()))?;
-        entries.push(Entry {
-            stream: row.stream.clone(),
-            stream_seq: row.stream_seq,
-            leaf_index: index,
-            raw: B64.encode(view.raw),
-            columns,
-            leaf_data: B64.encode(&data),
-            row_hash: hex(&row_hash),
-            inclusion_proof: proof.iter().map(|h| B64.encode(h)).collect(),
-            opening: opening.map(|o| B64.encode(o)),
-        });
+        entries.push(entry(store, cp, &p, archive).await?);
     }
     Ok(Bundle {
         format: FORMAT,
         checkpoint: note.to_owned(),
         entries,
+    })
+}
+
+/// The entry of the row at `p`: its raw bytes, leaf data, columns read back from the leaf data,
+/// opening and inclusion proof against `cp`, each checked here (with `archive`, a pruned or
+/// erased row from its archived copy).
+pub(crate) async fn entry(
+    store: &TreeStore,
+    cp: &Checkpoint,
+    p: &RowPlace,
+    archive: Option<&std::path::Path>,
+) -> Result<Entry, ProveError> {
+    let (what, index, row) = witnessed_row(store, cp, p).await?;
+    // A pruned (or erased) row whose archive is given: its archived copy, if it makes the
+    // row hash the log keeps.
+    let archived = match archive {
+        Some(dir) if crate::verify::rows::emptied(&row.view()) => {
+            let at = row.view().published_at_us;
+            crate::archive::read::find(dir, &row.stream, row.stream_seq, at)?
+        }
+        _ => None,
+    };
+    let view = archived.as_ref().map_or_else(|| row.view(), |a| a.view());
+    if view.commitment.is_none() && crate::verify::rows::emptied(&view) {
+        return Err(ProveError::ErasedBeforeV3(what));
+    }
+    let data =
+        crate::verify::rows::encoding(&view).ok_or_else(|| ProveError::Mismatch(what.clone()))?;
+    if let (Some(dir), Some(_)) = (archive, &archived) {
+        // Its columns must make the kept row hash, its commitment open to its raw message.
+        let holds = matches!(crate::verify::rows::check(&view),
+            crate::verify::rows::Check::Ok(h) if h[..] == row.row_hash[..]);
+        if !holds || Sha256::digest(&data)[..] != row.row_hash[..] {
+            return Err(ProveError::ArchiveMismatch {
+                what,
+                dir: dir.display().to_string(),
+            });
+        }
+    }
+    let opening = crate::verify::rows::opening(&view);
+    let mut parsed = leaf::parse(&data).map_err(|_| ProveError::Mismatch(what.clone()))?;
+    if let Some(o) = &opening {
+        leaf::open(&mut parsed, o).map_err(|_| ProveError::Mismatch(what.clone()))?;
+    }
+    let columns = fields::columns(&parsed).map_err(|column| ProveError::Unshowable {
+        what: what.clone(),
+        column,
+    })?;
+    let row_hash: [u8; 32] = Sha256::digest(&data).into();
+    let proof = store.inclusion(index, cp.size).await?;
+    merkle::verify_inclusion(
+        index,
+        cp.size,
+        &merkle::leaf_hash(&row_hash),
+        &proof,
+        &cp.root,
+    )
+    .map_err(|_| ProveError::Mismatch(what.clone()))?;
+    Ok(Entry {
+        stream: row.stream.clone(),
+        stream_seq: row.stream_seq,
+        leaf_index: index,
+        raw: B64.encode(view.raw),
+        columns,
+        leaf_data: B64.encode(&data),
+        row_hash: hex(&row_hash),
+        inclusion_proof: proof.iter().map(|h| B64.encode(h)).collect(),
+        opening: opening.map(|o| B64.encode(o)),
     })
 }
 

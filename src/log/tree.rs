@@ -435,3 +435,49 @@ impl TreeStore {
         Ok(out)
     }
 }
+
+/// The rows at these leaves (ascending): each one's place and row hash, in the order given; an
+/// error when a leaf is not in the tree.
+pub(crate) async fn rows_at(
+    tx: &mut sqlx::PgConnection,
+    leaves: &[u64],
+) -> Result<Vec<(RowPlace, Hash)>, DbError> {
+    let want: Vec<i64> = leaves
+        .iter()
+        .map(|l| i64::try_from(*l).unwrap_or(i64::MAX))
+        .collect();
+    // Each leaf's link (the first whose tree is larger), then its row by rank in the batch.
+    let rows: Vec<(i64, String, i64, Vec<u8>)> = sqlx::query_as(
+        "SELECT x.leaf, r.stream, r.stream_seq, r.row_hash FROM unnest($1::int8[]) AS x(leaf) \
+         CROSS JOIN LATERAL (SELECT batch_id, tree_size - row_count AS start \
+             FROM audit.chain_links WHERE tree_size > x.leaf ORDER BY tree_size LIMIT 1) l \
+         CROSS JOIN LATERAL (SELECT e.stream, e.stream_seq, e.row_hash FROM audit.events e \
+             WHERE e.batch_id = l.batch_id \
+             ORDER BY e.stream COLLATE \"C\", e.stream_seq, e.published_at \
+             OFFSET x.leaf - l.start LIMIT 1) r \
+         ORDER BY x.leaf",
+    )
+    .bind(&want)
+    .persistent(false)
+    .fetch_all(&mut *tx)
+    .await
+    .ctx("find the rows at leaves")?;
+    if rows.len() != want.len() {
+        return Err(DbError::Corrupt {
+            what: "audit.chain_links",
+            why: "a leaf the account index holds is not in the tree",
+        });
+    }
+    rows.into_iter()
+        .map(|(leaf, stream, stream_seq, h)| {
+            Ok((
+                RowPlace {
+                    stream,
+                    stream_seq,
+                    leaf_index: leaf,
+                },
+                to_hash(&h)?,
+            ))
+        })
+        .collect()
+}

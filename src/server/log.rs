@@ -1,6 +1,8 @@
 //! The log's read path, C2SP tlog-tiles under `/log/`: `GET /log/checkpoint` (the newest
 //! published, with its cosignatures; cacheable for a few seconds) and `GET /log/tile/<L>/<N>
-//! [.p/<W>]`, `/log/tile/entries/<N>[.p/<W>]` (immutable: cached for a week). Files come from the
+//! [.p/<W>]`, `/log/tile/entries/<N>[.p/<W>]` (immutable: cached for a week), and the account
+//! index's `GET /log/index/latest` (how many deltas, cached as the checkpoint) and
+//! `/log/index/delta/<N>` (immutable, N at most the latest). Files come from the
 //! tiles the signer writes (`--tiles-dir`, or the bucket of `--tiles-url`); a path is answered
 //! only when it parses as a tile and lies inside the served checkpoint's tree, so nothing else
 //! in the store (a temporary file, the backfill's mark, a tile written past the checkpoint) is
@@ -75,6 +77,9 @@ async fn serve(State(dir): State<Tiles>, Path(path): Path<String>) -> Response {
             None => not_found(),
         };
     }
+    if path.starts_with("index/") {
+        return index_file(&dir, &path).await;
+    }
     let (Ok(id), Some(size)) = (
         TileId::parse(&path),
         checkpoint.as_deref().and_then(size_of),
@@ -88,6 +93,37 @@ async fn serve(State(dir): State<Tiles>, Path(path): Path<String>) -> Response {
         Ok(Some(body)) => answer(body, "application/octet-stream", TILE_CACHE),
         Ok(None) => not_found(),
         Err(()) => unavailable(),
+    }
+}
+
+/// The account index's files: `index/latest`, and a delta numbered at most what it says.
+async fn index_file(dir: &Tiles, path: &str) -> Response {
+    use crate::tlog::index::delta;
+    let latest = match dir.deltas_published().await {
+        Ok(n) => n,
+        Err(_) if matches!(dir.store(), crate::blobs::Store::Dir(_)) => 0,
+        Err(e) => {
+            tracing::warn!(error = %e, "/log/: the index's latest could not be read");
+            return unavailable();
+        }
+    };
+    if path == delta::LATEST {
+        return match latest {
+            0 => not_found(),
+            n => answer(
+                format!("{n}\n").into_bytes(),
+                "text/plain; charset=utf-8",
+                CHECKPOINT_CACHE,
+            ),
+        };
+    }
+    match delta::parse_path(path) {
+        Some(seq) if seq >= 1 && seq <= latest => match read(dir, path, delta::MAX_DELTA).await {
+            Ok(Some(body)) => answer(body, "application/octet-stream", TILE_CACHE),
+            Ok(None) => not_found(),
+            Err(()) => unavailable(),
+        },
+        _ => not_found(),
     }
 }
 

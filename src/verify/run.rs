@@ -83,6 +83,10 @@ pub(crate) struct VerifyReport {
     pub(crate) mirror: Option<MirrorReport>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) archive: Option<ArchiveReport>,
+    /// The account index rebuilt and held against every root the log recorded (absent when
+    /// the log has no index).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) index: Option<super::index::IndexReport>,
     /// With `--incremental`: the size before which rows were not rehashed.
     #[serde(skip)]
     pub(crate) not_rehashed_before: Option<u64>,
@@ -108,6 +112,7 @@ impl VerifyReport {
         };
         if self.mirror.as_ref().is_some_and(|m| !m.holds())
             || self.archive.as_ref().is_some_and(|a| !a.holds())
+            || self.index.as_ref().is_some_and(|i| !i.ok)
             || !self.chain.ok
         {
             code = 1;
@@ -180,6 +185,9 @@ pub(crate) async fn run(
     if let Some(why) = broken {
         chain.add_break(why);
     }
+    let index = super::index::check(&db)
+        .await
+        .map_err(|e| failed(sb, e.into()))?;
     chain.duration_ms = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
     chain.standby = standby;
     let mut report = VerifyReport {
@@ -189,6 +197,7 @@ pub(crate) async fn run(
         auditor_state: None,
         mirror: None,
         archive: None,
+        index,
         with_state: false,
         incomplete: None,
         recorded: Recorded::Yes,

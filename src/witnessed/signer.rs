@@ -115,6 +115,8 @@ pub struct Signer {
     memory_missing: Option<prometheus::IntGauge>,
     /// The backlog the last round left (a line says when it drains).
     last_backlog: std::sync::atomic::AtomicUsize,
+    /// The account index, brought up to the head before each round signs.
+    index: Option<Mutex<crate::index::update::Updater>>,
 }
 
 impl Signer {
@@ -176,7 +178,39 @@ impl Signer {
             last_refusal: Mutex::new(None),
             searched: Mutex::new(false),
             cross_checked: Mutex::new(false),
+            index: None,
         })
+    }
+
+    /// The signer with the account index: each round first indexes what the log gained, and
+    /// records the index's root as a row of the log, which the checkpoint it signs then covers.
+    pub(crate) fn with_index(mut self, updater: crate::index::update::Updater) -> Signer {
+        self.index = Some(Mutex::new(updater));
+        self
+    }
+
+    /// The account index's updates of this round (at most half an interval of them; the rest
+    /// next round). A failure is logged and counted, and signing goes on without it.
+    async fn update_index(&self) {
+        let Some(index) = &self.index else {
+            return;
+        };
+        let budget = (self.interval / 2).max(std::time::Duration::from_secs(1));
+        match index.lock().await.catch_up(budget).await {
+            Ok(done) => {
+                if let Some(last) = done.last() {
+                    tracing::debug!(
+                        updates = done.len(),
+                        size = last.version,
+                        labels = last.labels,
+                        "account index updated"
+                    );
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "the account index was not updated (the checkpoint is signed without it; retried next round)")
+            }
+        }
     }
 
     /// The signer with its tiles in `tiles` (a directory or an S3 bucket) rather than the
@@ -259,6 +293,7 @@ impl Signer {
 
     /// One round: sign what grew (if it extends what the key signed), then publish the queue.
     pub async fn round(&self) -> Result<Round, CheckpointError> {
+        self.update_index().await;
         let mut out = Round::default();
         let mut tx = self.store.lock().await?;
         let mut refusal = self.sign(&mut tx, &mut out).await?.err();

@@ -23,6 +23,9 @@ use crate::witnessed::metrics::WitnessMetrics;
 /// the end of a link).
 pub(crate) const CHUNK_LEAVES: u64 = 65_536;
 
+/// Account index deltas published in one round at most (a backfill goes on next round).
+const DELTAS_A_ROUND: u64 = 64;
+
 /// Tiles written at once (an object store answers each put in a round trip; a directory's
 /// puts are each an fsync).
 const WRITES_AT_ONCE: usize = 8;
@@ -60,6 +63,8 @@ pub(crate) struct TileWriter {
     /// The tree of the last checkpoint written, kept between rounds.
     builder: Option<TileBuilder>,
     metrics: Arc<WitnessMetrics>,
+    /// How many account index deltas the place holds (read from it at the first round).
+    deltas: Option<u64>,
 }
 
 impl TileWriter {
@@ -70,6 +75,7 @@ impl TileWriter {
             public,
             builder: None,
             metrics,
+            deltas: None,
         }
     }
 
@@ -86,6 +92,7 @@ impl TileWriter {
         let served = self.served().await?;
         if let Some(s) = served.as_ref().filter(|s| s.size >= cp.size) {
             self.metrics.tiles_size.set(s.size as i64);
+            self.publish_deltas(trees, s.size).await?;
             return Ok(Outcome::Current { size: s.size });
         }
         let mut builder = self.start(served.as_ref(), cp.size).await?;
@@ -105,10 +112,39 @@ impl TileWriter {
         }
         self.metrics.tiles_size.set(cp.size as i64);
         self.builder = Some(builder);
+        self.publish_deltas(trees, cp.size).await?;
         Ok(Outcome::Wrote {
             from: start,
             size: cp.size,
         })
+    }
+
+    /// The account index's deltas (`index/delta/N`) whose records are leaves of the tree of
+    /// `size` the place serves, in order, then how many there are (`index/latest`): a mirror
+    /// copies them with the tiles.
+    async fn publish_deltas(&mut self, trees: &TreeStore, size: u64) -> Result<(), WriteError> {
+        let published = match self.deltas {
+            Some(n) => n,
+            None => self.dir.deltas_published().await?,
+        };
+        let mut conn = trees.db().acquire().await?;
+        let mut n = published;
+        while n < published + DELTAS_A_ROUND {
+            let seq = i64::try_from(n + 1).unwrap_or(i64::MAX);
+            let Some((v, bytes)) = crate::log::index::delta_of(&mut conn, seq).await? else {
+                break;
+            };
+            if u64::try_from(v.record_leaf).map_or(true, |l| l >= size) {
+                break;
+            }
+            self.dir.write_delta(n + 1, &bytes).await?;
+            n += 1;
+        }
+        if n != published {
+            self.dir.set_deltas_published(n).await?;
+        }
+        self.deltas = Some(n);
+        Ok(())
     }
 
     /// The checkpoint the directory serves, opened with the log's key.

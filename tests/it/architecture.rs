@@ -98,7 +98,7 @@ const LAYERS: &[&[&str]] = &[
     &["erase"],
     &["witnessed"],
     &["server"],
-    &["ingest", "reconcile", "evolution"],
+    &["ingest", "reconcile", "evolution", "index"],
     &["log"],
     &["db", "bus", "telemetry", "files", "blobs"],
     &["row", "tlog", "tls"],

@@ -5,6 +5,7 @@
 
 mod support;
 
+mod account_index;
 mod architecture;
 mod archive;
 mod archive_s3;

@@ -8,6 +8,7 @@
 //! root (for `verify-proof --tiles`, the proof and the leaf read from the log's tiles instead,
 //! fetched by the caller). Each failure names what failed. Pure: no I/O.
 
+pub mod complete;
 pub mod fields;
 pub mod json;
 pub mod leaf;
@@ -29,6 +30,9 @@ pub use shape::{Bundle, Entry};
 
 /// The format `prove` writes: `/2` and an entry's `opening` (row encoding version 3).
 pub const FORMAT: &str = "event-audit-bundle/3";
+/// `event-audit-bundle/3` with a `completeness` part (`prove --account A --complete`): the
+/// proof that its entries are every row about a person ([`complete`]); its entries may be none.
+pub const FORMAT_V4: &str = "event-audit-bundle/4";
 /// The second format (no opening, no version 3 leaf); read with the same checks.
 pub const FORMAT_V2: &str = "event-audit-bundle/2";
 /// The first format (its columns were not evidence then); read with the same checks.
@@ -78,6 +82,8 @@ pub enum BundleError {
     Policy(PolicyError),
     #[error("tiles: the log's tiles make another root for tree size {size} than the bundle's signed checkpoint (the tiles hold another tree)")]
     TilesRoot { size: u64 },
+    #[error("completeness: {0}")]
+    Complete(complete::CompleteFault),
     #[error("entry {index} (stream {stream} seq {seq}): {fault}")]
     Entry {
         index: usize,
@@ -116,6 +122,9 @@ pub struct Proven {
     /// The policy's witnesses that cosigned the checkpoint (with a policy only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cosigned_by: Option<Vec<String>>,
+    /// With a completeness part: what it proved.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub complete: Option<complete::Complete>,
 }
 
 fn unhex(s: &str) -> Option<Hash> {
@@ -273,13 +282,43 @@ fn check_against(
             fault: Box::new(fault),
         })?;
     }
+    let complete = match &b.completeness {
+        Some(c) => Some(check_completeness(c, &b.entries, &cp, tiles)?),
+        None => None,
+    };
     Ok(Proven {
         format: b.format,
         origin: cp.origin,
         tree_size: cp.size,
         entries: b.entries.len(),
         cosigned_by,
+        complete,
     })
+}
+
+/// The completeness part: its record entry checked as an entry is, read as an index record,
+/// then every claim against it and the bundle's (checked) entries.
+fn check_completeness(
+    c: &complete::Completeness,
+    entries: &[Entry],
+    cp: &crate::tlog::note::Checkpoint,
+    tiles: Option<&TileReader<'_>>,
+) -> Result<complete::Complete, BundleError> {
+    let fault = |f| BundleError::Complete(f);
+    let r = &c.record;
+    check_entry(r, cp.size, &cp.root, tiles)
+        .map_err(|e| fault(complete::not_a_record(r, e.to_string())))?;
+    let raw = B64.decode(&r.raw).unwrap_or_default();
+    let rec = complete::record(&raw).map_err(|why| fault(complete::not_a_record(r, why)))?;
+    if r.stream != complete::RECORD_STREAM {
+        return Err(fault(complete::not_a_record(r, String::new())));
+    }
+    // Every entry was checked: its row hash is its leaf data's.
+    let rows: Vec<(Entry, Hash)> = entries
+        .iter()
+        .map(|e| (e.clone(), unhex(&e.row_hash).unwrap_or_default()))
+        .collect();
+    complete::check(c, &rec, r.leaf_index, &rows).map_err(fault)
 }
 
 #[cfg(test)]

@@ -8,12 +8,14 @@
 //! checkpoint only when the rebuilt root is the signed one and every tile the log serves is the
 //! one rebuilt; a smaller log (rollback) or one whose tree does not contain the copy (fork) is
 //! evidence, reported with both signed notes, and the copy stays as it was. [`follow`] pulls at
-//! an interval with [`metrics`]; [`fsck`] checks any copy tile by tile against its checkpoint;
+//! an interval with [`metrics`]; [`index`] copies the account index's deltas with the tiles;
+//! [`fsck`] checks any copy tile by tile against its checkpoint;
 //! [`proof`] reads a bundle's inclusion from a log's or a
 //! mirror's tiles for `verify-proof --tiles`. Needs no PostgreSQL and no NATS.
 
 pub mod follow;
 pub mod fsck;
+pub mod index;
 pub mod metrics;
 pub mod proof;
 pub mod pull;
@@ -109,7 +111,7 @@ impl PullError {
     }
 
     /// What the log served was not usable: unreachable, or refused.
-    fn served(e: FetchError) -> PullError {
+    pub(crate) fn served(e: FetchError) -> PullError {
         if e.is_unreachable() {
             PullError::Unreachable(e)
         } else {

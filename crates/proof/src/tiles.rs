@@ -283,6 +283,62 @@ impl Tiles {
         Ok(())
     }
 
+    /// Writes account index update `seq`'s delta ([`crate::tlog::index::delta`]): created as
+    /// a full tile is (the same bytes kept, other bytes refused; under Object Lock when asked).
+    pub async fn write_delta(&self, seq: u64, bytes: &[u8]) -> Result<Wrote, TilesError> {
+        let put = Put {
+            mode: Mode::Create,
+            cache_control: Some(TILE_CACHE),
+            content_type: Some("application/octet-stream"),
+            lock_until: self.lock_for.and_then(|d| {
+                chrono::Duration::from_std(d)
+                    .ok()
+                    .map(|d| chrono::Utc::now() + d)
+            }),
+        };
+        let key = self.key(&crate::tlog::index::delta::path(seq));
+        let wrote = self
+            .store
+            .put(&key, Bytes::copy_from_slice(bytes), &put)
+            .await?;
+        Ok(match wrote {
+            crate::blobs::Wrote::New => Wrote::New,
+            crate::blobs::Wrote::Same => Wrote::Same,
+        })
+    }
+
+    /// Account index update `seq`'s delta, `None` when it is not there (at most
+    /// [`crate::tlog::index::delta::MAX_DELTA`] bytes).
+    pub async fn delta(&self, seq: u64) -> Result<Option<Bytes>, TilesError> {
+        use crate::tlog::index::delta;
+        self.get(&delta::path(seq), delta::MAX_DELTA).await
+    }
+
+    /// How many account index deltas are published here (0 when none, or the file is not a
+    /// number).
+    pub async fn deltas_published(&self) -> Result<u64, TilesError> {
+        let got = self.get(crate::tlog::index::delta::LATEST, 64).await?;
+        Ok(got
+            .and_then(|b| std::str::from_utf8(&b).ok()?.trim().parse().ok())
+            .unwrap_or(0))
+    }
+
+    /// Says that `n` account index deltas are published (after they are).
+    pub async fn set_deltas_published(&self, n: u64) -> Result<(), TilesError> {
+        self.store.sync().await?;
+        let put = Put {
+            mode: Mode::Replace,
+            cache_control: Some(CHECKPOINT_CACHE),
+            content_type: Some("text/plain; charset=utf-8"),
+            lock_until: None,
+        };
+        let key = self.key(crate::tlog::index::delta::LATEST);
+        self.store
+            .put(&key, Bytes::from(format!("{n}\n")), &put)
+            .await?;
+        Ok(())
+    }
+
     /// The backfill's mark, when there is one (at most 64 bytes, a number).
     pub async fn mark(&self) -> Option<u64> {
         let bytes = self.get(PROGRESS_FILE, 64).await.ok().flatten()?;

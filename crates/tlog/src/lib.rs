@@ -8,6 +8,7 @@
 //! and no second definition of a note or tile format anywhere else.
 
 pub mod cosign;
+pub mod index;
 pub mod latest;
 pub mod merkle;
 pub mod mldsa;
@@ -15,3 +16,4 @@ pub mod note;
 pub mod policy;
 pub mod proof;
 pub mod tile;
+pub mod vrf;

@@ -203,6 +203,20 @@ impl<const ALG: u8> Signer<ALG> {
         self.key.verifying_key()
     }
 
+    /// A 32-byte secret for another use of this key, named by `purpose` (the account index's
+    /// VRF key): the first 32 bytes of SHA-512(purpose ‖ 0x00 ‖ seed). The seed never leaves.
+    pub fn derive(&self, purpose: &str) -> [u8; 32] {
+        use sha2::Sha512;
+        let mut h = Sha512::new();
+        h.update(purpose.as_bytes());
+        h.update([0u8]);
+        h.update(self.key.as_bytes());
+        let d = h.finalize();
+        let mut out = [0u8; 32];
+        out.copy_from_slice(&d[..32]);
+        out
+    }
+
     /// A signature line's blob: the key id, `prefix` (a cosignature's time), the signature of
     /// `message`.
     pub fn blob(&self, prefix: &[u8], message: &[u8]) -> Vec<u8> {

@@ -212,6 +212,11 @@ pub fn index_path(mut n: u64) -> String {
     parts.join("/")
 }
 
+/// The number an [`index_path`] spells (one spelling per number), if it is one.
+pub fn parse_index_path(s: &str) -> Option<u64> {
+    parse_index(s).ok()
+}
+
 fn parse_level(s: &str) -> Result<u8, PathError> {
     let ok = !s.is_empty()
         && s.len() <= 2

@@ -66,7 +66,10 @@ pub(crate) fn from_checked(
     s: &crate::config::Settings,
     db: &Db,
     bus: &Bus,
-    metrics: &Arc<crate::witnessed::metrics::WitnessMetrics>,
+    (metrics, index): (
+        &Arc<crate::witnessed::metrics::WitnessMetrics>,
+        &Arc<crate::index::metrics::IndexMetrics>,
+    ),
     tiles: Option<Tiles>,
 ) -> Result<Option<Signer>, CheckpointError> {
     let w = &s.witness;
@@ -78,7 +81,19 @@ pub(crate) fn from_checked(
     else {
         return Ok(None);
     };
+    let updater = w.account_index.then(|| {
+        let labeler = crate::index::label::Labeler::new(crate::tlog::index::vrf_key(&key));
+        crate::index::update::Updater::new(
+            db.clone(),
+            s.ingest.instance_name(),
+            labeler,
+            index.clone(),
+        )
+    });
     let mut signer = Signer::new(key, origin, db.clone(), bus.clone(), w, metrics.clone())?;
+    if let Some(u) = updater {
+        signer = signer.with_index(u);
+    }
     if let Some(k) = ml_dsa {
         signer = signer.with_ml_dsa(k);
     }

@@ -68,7 +68,7 @@ pub fn defined(format: &str, leaf_version: u8, erased: bool) -> Option<Vec<&'sta
     match (format, leaf_version) {
         (super::FORMAT_V1, 1 | 2) => Some(keys.filter(|k| *k != "payload_place").collect()),
         (super::FORMAT_V1, _) => None,
-        (super::FORMAT, 3) => Some(
+        (f, 3) if f == super::FORMAT || f == super::FORMAT_V4 => Some(
             keys.skip(2)
                 .filter(|k| !erased || !PERSONAL.contains(k))
                 .collect(),

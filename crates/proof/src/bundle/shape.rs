@@ -10,8 +10,9 @@
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 
+use super::complete::{self, Completeness};
 use super::json::{self, Json, Keys};
-use super::{fields, leaf, BundleError, FORMAT, FORMAT_V1, FORMAT_V2};
+use super::{fields, leaf, BundleError, FORMAT, FORMAT_V1, FORMAT_V2, FORMAT_V4};
 
 /// A bundle as read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,6 +21,8 @@ pub struct Bundle {
     /// The whole signed note.
     pub checkpoint: String,
     pub entries: Vec<Entry>,
+    /// `event-audit-bundle/4`: the proof that `entries` are every row about a person.
+    pub completeness: Option<Completeness>,
 }
 
 /// One entry as read.
@@ -45,6 +48,8 @@ pub struct Entry {
 }
 
 const TOP: [&str; 3] = ["format", "checkpoint", "entries"];
+/// The keys of an `event-audit-bundle/4`: those of [`TOP`] and `completeness`.
+const TOP_V4: [&str; 4] = ["format", "checkpoint", "entries", "completeness"];
 const ENTRY: [&str; 8] = [
     "stream",
     "stream_seq",
@@ -128,11 +133,15 @@ fn complete(
 }
 
 fn entry(i: usize, format: &str, v: &Json) -> Result<Entry, BundleError> {
-    let at = format!("entries[{i}].");
+    entry_at(&format!("entries[{i}]"), format, v)
+}
+
+fn entry_at(place: &str, format: &str, v: &Json) -> Result<Entry, BundleError> {
+    let at = format!("{place}.");
     let Json::Obj(e) = v else {
-        return Err(bad(format!("entries[{i}]: not an object")));
+        return Err(bad(format!("{place}: not an object")));
     };
-    let v3 = format == FORMAT;
+    let v3 = format == FORMAT || format == FORMAT_V4;
     only(e, if v3 { &ENTRY_V3[..] } else { &ENTRY[..] }, &at)?;
     let opening = match (v3, json::get(e, "opening")) {
         (false, _) => None,
@@ -187,18 +196,20 @@ pub(super) fn read(text: &str) -> Result<Bundle, BundleError> {
     let Json::Obj(top) = v else {
         return Err(bad("not a JSON object".into()));
     };
-    only(&top, &TOP, "")?;
     let format = string(&top, "format", "")?;
-    if ![FORMAT, FORMAT_V2, FORMAT_V1].contains(&format.as_str()) {
+    if ![FORMAT_V4, FORMAT, FORMAT_V2, FORMAT_V1].contains(&format.as_str()) {
         return Err(bad(format!(
-            "format {format:?} is not {FORMAT} (nor {FORMAT_V2} or {FORMAT_V1})"
+            "format {format:?} is not {FORMAT} (nor {FORMAT_V4}, {FORMAT_V2} or {FORMAT_V1})"
         )));
     }
+    let v4 = format == FORMAT_V4;
+    only(&top, if v4 { &TOP_V4[..] } else { &TOP[..] }, "")?;
     let checkpoint = string(&top, "checkpoint", "")?;
     let Json::Arr(items) = field(&top, "entries", "")? else {
         return Err(bad("entries: not an array".into()));
     };
-    if items.is_empty() {
+    // A completeness proof may show that no row is about the person.
+    if items.is_empty() && !v4 {
         return Err(bad(
             "entries: none (a bundle proves at least one row)".into()
         ));
@@ -208,10 +219,17 @@ pub(super) fn read(text: &str) -> Result<Bundle, BundleError> {
         .enumerate()
         .map(|(i, v)| entry(i, &format, v))
         .collect::<Result<Vec<_>, _>>()?;
+    let completeness = match v4 {
+        true => Some(complete::read(field(&top, "completeness", "")?, |v| {
+            entry_at("completeness.record", &format, v)
+        })?),
+        false => None,
+    };
     Ok(Bundle {
         format,
         checkpoint,
         entries,
+        completeness,
     })
 }
 

@@ -75,8 +75,11 @@ pub fn run(action: TilesAction) -> anyhow::Result<ExitCode> {
     };
     let secs = started.elapsed().as_secs_f64();
     if report.whole() {
+        let index = report.index.map_or_else(String::new, |(updates, labels)| {
+            format!("; the account index's {updates} updates rebuild to the roots their records state ({labels} labels)")
+        });
         println!(
-            "{}: whole at tree size {}: {} tiles and bundles checked, the root is the signed one ({:.1} s)",
+            "{}: whole at tree size {}: {} tiles and bundles checked, the root is the signed one{index} ({:.1} s)",
             report.origin, report.size, report.checked, secs
         );
         return Ok(ExitCode::SUCCESS);

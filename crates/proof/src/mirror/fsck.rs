@@ -10,6 +10,8 @@
 //! request is bounded by the reader's timeout and each object by its width's bytes; the work is
 //! the objects of the signed size. A missing object stops the rebuild (the tree cannot go on
 //! without it): the rest is still fetched, each object checked for its presence and form.
+//! With the tree whole, the account index is rebuilt from its deltas and every root its records
+//! state held against it ([`super::index::rebuild`]).
 
 use futures::StreamExt;
 
@@ -46,6 +48,8 @@ pub struct Report {
     pub more: u64,
     /// Whether the tree rebuilt from the bundles has the signed root.
     pub root_ok: bool,
+    /// The account index rebuilt from its deltas: updates whose roots hold, and labels.
+    pub index: Option<(u64, u64)>,
 }
 
 impl Report {
@@ -145,6 +149,17 @@ pub async fn fsck(
     }
     r.root_ok = builder.as_ref().is_some_and(|b| b.root() == cp.root);
     judge(&mut r, level0, upper, builder.is_some(), &cp);
+    if r.root_ok {
+        let rebuilt = super::index::rebuild(src, cp.size)
+            .await
+            .map_err(FsckError::Unusable)?;
+        if let Some(why) = rebuilt.broken {
+            r.found(why);
+        }
+        if rebuilt.updates > 0 {
+            r.index = Some((rebuilt.updates, rebuilt.labels));
+        }
+    }
     Ok(r)
 }
 

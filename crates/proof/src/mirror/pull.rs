@@ -29,11 +29,24 @@ const CONCURRENCY: usize = 8;
 /// an S3 prefix); with `write` false, checks only (a copy kept untouched after a fork).
 pub async fn pull(log: &Log, dir: &Tiles, write: bool) -> Result<Pulled, PullError> {
     let (log, theirs) = log_checkpoint(log).await?;
-    let log = &log;
     let copy = dir.child(&origin_dir(&theirs.cp.origin));
-    let ours = mirror_checkpoint(&copy, log).await?;
+    let pulled = pull_tiles(&log, &copy, theirs, write).await?;
+    if write {
+        super::index::copy_deltas(&log, &copy, pulled.size()).await?;
+    }
+    Ok(pulled)
+}
+
+/// The tiles part of a pull: into `copy`, to the log's checkpoint `theirs`.
+async fn pull_tiles(
+    log: &Log,
+    copy: &Tiles,
+    theirs: Signed,
+    write: bool,
+) -> Result<Pulled, PullError> {
+    let ours = mirror_checkpoint(copy, log).await?;
     let Some(ours) = ours else {
-        return extend(log, &copy, None, theirs, write).await;
+        return extend(log, copy, None, theirs, write).await;
     };
     let inconsistent = |split, ours: Signed, theirs: Signed| PullError::Inconsistent {
         split,
@@ -53,7 +66,7 @@ pub async fn pull(log: &Log, dir: &Tiles, write: bool) -> Result<Pulled, PullErr
             size: n,
         });
     }
-    extend(log, &copy, Some(ours), theirs, write).await
+    extend(log, copy, Some(ours), theirs, write).await
 }
 
 /// The log's checkpoint, signed by its key and, with a policy, cosigned by a quorum: at the

@@ -316,6 +316,21 @@ impl Source {
         }
     }
 
+    /// The file `rel` beside the log's tiles (the account index's), at most `limit` bytes;
+    /// `None` when it is not there.
+    pub async fn file(
+        &self,
+        rel: &str,
+        limit: u64,
+        what: &'static str,
+    ) -> Result<Option<Vec<u8>>, FetchError> {
+        match self.get(rel, limit, what).await {
+            Ok(b) => Ok(Some(b)),
+            Err(FetchError::NotFound { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     /// The bytes at `rel`, at most `limit` of them.
     async fn get(&self, rel: &str, limit: u64, what: &'static str) -> Result<Vec<u8>, FetchError> {
         let url = self.shown(rel);

@@ -1,0 +1,542 @@
+//! The account index's tables (`audit.index_*`, migration `account_index`): the rows of a leaf
+//! range with the identifiers the catalogue marks in them, each update's writes, the labels
+//! found by their identifiers' keyed hashes, and the reads a proof and `verify` make (a label's
+//! leaves, the stored nodes and labels at a version, the updates' deltas in order).
+
+use futures::stream::BoxStream;
+use sqlx::PgConnection;
+
+use crate::db::{Ctx, DbError};
+use crate::decode::catalogue::IDENTIFIER_PATHS;
+use crate::tlog::index::{Label, Node, Value};
+
+/// One row of a leaf range: its leaf index, its row hash, whether it still holds its personal
+/// data, and the identifiers it holds.
+#[derive(Debug, Clone)]
+pub(crate) struct IndexedRow {
+    pub(crate) leaf_index: u64,
+    pub(crate) row_hash: [u8; 32],
+    pub(crate) held: bool,
+    pub(crate) identifiers: Vec<String>,
+}
+
+/// An update as stored (its delta not read).
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub(crate) struct VersionRow {
+    pub(crate) version: i64,
+    pub(crate) seq: i64,
+    pub(crate) root: Vec<u8>,
+    pub(crate) labels: i64,
+    pub(crate) record_leaf: i64,
+}
+
+/// A label stored for an identifier: its keyed hash (`SHA-256(pepper ‖ identifier)`), the
+/// label and its VRF proof.
+#[derive(Debug, Clone)]
+pub(crate) struct StoredLabel {
+    pub(crate) subject: [u8; 32],
+    pub(crate) label: Label,
+    pub(crate) proof: Vec<u8>,
+}
+
+/// What one update writes.
+#[derive(Debug, Default)]
+pub(crate) struct Writes {
+    pub(crate) version: i64,
+    pub(crate) seq: i64,
+    pub(crate) root: [u8; 32],
+    pub(crate) labels: i64,
+    pub(crate) record_leaf: i64,
+    /// The update's delta (`tlog::index::delta`).
+    pub(crate) delta: Vec<u8>,
+    /// Labels not stored before.
+    pub(crate) new_labels: Vec<StoredLabel>,
+    /// Each label changed: its new value and the leaves it gained.
+    pub(crate) entries: Vec<(Label, Value, Vec<i64>)>,
+    /// `(depth, prefix, node)`.
+    pub(crate) nodes: Vec<(usize, u16, Node)>,
+}
+
+const VERSION_COLS: &str = "version, seq, root, labels, record_leaf";
+
+fn label_of(b: &[u8]) -> Result<Label, DbError> {
+    <Label>::try_from(b).map_err(|_| DbError::Corrupt {
+        what: "the account index",
+        why: "a label is not 32 bytes",
+    })
+}
+
+fn hash_of(b: &[u8]) -> Result<[u8; 32], DbError> {
+    <[u8; 32]>::try_from(b).map_err(|_| DbError::Corrupt {
+        what: "the account index",
+        why: "a hash is not 32 bytes",
+    })
+}
+
+fn u64_of(v: i64) -> u64 {
+    u64::try_from(v).unwrap_or(0)
+}
+
+fn i64_of(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+/// The rows of leaves `[from, to)` (`from` and `to` link ends), in log order, with their leaf
+/// indexes and the identifiers the catalogue marks in them (the account number column, and
+/// each identifying field of their event's version that holds a string or a number).
+pub(crate) async fn rows_between(
+    tx: &mut PgConnection,
+    from: u64,
+    to: u64,
+) -> Result<Vec<IndexedRow>, DbError> {
+    let (mut types, mut versions, mut paths) = (Vec::new(), Vec::new(), Vec::new());
+    for (t, v, path, _) in IDENTIFIER_PATHS {
+        types.push(*t);
+        versions.push(*v);
+        paths.push(*path);
+    }
+    let held = super::erasure::HELD;
+    let sql = format!(
+        "SELECT l.tree_size - l.row_count AS start, l.link_seq, e.row_hash, {held} AS held, \
+           ARRAY(SELECT DISTINCT x FROM ( \
+               SELECT e.account_number AS x \
+               UNION ALL \
+               SELECT v #>> '{{}}' FROM unnest($3::text[], $4::text[], $5::text[]) AS p(t, ver, path), \
+                   LATERAL jsonb_path_query(e.payload, p.path::jsonpath, '{{}}', true) AS v \
+               WHERE e.payload IS NOT NULL AND p.t = e.event_type AND p.ver = e.event_version \
+                 AND jsonb_typeof(v) IN ('string', 'number') \
+             ) s WHERE x IS NOT NULL AND x <> '' ORDER BY x) AS ids \
+         FROM audit.chain_links l JOIN audit.events e ON e.batch_id = l.batch_id \
+         WHERE l.tree_size > $1 AND l.tree_size <= $2 \
+         ORDER BY l.link_seq, e.stream COLLATE \"C\", e.stream_seq, e.published_at"
+    );
+    let rows: Vec<(i64, i64, Vec<u8>, bool, Vec<String>)> = sqlx::query_as(&sql)
+        .bind(i64_of(from))
+        .bind(i64_of(to))
+        .bind(&types)
+        .bind(&versions)
+        .bind(&paths)
+        .persistent(false)
+        .fetch_all(&mut *tx)
+        .await
+        .ctx("read the rows to index")?;
+    let mut out = Vec::with_capacity(rows.len());
+    let (mut link, mut rank) = (i64::MIN, 0u64);
+    for (start, link_seq, row_hash, held, identifiers) in rows {
+        if link_seq != link {
+            (link, rank) = (link_seq, 0);
+        }
+        out.push(IndexedRow {
+            leaf_index: u64_of(start) + rank,
+            row_hash: hash_of(&row_hash)?,
+            held,
+            identifiers,
+        });
+        rank += 1;
+    }
+    if out.len() as u64 != to.saturating_sub(from) {
+        return Err(DbError::Corrupt {
+            what: "audit.events",
+            why: "the rows of the links do not make the tree size their links claim",
+        });
+    }
+    Ok(out)
+}
+
+/// The link end at or after `from + rows` leaves, or the head's size when none is that far:
+/// where an update of at most about `rows` rows stops.
+pub(crate) async fn end_after(
+    tx: &mut PgConnection,
+    from: u64,
+    rows: u64,
+    head: u64,
+) -> Result<u64, DbError> {
+    let end: Option<i64> = sqlx::query_scalar(
+        "SELECT min(tree_size) FROM audit.chain_links WHERE tree_size >= $1 AND tree_size <= $2",
+    )
+    .bind(i64_of(from.saturating_add(rows)))
+    .bind(i64_of(head))
+    .fetch_one(&mut *tx)
+    .await
+    .ctx("find where an index update stops")?;
+    Ok(end.map_or(head, u64_of))
+}
+
+/// Serializes index updates across daemons, until the transaction ends.
+pub(crate) async fn lock(tx: &mut PgConnection) -> Result<(), DbError> {
+    sqlx::query("SELECT pg_advisory_xact_lock(hashtext('event-audit account index'))")
+        .execute(&mut *tx)
+        .await
+        .ctx("lock the account index")?;
+    Ok(())
+}
+
+/// The pepper of `audit.erasure_pepper`, which identifiers are hashed with.
+pub(crate) async fn pepper(tx: &mut PgConnection) -> Result<Vec<u8>, DbError> {
+    sqlx::query_scalar("SELECT pepper FROM audit.erasure_pepper")
+        .fetch_one(&mut *tx)
+        .await
+        .ctx("read the database's pepper")
+}
+
+/// How many erasures the log records (the updater forgets its labels when this changes).
+pub(crate) async fn erasures(tx: &mut PgConnection) -> Result<i64, DbError> {
+    sqlx::query_scalar("SELECT count(*) FROM audit.erasures")
+        .fetch_one(&mut *tx)
+        .await
+        .ctx("count the erasures")
+}
+
+/// The newest update, if any.
+pub(crate) async fn newest(tx: &mut PgConnection) -> Result<Option<VersionRow>, DbError> {
+    sqlx::query_as(&format!(
+        "SELECT {VERSION_COLS} FROM audit.index_versions ORDER BY version DESC LIMIT 1"
+    ))
+    .fetch_optional(&mut *tx)
+    .await
+    .ctx("read the account index's newest version")
+}
+
+/// The newest update whose record is a leaf of the tree of `size` leaves.
+pub(crate) async fn newest_within(
+    tx: &mut PgConnection,
+    size: u64,
+) -> Result<Option<VersionRow>, DbError> {
+    sqlx::query_as(&format!(
+        "SELECT {VERSION_COLS} FROM audit.index_versions WHERE record_leaf < $1 \
+         ORDER BY version DESC LIMIT 1"
+    ))
+    .bind(i64_of(size))
+    .fetch_optional(&mut *tx)
+    .await
+    .ctx("read the account index's version within a checkpoint")
+}
+
+/// Every update, oldest first (their deltas not read).
+pub(crate) async fn versions(tx: &mut PgConnection) -> Result<Vec<VersionRow>, DbError> {
+    sqlx::query_as(&format!(
+        "SELECT {VERSION_COLS} FROM audit.index_versions ORDER BY version"
+    ))
+    .fetch_all(&mut *tx)
+    .await
+    .ctx("read the account index's versions")
+}
+
+/// The update numbered `seq`, with its delta.
+pub(crate) async fn delta_of(
+    tx: &mut PgConnection,
+    seq: i64,
+) -> Result<Option<(VersionRow, Vec<u8>)>, DbError> {
+    let row: Option<(i64, i64, Vec<u8>, i64, i64, Vec<u8>)> = sqlx::query_as(&format!(
+        "SELECT {VERSION_COLS}, delta FROM audit.index_versions WHERE seq = $1"
+    ))
+    .bind(seq)
+    .fetch_optional(&mut *tx)
+    .await
+    .ctx("read an account index update")?;
+    Ok(row.map(|(version, seq, root, labels, record_leaf, delta)| {
+        (
+            VersionRow {
+                version,
+                seq,
+                root,
+                labels,
+                record_leaf,
+            },
+            delta,
+        )
+    }))
+}
+
+/// Every update's delta, oldest first, streamed (`verify` rebuilds the index from them).
+pub(crate) fn deltas(pool: &sqlx::PgPool) -> BoxStream<'_, Result<(i64, Vec<u8>), sqlx::Error>> {
+    sqlx::query_as("SELECT seq, delta FROM audit.index_versions ORDER BY version").fetch(pool)
+}
+
+/// Every label's newest value, by label, streamed (`verify` holds them against the rebuilt
+/// index).
+pub(crate) fn latest_values(
+    pool: &sqlx::PgPool,
+) -> BoxStream<'_, Result<(Vec<u8>, i64, Vec<u8>), sqlx::Error>> {
+    sqlx::query_as(
+        "SELECT DISTINCT ON (label) label, count, acc FROM audit.index_entries \
+         ORDER BY label, version DESC",
+    )
+    .fetch(pool)
+}
+
+/// A read-only transaction over one snapshot (repeatable read): what a completeness proof
+/// reads, so that its claims, its rows and its record are of one moment.
+pub(crate) async fn snapshot(
+    conn: &mut PgConnection,
+) -> Result<sqlx::Transaction<'_, sqlx::Postgres>, DbError> {
+    use sqlx::Connection;
+    let mut tx = conn.begin().await.ctx("begin")?;
+    sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        .execute(&mut *tx)
+        .await
+        .ctx("read in one snapshot")?;
+    Ok(tx)
+}
+
+/// The values of the labels within each `(lo, hi)` range, as of `version` (the newest at or
+/// before it), sorted by label.
+pub(crate) async fn values_in(
+    tx: &mut PgConnection,
+    ranges: &[(Label, Label)],
+    version: i64,
+) -> Result<Vec<(Label, Value)>, DbError> {
+    if ranges.is_empty() {
+        return Ok(Vec::new());
+    }
+    let lo: Vec<&[u8]> = ranges.iter().map(|r| &r.0[..]).collect();
+    let hi: Vec<&[u8]> = ranges.iter().map(|r| &r.1[..]).collect();
+    let rows: Vec<(Vec<u8>, i64, Vec<u8>)> = sqlx::query_as(
+        "SELECT DISTINCT ON (e.label) e.label, e.count, e.acc \
+         FROM unnest($1::bytea[], $2::bytea[]) AS r(lo, hi) \
+         JOIN audit.index_entries e ON e.label BETWEEN r.lo AND r.hi \
+         WHERE e.version <= $3 ORDER BY e.label, e.version DESC",
+    )
+    .bind(&lo)
+    .bind(&hi)
+    .bind(version)
+    .persistent(false)
+    .fetch_all(&mut *tx)
+    .await
+    .ctx("read the account index's labels")?;
+    rows.into_iter()
+        .map(|(l, count, acc)| {
+            Ok((
+                label_of(&l)?,
+                Value {
+                    count: u64_of(count),
+                    acc: hash_of(&acc)?,
+                },
+            ))
+        })
+        .collect()
+}
+
+/// The nonempty nodes at `depth` with a prefix in `lo..=hi`, as of `version`, sorted by
+/// prefix: one probe of the primary key per prefix (the newest row at or before `version`).
+pub(crate) async fn nodes(
+    tx: &mut PgConnection,
+    depth: usize,
+    (lo, hi): (u16, u16),
+    version: i64,
+) -> Result<Vec<(u16, Node)>, DbError> {
+    let rows: Vec<(i32, Vec<u8>, i64)> = sqlx::query_as(
+        "SELECT p.prefix, n.hash, n.count FROM generate_series($2::int, $3::int) AS p(prefix) \
+         CROSS JOIN LATERAL (SELECT hash, count FROM audit.index_nodes \
+             WHERE depth = $1 AND prefix = p.prefix AND version <= $4 \
+             ORDER BY version DESC LIMIT 1) n \
+         WHERE n.count > 0 ORDER BY p.prefix",
+    )
+    .bind(i16::try_from(depth).unwrap_or(0))
+    .bind(i32::from(lo))
+    .bind(i32::from(hi))
+    .bind(version)
+    .persistent(false)
+    .fetch_all(&mut *tx)
+    .await
+    .ctx("read the account index's nodes")?;
+    rows.into_iter()
+        .map(|(p, h, count)| {
+            Ok((
+                u16::try_from(p).unwrap_or(0),
+                Node {
+                    hash: hash_of(&h)?,
+                    count: u64_of(count),
+                },
+            ))
+        })
+        .collect()
+}
+
+/// The leaves `label` holds as of `version`, in log order.
+pub(crate) async fn leaves_of(
+    tx: &mut PgConnection,
+    label: &Label,
+    version: i64,
+) -> Result<Vec<u64>, DbError> {
+    let rows: Vec<i64> = sqlx::query_scalar(
+        "SELECT leaf FROM audit.index_entries e, unnest(e.leaves) AS leaf \
+         WHERE e.label = $1 AND e.version <= $2 ORDER BY leaf",
+    )
+    .bind(&label[..])
+    .bind(version)
+    .fetch_all(&mut *tx)
+    .await
+    .ctx("read a label's leaves")?;
+    Ok(rows.into_iter().map(u64_of).collect())
+}
+
+/// The labels stored for these subjects (identifiers' keyed hashes).
+pub(crate) async fn labels_of_subjects(
+    tx: &mut PgConnection,
+    subjects: &[[u8; 32]],
+) -> Result<Vec<StoredLabel>, DbError> {
+    let keys: Vec<&[u8]> = subjects.iter().map(|s| &s[..]).collect();
+    let rows: Vec<(Vec<u8>, Vec<u8>, Vec<u8>)> = sqlx::query_as(
+        "SELECT subject, label, proof FROM audit.index_labels WHERE subject = ANY($1)",
+    )
+    .bind(&keys)
+    .fetch_all(&mut *tx)
+    .await
+    .ctx("read the account index's labels by identifier")?;
+    stored(rows)
+}
+
+/// The labels stored as these (their VRF proofs; an erased person's are not kept).
+pub(crate) async fn labels_by_label(
+    tx: &mut PgConnection,
+    labels: &[Label],
+) -> Result<Vec<StoredLabel>, DbError> {
+    let keys: Vec<&[u8]> = labels.iter().map(|l| &l[..]).collect();
+    let rows: Vec<(Vec<u8>, Vec<u8>, Vec<u8>)> = sqlx::query_as(
+        "SELECT subject, label, proof FROM audit.index_labels WHERE label = ANY($1)",
+    )
+    .bind(&keys)
+    .fetch_all(&mut *tx)
+    .await
+    .ctx("read the account index's label proofs")?;
+    stored(rows)
+}
+
+fn stored(rows: Vec<(Vec<u8>, Vec<u8>, Vec<u8>)>) -> Result<Vec<StoredLabel>, DbError> {
+    rows.into_iter()
+        .map(|(s, l, p)| {
+            Ok(StoredLabel {
+                subject: hash_of(&s)?,
+                label: label_of(&l)?,
+                proof: p,
+            })
+        })
+        .collect()
+}
+
+/// Forgets the labels of these identifiers (an erasure: `SHA-256(pepper ‖ identifier)` each,
+/// computed here with the database's pepper). Returns how many were stored.
+pub(crate) async fn forget_labels(tx: &mut PgConnection, ids: &[String]) -> Result<u64, DbError> {
+    let done = sqlx::query(
+        "DELETE FROM audit.index_labels WHERE subject IN \
+         (SELECT sha256(p.pepper || convert_to(i.id, 'UTF8')) \
+          FROM audit.erasure_pepper p, unnest($1::text[]) AS i(id))",
+    )
+    .bind(ids)
+    .execute(&mut *tx)
+    .await
+    .ctx("forget the erased person's index labels")?;
+    Ok(done.rows_affected())
+}
+
+/// Writes one update's labels, values and nodes (before its record).
+pub(crate) async fn write_index(tx: &mut PgConnection, w: &Writes) -> Result<(), DbError> {
+    let ls: Vec<&[u8]> = w.new_labels.iter().map(|n| &n.subject[..]).collect();
+    let ll: Vec<&[u8]> = w.new_labels.iter().map(|n| &n.label[..]).collect();
+    let lp: Vec<&[u8]> = w.new_labels.iter().map(|n| &n.proof[..]).collect();
+    sqlx::query(
+        "INSERT INTO audit.index_labels (subject, label, proof) \
+         SELECT * FROM unnest($1::bytea[], $2::bytea[], $3::bytea[]) ON CONFLICT DO NOTHING",
+    )
+    .bind(&ls)
+    .bind(&ll)
+    .bind(&lp)
+    .execute(&mut *tx)
+    .await
+    .ctx("store the account index's new labels")?;
+    let el: Vec<&[u8]> = w.entries.iter().map(|(l, _, _)| &l[..]).collect();
+    let ec: Vec<i64> = w.entries.iter().map(|(_, v, _)| i64_of(v.count)).collect();
+    let ea: Vec<&[u8]> = w.entries.iter().map(|(_, v, _)| &v.acc[..]).collect();
+    // The leaves of each entry as text (`{1,2,3}`): PostgreSQL's unnest cannot take an array
+    // of arrays of different lengths.
+    let elv: Vec<String> = w
+        .entries
+        .iter()
+        .map(|(_, _, leaves)| {
+            let parts: Vec<String> = leaves.iter().map(i64::to_string).collect();
+            format!("{{{}}}", parts.join(","))
+        })
+        .collect();
+    sqlx::query(
+        "INSERT INTO audit.index_entries (label, version, count, acc, leaves) \
+         SELECT l, $5, c, a, v::bigint[] \
+         FROM unnest($1::bytea[], $2::int8[], $3::bytea[], $4::text[]) AS t(l, c, a, v)",
+    )
+    .bind(&el)
+    .bind(&ec)
+    .bind(&ea)
+    .bind(&elv)
+    .bind(w.version)
+    .execute(&mut *tx)
+    .await
+    .ctx("store the account index's values")?;
+    let nd: Vec<i16> = w
+        .nodes
+        .iter()
+        .map(|n| i16::try_from(n.0).unwrap_or(0))
+        .collect();
+    let np: Vec<i32> = w.nodes.iter().map(|n| i32::from(n.1)).collect();
+    let nh: Vec<&[u8]> = w.nodes.iter().map(|n| &n.2.hash[..]).collect();
+    let nc: Vec<i64> = w.nodes.iter().map(|n| i64_of(n.2.count)).collect();
+    sqlx::query(
+        "INSERT INTO audit.index_nodes (depth, prefix, version, hash, count) \
+         SELECT d, p, $5, h, c FROM unnest($1::int2[], $2::int4[], $3::bytea[], $4::int8[]) AS t(d, p, h, c)",
+    )
+    .bind(&nd)
+    .bind(&np)
+    .bind(&nh)
+    .bind(&nc)
+    .bind(w.version)
+    .execute(&mut *tx)
+    .await
+    .ctx("store the account index's nodes")?;
+    Ok(())
+}
+
+/// Writes one update's version row (after its record, whose number and leaf it holds).
+pub(crate) async fn write_version(tx: &mut PgConnection, w: &Writes) -> Result<(), DbError> {
+    sqlx::query(
+        "INSERT INTO audit.index_versions (version, seq, root, labels, record_leaf, delta) \
+         VALUES ($1, $2, $3, $4, $5, $6)",
+    )
+    .bind(w.version)
+    .bind(w.seq)
+    .bind(&w.root[..])
+    .bind(w.labels)
+    .bind(w.record_leaf)
+    .bind(&w.delta)
+    .execute(&mut *tx)
+    .await
+    .ctx("store the account index's version")?;
+    Ok(())
+}
+
+/// The leaf index of the last row of link `link_seq`.
+pub(crate) async fn last_leaf_of(tx: &mut PgConnection, link_seq: i64) -> Result<i64, DbError> {
+    sqlx::query_scalar("SELECT tree_size - 1 FROM audit.chain_links WHERE link_seq = $1")
+        .bind(link_seq)
+        .fetch_one(&mut *tx)
+        .await
+        .ctx("read the index record's leaf")
+}
+
+/// The next number in `stream` (the log's own records are numbered from 1).
+pub(crate) async fn next_seq(tx: &mut PgConnection, stream: &str) -> Result<i64, DbError> {
+    sqlx::query_scalar(
+        "SELECT coalesce(max(stream_seq), 0) + 1 FROM audit.events WHERE stream = $1",
+    )
+    .bind(stream)
+    .fetch_one(&mut *tx)
+    .await
+    .ctx("number the index record")
+}
+
+/// The committed tree size (the head's).
+pub(crate) async fn tree_size(tx: &mut PgConnection) -> Result<u64, DbError> {
+    let size: i64 = sqlx::query_scalar("SELECT tree_size FROM audit.chain_head")
+        .fetch_one(&mut *tx)
+        .await
+        .ctx("read the chain head")?;
+    Ok(u64_of(size))
+}
