@@ -66,7 +66,7 @@ pub(crate) enum ProveError {
     Archive(#[from] crate::archive::ArchiveError),
     #[error("the person: {0}")]
     Person(String),
-    #[error("the account index has no update that the checkpoint of size {size} covers yet (is the daemon signing checkpoints with its index on? `witness.account_index`); wait for the next checkpoint round")]
+    #[error("the account index has no update that the checkpoint of size {size} covers yet (is the daemon signing checkpoints, without `--no-account-index`?); wait for the next checkpoint round")]
     NoIndex { size: u64 },
     #[error(transparent)]
     Claim(#[from] crate::index::complete::ClaimError),

@@ -86,8 +86,14 @@ impl Updater {
         }
     }
 
-    /// Updates until the index covers the head or `budget` is spent; each update counted.
-    pub(crate) async fn catch_up(&mut self, budget: Duration) -> Result<Vec<Updated>, IndexError> {
+    /// Updates of at most `rows` rows each until the index covers the head or `budget` is
+    /// spent; each update counted.
+    pub(crate) async fn catch_up(
+        &mut self,
+        budget: Duration,
+        rows: u64,
+    ) -> Result<Vec<Updated>, IndexError> {
+        self.max_rows = rows.max(1);
         let started = Instant::now();
         let mut done = Vec::new();
         loop {
@@ -118,7 +124,8 @@ impl Updater {
         }
     }
 
-    /// Indexes what the log gained since the last update (at most `max_rows` of it); `None`
+    /// Indexes what the log gained since the last update (at most `max_rows` rows of it,
+    /// rounded up to a link's end); `None`
     /// when it gained nothing. A failure forgets the nodes remembered.
     pub(crate) async fn update(&mut self) -> Result<Option<Updated>, IndexError> {
         let result = self.update_once().await;

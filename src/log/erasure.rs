@@ -65,25 +65,25 @@ pub(crate) async fn targets(
         Which::Range { stream, seq } => {
             let sql = format!(
                 "SELECT {cols} FROM audit.events e WHERE e.stream = $1 \
-                 AND e.stream_seq BETWEEN $2 AND $3 AND e.stream <> $4 AND {held} \
+                 AND e.stream_seq BETWEEN $2 AND $3 AND e.stream <> ALL($4) AND {held} \
                  ORDER BY e.batch_id, e.stream, e.stream_seq"
             );
             sqlx::query_as(&sql)
                 .bind(*stream)
                 .bind(seq.0)
                 .bind(seq.1)
-                .bind(erasure::STREAM)
+                .bind(&crate::row::own::KEPT[..])
                 .fetch_all(&mut *tx)
                 .await
         }
         Which::PublishedBefore(t) => {
             let sql = format!(
                 "SELECT {cols} FROM audit.events e WHERE e.published_at < $1 \
-                 AND e.stream <> $2 AND {held} ORDER BY e.batch_id, e.stream, e.stream_seq"
+                 AND e.stream <> ALL($2) AND {held} ORDER BY e.batch_id, e.stream, e.stream_seq"
             );
             sqlx::query_as(&sql)
                 .bind(t)
-                .bind(erasure::STREAM)
+                .bind(&crate::row::own::KEPT[..])
                 .fetch_all(&mut *tx)
                 .await
         }

@@ -7,8 +7,13 @@ use futures::stream::BoxStream;
 use sqlx::PgConnection;
 
 use crate::db::{Ctx, DbError};
+
+mod labels;
 use crate::decode::catalogue::IDENTIFIER_PATHS;
 use crate::tlog::index::{Label, Node, Value};
+pub(crate) use labels::{
+    erasures, forget_labels, labels_by_label, labels_of_subjects, pepper, StoredLabel,
+};
 
 /// One row of a leaf range: its leaf index, its row hash, whether it still holds its personal
 /// data, and the identifiers it holds.
@@ -28,15 +33,6 @@ pub(crate) struct VersionRow {
     pub(crate) root: Vec<u8>,
     pub(crate) labels: i64,
     pub(crate) record_leaf: i64,
-}
-
-/// A label stored for an identifier: its keyed hash (`SHA-256(pepper ‖ identifier)`), the
-/// label and its VRF proof.
-#[derive(Debug, Clone)]
-pub(crate) struct StoredLabel {
-    pub(crate) subject: [u8; 32],
-    pub(crate) label: Label,
-    pub(crate) proof: Vec<u8>,
 }
 
 /// What one update writes.
@@ -59,14 +55,14 @@ pub(crate) struct Writes {
 
 const VERSION_COLS: &str = "version, seq, root, labels, record_leaf";
 
-fn label_of(b: &[u8]) -> Result<Label, DbError> {
+pub(super) fn label_of(b: &[u8]) -> Result<Label, DbError> {
     <Label>::try_from(b).map_err(|_| DbError::Corrupt {
         what: "the account index",
         why: "a label is not 32 bytes",
     })
 }
 
-fn hash_of(b: &[u8]) -> Result<[u8; 32], DbError> {
+pub(super) fn hash_of(b: &[u8]) -> Result<[u8; 32], DbError> {
     <[u8; 32]>::try_from(b).map_err(|_| DbError::Corrupt {
         what: "the account index",
         why: "a hash is not 32 bytes",
@@ -169,22 +165,6 @@ pub(crate) async fn lock(tx: &mut PgConnection) -> Result<(), DbError> {
         .await
         .ctx("lock the account index")?;
     Ok(())
-}
-
-/// The pepper of `audit.erasure_pepper`, which identifiers are hashed with.
-pub(crate) async fn pepper(tx: &mut PgConnection) -> Result<Vec<u8>, DbError> {
-    sqlx::query_scalar("SELECT pepper FROM audit.erasure_pepper")
-        .fetch_one(&mut *tx)
-        .await
-        .ctx("read the database's pepper")
-}
-
-/// How many erasures the log records (the updater forgets its labels when this changes).
-pub(crate) async fn erasures(tx: &mut PgConnection) -> Result<i64, DbError> {
-    sqlx::query_scalar("SELECT count(*) FROM audit.erasures")
-        .fetch_one(&mut *tx)
-        .await
-        .ctx("count the erasures")
 }
 
 /// The newest update, if any.
@@ -369,65 +349,6 @@ pub(crate) async fn leaves_of(
     .await
     .ctx("read a label's leaves")?;
     Ok(rows.into_iter().map(u64_of).collect())
-}
-
-/// The labels stored for these subjects (identifiers' keyed hashes).
-pub(crate) async fn labels_of_subjects(
-    tx: &mut PgConnection,
-    subjects: &[[u8; 32]],
-) -> Result<Vec<StoredLabel>, DbError> {
-    let keys: Vec<&[u8]> = subjects.iter().map(|s| &s[..]).collect();
-    let rows: Vec<(Vec<u8>, Vec<u8>, Vec<u8>)> = sqlx::query_as(
-        "SELECT subject, label, proof FROM audit.index_labels WHERE subject = ANY($1)",
-    )
-    .bind(&keys)
-    .fetch_all(&mut *tx)
-    .await
-    .ctx("read the account index's labels by identifier")?;
-    stored(rows)
-}
-
-/// The labels stored as these (their VRF proofs; an erased person's are not kept).
-pub(crate) async fn labels_by_label(
-    tx: &mut PgConnection,
-    labels: &[Label],
-) -> Result<Vec<StoredLabel>, DbError> {
-    let keys: Vec<&[u8]> = labels.iter().map(|l| &l[..]).collect();
-    let rows: Vec<(Vec<u8>, Vec<u8>, Vec<u8>)> = sqlx::query_as(
-        "SELECT subject, label, proof FROM audit.index_labels WHERE label = ANY($1)",
-    )
-    .bind(&keys)
-    .fetch_all(&mut *tx)
-    .await
-    .ctx("read the account index's label proofs")?;
-    stored(rows)
-}
-
-fn stored(rows: Vec<(Vec<u8>, Vec<u8>, Vec<u8>)>) -> Result<Vec<StoredLabel>, DbError> {
-    rows.into_iter()
-        .map(|(s, l, p)| {
-            Ok(StoredLabel {
-                subject: hash_of(&s)?,
-                label: label_of(&l)?,
-                proof: p,
-            })
-        })
-        .collect()
-}
-
-/// Forgets the labels of these identifiers (an erasure: `SHA-256(pepper ‖ identifier)` each,
-/// computed here with the database's pepper). Returns how many were stored.
-pub(crate) async fn forget_labels(tx: &mut PgConnection, ids: &[String]) -> Result<u64, DbError> {
-    let done = sqlx::query(
-        "DELETE FROM audit.index_labels WHERE subject IN \
-         (SELECT sha256(p.pepper || convert_to(i.id, 'UTF8')) \
-          FROM audit.erasure_pepper p, unnest($1::text[]) AS i(id))",
-    )
-    .bind(ids)
-    .execute(&mut *tx)
-    .await
-    .ctx("forget the erased person's index labels")?;
-    Ok(done.rows_affected())
 }
 
 /// Writes one update's labels, values and nodes (before its record).

@@ -310,12 +310,13 @@ impl Reader {
             "SELECT stream, min(stream_seq) AS first, max(stream_seq) AS last FROM ( \
                SELECT stream, stream_seq, stream_seq - row_number() OVER (PARTITION BY stream ORDER BY stream_seq) AS island \
                FROM (SELECT DISTINCT stream, stream_seq FROM audit.events \
-                     WHERE stream NOT IN ($1, $2, $3)) d) s \
+                     WHERE stream NOT IN ($1, $2, $3, $4)) d) s \
              GROUP BY stream, island ORDER BY stream, first",
         )
         .bind(crate::row::erasure::STREAM)
         .bind(crate::row::restore::STREAM)
         .bind(crate::row::restore::LEAVES)
+        .bind(crate::row::index_record::STREAM)
         .fetch_all(self.db.pool())
         .await
         .ctx("read the sequence ranges of the log")

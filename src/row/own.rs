@@ -7,6 +7,11 @@ use bytes::Bytes;
 use chrono::{DateTime, Utc};
 
 use super::record::{range_in, Record};
+
+/// The streams of the log's own records that no erasure by range or by time empties: the
+/// erasure records and the account index's records (they hold no personal data, and what
+/// they state is evidence).
+pub(crate) const KEPT: [&str; 2] = [super::erasure::STREAM, super::index_record::STREAM];
 use crate::decode::catalogue;
 use crate::decode::verdict::Status;
 

@@ -16,11 +16,11 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::db::{Ctx, Db, DbError};
-use crate::evidence::bundle::{complete, leaf};
 use crate::log::index as store;
 use crate::tlog::index::delta::Delta;
 use crate::tlog::index::memory::Index;
 use crate::tlog::index::{label_proven, Label, Value};
+use event_audit_proof::bundle::{complete, leaf};
 
 /// The most breaks listed (all are counted).
 const MAX_LISTED: usize = 100;

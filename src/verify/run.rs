@@ -177,17 +177,15 @@ pub(crate) async fn run(
             .map_err(|e| failed(sb, e.into()))?;
         chain.add_completeness(c);
     }
-    // Re-verdicts of `reprocess` (their own hashes and run chain), and the runs' ends in chain
-    // order: the leaves of the re-verdict runs' tree.
+    // Re-verdicts (their hashes and run chain), and their runs' ends: the re-verdict tree's leaves.
     let (broken, reverdict_leaves) = super::reverdicts::check_runs(&db)
         .await
         .map_err(|e| failed(sb, e.into()))?;
     if let Some(why) = broken {
         chain.add_break(why);
     }
-    let index = super::index::check(&db)
-        .await
-        .map_err(|e| failed(sb, e.into()))?;
+    let index = super::index::check(&db).await;
+    let index = index.map_err(|e| failed(sb, e.into()))?;
     chain.duration_ms = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
     chain.standby = standby;
     let mut report = VerifyReport {

@@ -17,6 +17,8 @@ mod second;
 mod sign;
 mod start;
 mod submit;
+mod tiles;
+mod update_index;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -36,7 +38,7 @@ use crate::row::reverdict::chain_order;
 use crate::tlog::merkle::Frontier;
 use crate::tlog::note::{self, Checkpoint, PrivateKey, PublicKey, REVERDICTS_SUFFIX};
 use crate::witnessed::metrics::WitnessMetrics;
-use crate::witnessed::tile_writer::{Outcome, TileWriter};
+use crate::witnessed::tile_writer::TileWriter;
 #[allow(unreachable_pub)]
 // public through `test_support` (the lint misses re-exports of re-exports)
 pub use read::{latest_checkpoint, load_key, load_policy, load_public_key, read_witness};
@@ -117,6 +119,8 @@ pub struct Signer {
     last_backlog: std::sync::atomic::AtomicUsize,
     /// The account index, brought up to the head before each round signs.
     index: Option<Mutex<crate::index::update::Updater>>,
+    /// Set for the round at shutdown.
+    stopping: std::sync::atomic::AtomicBool,
 }
 
 impl Signer {
@@ -179,38 +183,8 @@ impl Signer {
             searched: Mutex::new(false),
             cross_checked: Mutex::new(false),
             index: None,
+            stopping: std::sync::atomic::AtomicBool::new(false),
         })
-    }
-
-    /// The signer with the account index: each round first indexes what the log gained, and
-    /// records the index's root as a row of the log, which the checkpoint it signs then covers.
-    pub(crate) fn with_index(mut self, updater: crate::index::update::Updater) -> Signer {
-        self.index = Some(Mutex::new(updater));
-        self
-    }
-
-    /// The account index's updates of this round (at most half an interval of them; the rest
-    /// next round). A failure is logged and counted, and signing goes on without it.
-    async fn update_index(&self) {
-        let Some(index) = &self.index else {
-            return;
-        };
-        let budget = (self.interval / 2).max(std::time::Duration::from_secs(1));
-        match index.lock().await.catch_up(budget).await {
-            Ok(done) => {
-                if let Some(last) = done.last() {
-                    tracing::debug!(
-                        updates = done.len(),
-                        size = last.version,
-                        labels = last.labels,
-                        "account index updated"
-                    );
-                }
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "the account index was not updated (the checkpoint is signed without it; retried next round)")
-            }
-        }
     }
 
     /// The signer with its tiles in `tiles` (a directory or an S3 bucket) rather than the
@@ -276,6 +250,10 @@ impl Signer {
             }
             self.round_logged().await;
         }
+        // The last round at shutdown: the index gets a short budget (it catches up at the next
+        // start), so that the checkpoint is signed within the shutdown's time.
+        self.stopping
+            .store(true, std::sync::atomic::Ordering::Relaxed);
         self.round_logged().await;
     }
 
@@ -385,36 +363,6 @@ impl Signer {
             }
         }
         Ok(out)
-    }
-
-    /// Brings the tile directory to the newest published checkpoint (under the round's lock);
-    /// a failure is logged and counted, and retried next round.
-    async fn write_tiles(&self, tx: &mut sqlx::PgConnection) -> Result<(), CheckpointError> {
-        let Some(tiles) = &self.tiles else {
-            return Ok(());
-        };
-        let Some(note) = CheckpointStore::newest_published(tx).await? else {
-            return Ok(());
-        };
-        let started = std::time::Instant::now();
-        let tapped = self.tapped.lock().await.take();
-        let rows = tapped.as_ref().map(|(from, rows)| (*from, rows.as_slice()));
-        match tiles.lock().await.publish(&self.trees, &note, rows).await {
-            Ok(Outcome::Wrote { from, size }) => {
-                tracing::debug!(
-                    from,
-                    size,
-                    ms = started.elapsed().as_millis() as u64,
-                    "tiles written"
-                )
-            }
-            Ok(Outcome::Current { .. }) => {}
-            Err(e) => {
-                self.metrics.tiles_failures.inc();
-                tracing::warn!(error = %e, "the log's tiles were not written (the served checkpoint stays the previous one); retried next round");
-            }
-        }
-        Ok(())
     }
 
     fn foreign(&self, log: &str, size: i64) {

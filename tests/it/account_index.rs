@@ -4,7 +4,9 @@
 //! (their platform number followed from the import events), which both verifiers accept; a row
 //! left out, a row added, another identifier's VRF proof, a link to an identifier the bundle does
 //! not cover are each rejected by both. A number the log never saw is proven to map to nothing
-//! (with the log's key, which makes its label).
+//! (with the log's key, which makes its label). `verify` rebuilds the index and finds a changed
+//! update; a mirror copies the index's deltas and `tiles fsck` rebuilds every root from them;
+//! an erased person's labels stop linking to their numbers while their rows stay proven complete.
 
 use serde_json::Value;
 
@@ -12,8 +14,9 @@ use crate::support::bundle::expect_text;
 use crate::support::cli::{event_audit, Run};
 use crate::support::sim::Sim;
 use crate::support::witness::{signing, write_keys, Witness};
-use crate::support::{run_until_idle, TestDb, TestStream};
+use crate::support::{run_until_idle, verify, TestDb, TestStream};
 use event_audit::config::SimRates;
+use event_audit::tlog::index::delta::Delta;
 
 /// `prove --account NUMBER --complete` against the checkpoints in `dir`, with `extra`.
 async fn prove_complete(db: &TestDb, number: &str, public: &str, dir: &str, extra: &[&str]) -> Run {
@@ -86,7 +89,9 @@ async fn a_persons_history_is_proven_complete_and_a_row_left_out_or_added_is_rej
     let (private, public, key) = write_keys(tmp.path(), &origin, 12);
     let dir = tmp.path().join("checkpoints");
     let sim = Sim::start(&ts, "ACME", 6, 46, SimRates::default()).await;
-    run_until_idle(signing(&db, &ts, &private, &cps, &dir)).await;
+    let mut s = signing(&db, &ts, &private, &cps, &dir);
+    s.witness.no_account_index = false;
+    run_until_idle(s).await;
     let (p, d) = (
         public.to_str().expect("utf-8"),
         dir.to_str().expect("utf-8"),
@@ -200,4 +205,134 @@ async fn a_persons_history_is_proven_complete_and_a_row_left_out_or_added_is_rej
     let e = empty.json();
     assert_eq!(e["entries"].as_array().map(Vec::len), Some(0), "{e}");
     expect_text(&e.to_string(), &k, &[], &[], 0, "OK");
+}
+
+/// `event-audit erase --account NUMBER` (the person), its messages deleted from `stream`.
+async fn erase(db: &TestDb, number: &str, stream: &str) -> Run {
+    let args = [
+        "erase",
+        "--database-url",
+        &db.url,
+        "--account",
+        number,
+        "--reason",
+        "erasure request 2026-311",
+    ];
+    event_audit(&args, &[("EVENT_AUDIT_STREAM", stream)]).await
+}
+
+async fn stored_labels(db: &TestDb) -> i64 {
+    sqlx::query_scalar("SELECT count(*) FROM audit.index_labels")
+        .fetch_one(&db.pool)
+        .await
+        .expect("count the labels")
+}
+
+#[tokio::test]
+async fn verify_rebuilds_the_index_a_mirror_copies_it_and_an_erased_person_stays_complete() {
+    let db = TestDb::create().await;
+    let ts = TestStream::create("account_index_v").await;
+    let cps = format!("{}_CP", ts.name);
+    let _w = Witness(cps.clone());
+    let tmp = tempfile::tempdir().expect("tmp");
+    let origin = format!("event-audit/{}", db.name);
+    let (private, public, key) = write_keys(tmp.path(), &origin, 13);
+    let (dir, tiles, mdir) = (
+        tmp.path().join("checkpoints"),
+        tmp.path().join("tiles"),
+        tmp.path().join("mirror"),
+    );
+    let sim = Sim::start(&ts, "ACME", 5, 47, SimRates::default()).await;
+    let signed = || {
+        let mut s = signing(&db, &ts, &private, &cps, &dir);
+        s.witness.tiles_dir = Some(tiles.clone());
+        s.witness.no_account_index = false;
+        s
+    };
+    run_until_idle(signed()).await;
+    let (p, d, k_file) = (
+        public.to_str().expect("utf-8"),
+        dir.to_str().expect("utf-8"),
+        private.to_str().expect("utf-8"),
+    );
+
+    // verify rebuilds the index from its updates and the rows.
+    let v = verify(&db.url).await;
+    assert_eq!(v.code, Some(0), "{v:?}");
+    let index = &v.report["index"];
+    assert_eq!(index["ok"], true, "{index}");
+    assert!(index["updates"].as_u64() >= Some(1), "{index}");
+    assert!(index["rows_checked"].as_u64() > Some(0), "{index}");
+    assert!(v.stderr.contains("account index intact"), "{v:?}");
+
+    // A mirror copies the index's deltas with the tiles; fsck rebuilds every root from them.
+    let t = tiles.to_str().expect("utf-8");
+    let m = mdir.to_str().expect("utf-8");
+    let pulled = event_audit(
+        &["mirror", "--log-url", t, "--public-key", p, "--dir", m],
+        &[],
+    )
+    .await;
+    assert_eq!(pulled.code, Some(0), "{pulled:?}");
+    let copy = crate::mirror::log::copy_of(&mdir, &origin);
+    assert!(
+        copy.join("index/latest").is_file(),
+        "the copy has the index"
+    );
+    let c = copy.to_str().expect("utf-8");
+    let fsck = event_audit(&["tiles", "fsck", c, "--public-key", p], &[]).await;
+    assert_eq!(fsck.code, Some(0), "{fsck:?}");
+    assert!(fsck.stdout.contains("account index's"), "{fsck:?}");
+
+    // The person erased by the supplier's number: their labels no longer link to a number,
+    // the index keeps their leaves and still verifies.
+    let ext1 = sim.manifest.accounts[0].clone();
+    let before = stored_labels(&db).await;
+    let erased = erase(&db, &ext1, &ts.name).await;
+    assert_eq!(erased.code, Some(0), "{erased:?}");
+    assert_eq!(
+        stored_labels(&db).await,
+        before - 2,
+        "both numbers' labels forgotten"
+    );
+    run_until_idle(signed()).await;
+    let v = verify(&db.url).await;
+    assert_eq!(v.code, Some(0), "{v:?}");
+    assert_eq!(v.report["index"]["ok"], true, "{v:?}");
+    // Asked by the erased number: its label needs the key now; with it, the erased rows.
+    let none = prove_complete(&db, &ext1, p, d, &[]).await;
+    assert_eq!(none.code, Some(2), "{none:?}");
+    let run = prove_complete(&db, &ext1, p, d, &["--signing-key-file", k_file]).await;
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let b = run.json();
+    let entries = b["entries"].as_array().expect("entries");
+    assert!(!entries.is_empty(), "the erased rows are still proven: {b}");
+    assert!(
+        entries.iter().all(|e| e["opening"].is_null()),
+        "erased: {b}"
+    );
+    assert!(!run.stdout.contains("@"), "no e-mail address in the bundle");
+    expect_text(&b.to_string(), &key.public().encode(), &[], &[], 0, "OK");
+
+    // A pair dropped from the first update's delta: the index it makes is not the recorded one.
+    let mut tx = db.pool.begin().await.expect("begin");
+    sqlx::query("SET LOCAL session_replication_role = replica")
+        .execute(&mut *tx)
+        .await
+        .expect("no triggers");
+    let bytes: Vec<u8> = sqlx::query_scalar("SELECT delta FROM audit.index_versions WHERE seq = 1")
+        .fetch_one(&mut *tx)
+        .await
+        .expect("the first delta");
+    let mut delta = Delta::parse(&bytes).expect("a delta");
+    delta.pairs.pop();
+    sqlx::query("UPDATE audit.index_versions SET delta = $1 WHERE seq = 1")
+        .bind(delta.encode())
+        .execute(&mut *tx)
+        .await
+        .expect("change the delta");
+    tx.commit().await.expect("commit");
+    let v = verify(&db.url).await;
+    assert_eq!(v.code, Some(1), "{v:?}");
+    assert!(v.stderr.contains("account index BROKEN"), "{v:?}");
 }

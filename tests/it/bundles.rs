@@ -172,7 +172,7 @@ fn both_verifiers_accept_a_genuine_bundle_and_reject_each_tampering() {
     let twice = text.replacen('{', &format!("{{\"format\":{},", good["format"]), 1);
     cases.expect_text(&twice, &k, &[], &[], 2, "not JSON");
     let mut b = good.clone();
-    b["format"] = "event-audit-bundle/4".into();
+    b["format"] = "event-audit-bundle/9".into();
     cases.expect(&b, &k, &[], &[], 2, "format");
 
     // Format 1 is still read, with the same checks (its columns also held stream and seq, and

@@ -74,6 +74,8 @@ async fn a_first_pull_then_only_the_new_tiles_then_nothing_over_http() {
     let asked: BTreeSet<String> = served.take().into_iter().collect();
     let mut want: BTreeSet<String> = tiles_between(300, 700).map(|t| t.path()).collect();
     want.insert("checkpoint".into());
+    // And how many account index deltas the log publishes (none here).
+    want.insert("index/latest".into());
     assert_eq!(
         asked, want,
         "an incremental pull fetches the new tiles only"
@@ -91,7 +93,10 @@ async fn a_first_pull_then_only_the_new_tiles_then_nothing_over_http() {
             .contains("up to date at tree size 700 (0 leaves added)"),
         "{out:?}"
     );
-    assert_eq!(served.take(), vec!["checkpoint".to_owned()]);
+    assert_eq!(
+        served.take(),
+        vec!["checkpoint".to_owned(), "index/latest".to_owned()]
+    );
 }
 
 #[tokio::test]

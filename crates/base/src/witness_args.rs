@@ -7,6 +7,7 @@ options_group! {
         "witness.signing_key_file",
         "witness.ml_dsa_signing_key_file",
         "witness.checkpoint_interval",
+        "witness.no_account_index",
         "witness.signer_state",
         "witness.checkpoint_replicas",
         "witness.tiles_dir",

@@ -184,3 +184,65 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn exactly_the_indexed_leaves_are_complete() {
+    let hashes: Vec<Hash> = (0..6u8).map(|i| [i; 32]).collect();
+    let leaves: Vec<(u64, Hash)> = [2u64, 5, 9]
+        .iter()
+        .map(|i| (*i, hashes[*i as usize % 6]))
+        .collect();
+    let mut idx = Index::new();
+    let l = label(1);
+    idx.update([
+        (l, Value::of(leaves.iter().map(|(i, h)| (*i, h)))),
+        (label(2), value(1)),
+    ]);
+    let (root, p) = (idx.root(), idx.prove(&l));
+    assert_eq!(check_complete(&root, &l, &p, &leaves, 10), Ok(()));
+    // One left out, one added, one replaced, out of order, beyond the index's size.
+    assert_eq!(
+        check_complete(&root, &l, &p, &leaves[..2], 10),
+        Err(CompleteError::Count {
+            indexed: 3,
+            listed: 2
+        })
+    );
+    let mut more = leaves.clone();
+    more.push((9, [9; 32]));
+    assert!(matches!(
+        check_complete(&root, &l, &p, &more, 10),
+        Err(CompleteError::Order(9))
+    ));
+    more.pop();
+    more.push((11, [9; 32]));
+    assert_eq!(
+        check_complete(&root, &l, &p, &more, 20),
+        Err(CompleteError::Count {
+            indexed: 3,
+            listed: 4
+        })
+    );
+    let mut other = leaves.clone();
+    other[1].1 = [7; 32];
+    assert_eq!(
+        check_complete(&root, &l, &p, &other, 10),
+        Err(CompleteError::Fold)
+    );
+    other[1] = (6, leaves[1].1);
+    assert_eq!(
+        check_complete(&root, &l, &p, &other, 10),
+        Err(CompleteError::Fold)
+    );
+    assert_eq!(
+        check_complete(&root, &l, &p, &leaves, 9),
+        Err(CompleteError::Beyond { leaf: 9, size: 9 })
+    );
+    // A label the index does not hold: complete with no leaf, and with any leaf not.
+    let stranger = label(3);
+    let q = idx.prove(&stranger);
+    assert_eq!(check_complete(&root, &stranger, &q, &[], 10), Ok(()));
+    assert!(check_complete(&root, &stranger, &q, &leaves[..1], 10).is_err());
+    // Another label's proof shown for this one.
+    assert!(check_complete(&root, &stranger, &p, &leaves, 10).is_err());
+}

@@ -81,7 +81,7 @@ pub(crate) fn from_checked(
     else {
         return Ok(None);
     };
-    let updater = w.account_index.then(|| {
+    let updater = (!w.no_account_index).then(|| {
         let labeler = crate::index::label::Labeler::new(crate::tlog::index::vrf_key(&key));
         crate::index::update::Updater::new(
             db.clone(),

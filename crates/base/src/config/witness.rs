@@ -47,12 +47,13 @@ section! {
         /// signature beside the Ed25519 one, which readers that know only Ed25519 ignore.
         #[flag("ml-dsa-signing-key-file")]
         pub ml_dsa_signing_key_file: Option<PathBuf> = None,
-        /// Keep the account index (`event-audit-account-index/1`): at each checkpoint round the
-        /// rows the log gained are indexed by the identifiers the catalogue marks in them, and the
-        /// index's root is recorded as a row of the log before the checkpoint is signed, so that
-        /// `prove --account A --complete` proves an account's history complete. Off: no index,
-        /// and no completeness proof.
-        pub account_index: bool = true,
+        /// Keep no account index. By default the signer keeps one (`event-audit-account-index/1`):
+        /// at each checkpoint round the rows the log gained are indexed by the identifiers the
+        /// catalogue marks in them, and the index's root is recorded as a row of the log before
+        /// the checkpoint is signed, so that `prove --account A --complete` proves an account's
+        /// history complete. With this set: no index, and no completeness proof.
+        #[flag("no-account-index")]
+        pub no_account_index: bool = false,
         /// How often a checkpoint is signed (only when the log grew), and once at shutdown.
         #[flag("checkpoint-interval", was = "EVENT_AUDIT_CHECKPOINT_INTERVAL")]
         pub checkpoint_interval: Dur = defaults::CHECKPOINT_INTERVAL,
