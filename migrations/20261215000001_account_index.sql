@@ -58,6 +58,8 @@ GRANT SELECT, INSERT ON audit.index_versions, audit.index_entries, audit.index_n
 GRANT SELECT ON audit.index_versions, audit.index_entries, audit.index_nodes,
     audit.index_labels TO event_audit_auditor, event_audit_eraser;
 GRANT DELETE ON audit.index_labels TO event_audit_eraser;
+-- `prove --complete` finds a label by the identifier's keyed hash, as the auditor too.
+GRANT SELECT ON audit.erasure_pepper TO event_audit_auditor;
 
 CREATE TRIGGER index_versions_no_change BEFORE UPDATE OR DELETE ON audit.index_versions
     FOR EACH ROW EXECUTE FUNCTION audit.refuse_change();

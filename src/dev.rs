@@ -4,6 +4,7 @@
 //! and the tests imports it.
 
 pub(crate) mod bench;
+pub(crate) mod bench_index;
 pub(crate) mod demo;
 pub(crate) mod publish;
 pub mod sample;

@@ -1151,6 +1151,10 @@ def main():
     print(json.dumps(proven, ensure_ascii=False, separators=(",", ":")))
     print(f"OK: {n} entr{'y' if n == 1 else 'ies'} proven against {origin} at tree size {size}"
           + (f", cosigned by {', '.join(by)}" if by is not None else ""), file=sys.stderr)
+    if complete is not None:
+        print(f"complete: every row about its {complete['identifiers']} identifier(s) among the log's "
+              f"first {complete['through']} leaves is here (account index update {complete['update']}, "
+              f"recorded at leaf {complete['record_leaf']})", file=sys.stderr)
     return 0
 
 def tlog_proof_main(text, key, a, policy):

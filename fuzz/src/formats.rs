@@ -183,3 +183,46 @@ pub fn witness_request(data: &[u8]) -> bool {
     }
     true
 }
+
+/// `index_delta`: an account index update's delta (`tlog::index::delta`), as a mirror fetches
+/// it from a log's tiles: refused or read, and what is read is the one spelling of its bytes.
+pub fn index_delta(data: &[u8]) -> bool {
+    use event_audit::tlog::index::delta::Delta;
+    match Delta::parse(data) {
+        Ok(d) => {
+            assert_eq!(d.encode(), data, "a delta read back as other bytes");
+            assert!(
+                d.pairs.windows(2).all(|w| w[0] < w[1]),
+                "pairs out of order"
+            );
+            true
+        }
+        Err(e) => {
+            assert!(!e.to_string().is_empty());
+            false
+        }
+    }
+}
+
+/// `vrf_proof`: an account index label's VRF proof (RFC 9381 ECVRF-EDWARDS25519-SHA512-TAI) as a
+/// bundle carries it, verified under the fixtures' index key for identifier `A-1`: refused, or
+/// the label its output makes is the one the key's own proof makes.
+pub fn vrf_proof(data: &[u8]) -> bool {
+    use event_audit::tlog::index::{alpha, label_of, vrf_key};
+    use event_audit::tlog::vrf;
+    let key = vrf_key(log_key());
+    match vrf::verify(&key.public(), &alpha("A-1"), data) {
+        Ok(beta) => {
+            assert_eq!(
+                label_of(&beta),
+                label_of(&key.output(&alpha("A-1"))),
+                "another output"
+            );
+            true
+        }
+        Err(e) => {
+            assert!(!e.to_string().is_empty());
+            false
+        }
+    }
+}

@@ -29,7 +29,7 @@ mod formats;
 pub use archive::archive_line;
 pub use evidence::{bundle, copy_rows, decode, leaf_data};
 pub use files::{auditor_state, settings, signer_state};
-pub use formats::{cosign, note, tile_data, tile_path, witness_request};
+pub use formats::{cosign, index_delta, note, tile_data, tile_path, vrf_proof, witness_request};
 
 /// A target's check: panics when the parser breaks its contract; whether it accepted the input.
 pub type Check = fn(&[u8]) -> bool;
@@ -49,6 +49,8 @@ pub const TARGETS: &[(&str, Check)] = &[
     ("auditor_state", auditor_state),
     ("signer_state", signer_state),
     ("archive_line", archive_line),
+    ("index_delta", index_delta),
+    ("vrf_proof", vrf_proof),
 ];
 
 /// The log of the fixtures: its origin is its key's name.

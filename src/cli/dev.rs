@@ -100,6 +100,7 @@ options_group! {
         "publish.rate",
         "publish.seed",
         "publish.window",
+        "publish.accounts",
     ];
 }
 
@@ -135,6 +136,27 @@ pub(crate) enum BenchWhat {
         nats_url: String,
         #[arg(long)]
         stream: String,
+    },
+    /// A completeness proof on a large account index: written into a new database, the proof
+    /// of one account read back, measured and checked (`dev::bench_index`).
+    IndexProof {
+        #[arg(long)]
+        database_url: String,
+        /// Accounts in the index.
+        #[arg(long, default_value_t = 1_000_000)]
+        labels: u64,
+        /// Events of the account proven.
+        #[arg(long, default_value_t = 50)]
+        events: u64,
+    },
+    /// The account index of a log brought up to its head as fast as it goes (no ingest beside
+    /// it): rows indexed a second.
+    IndexCatchUp {
+        #[arg(long)]
+        database_url: String,
+        /// The log's signing key (its index key is derived from it).
+        #[arg(long)]
+        signing_key_file: std::path::PathBuf,
     },
     /// COPY the rows of the same mix into audit.events (the database ceiling).
     Copy {
@@ -199,6 +221,22 @@ pub(crate) fn bench(what: BenchWhat) -> anyhow::Result<ExitCode> {
             } => (
                 "ack-only",
                 bench::ack_only(&nats_url, &stream, &consumer, batch_size).await?,
+            ),
+            BenchWhat::IndexProof {
+                database_url,
+                labels,
+                events,
+            } => {
+                let (n, secs) =
+                    crate::dev::bench_index::index_proof(&database_url, labels, events).await?;
+                ("index-built", (n, secs))
+            }
+            BenchWhat::IndexCatchUp {
+                database_url,
+                signing_key_file,
+            } => (
+                "index-caught-up",
+                crate::dev::bench_index::catch_up(&database_url, &signing_key_file).await?,
             ),
             BenchWhat::DeleteStream { nats_url, stream } => {
                 bench::delete_stream(&nats_url, &stream).await?;

@@ -40,6 +40,7 @@ pub(crate) async fn run_to(
     // Without a seed, a random one: re-runs never reuse envelope ids (each would be a
     // `conflict` finding in the audit log).
     let seed = p.seed.unwrap_or_else(rand::random);
+    crate::dev::sample::draw_accounts_from(p.accounts);
     let started = Instant::now();
     let mut window = Window::new(&bus, p.window);
     let mut sent = 0;

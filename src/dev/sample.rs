@@ -108,18 +108,35 @@ pub(crate) fn uuid(rng: &mut impl Rng) -> String {
     )
 }
 
+/// How many accounts the mix's account numbers are drawn from (0: a new one each time), for the
+/// process (`publish --accounts`).
+static ACCOUNTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Draws account numbers from `n` accounts from now on (0: a new one each time).
+pub(crate) fn draw_accounts_from(n: u64) {
+    ACCOUNTS.store(n, std::sync::atomic::Ordering::Relaxed);
+}
+
 fn string_for(name: &str, rng: &mut impl Rng) -> String {
     match name {
-        "account_number" => return format!("A-{}", hex(rng, 8)),
+        "account_number" => {
+            return match ACCOUNTS.load(std::sync::atomic::Ordering::Relaxed) {
+                0 => format!("A-{}", hex(rng, 8)),
+                n => format!("A-{:08x}", rng.gen_range(0..n)),
+            }
+        }
         "mprn" => return rng.gen_range(1_000_000_000_u64..10_000_000_000).to_string(),
         "postcode" => return pick(rng, &["SW1A 1AA", "M1 1AE", "EH1 2NG", "BS1 4DJ"]).into(),
         "market_name" => return pick(rng, &["ELECTRICITY", "GAS"]).into(),
         "fuel" | "utility" | "industry" => return pick(rng, &["electricity", "gas"]).into(),
         "channel" => return pick(rng, &["EMAIL", "SMS", "LIVE_CHAT", "PHONE"]).into(),
         "market_identifier" | "external_identifier" => {
-            return rng
-                .gen_range(1_000_000_000_000_u64..10_000_000_000_000)
-                .to_string()
+            // An account's external number is the same in each of its events.
+            return match ACCOUNTS.load(std::sync::atomic::Ordering::Relaxed) {
+                0 => rng.gen_range(1_000_000_000_000_u64..10_000_000_000_000),
+                n => 1_000_000_000_000 + rng.gen_range(0..n),
+            }
+            .to_string();
         }
         _ => {}
     }

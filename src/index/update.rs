@@ -36,7 +36,7 @@ use crate::tlog::merkle::Hash;
 pub(crate) const MAX_ROWS: u64 = 100_000;
 
 /// What one update did.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Updated {
     /// The log's leaves `[0, version)` are indexed.
     pub(crate) version: u64,
@@ -49,6 +49,56 @@ pub(crate) struct Updated {
     pub(crate) touched: usize,
     pub(crate) labels: u64,
     pub(crate) root: Hash,
+    /// Where its time went, in seconds: reading the rows, making labels (and their VRF
+    /// proofs), the values and nodes, writing.
+    pub(crate) phases: [f64; 4],
+}
+
+/// Each row's leaf under each of its identifiers' labels: the pairs in leaf order (the delta's),
+/// and each label's new leaves with their row hashes.
+#[allow(clippy::type_complexity)]
+fn group(
+    rows: &[crate::log::index::IndexedRow],
+    labels_of: &std::collections::HashMap<String, Label>,
+) -> (Vec<(u64, Label)>, BTreeMap<Label, Vec<(u64, Hash)>>) {
+    let mut pairs: Vec<(u64, Label)> = Vec::new();
+    let mut added: BTreeMap<Label, Vec<(u64, Hash)>> = BTreeMap::new();
+    for r in rows {
+        let mine: BTreeSet<Label> = r
+            .identifiers
+            .iter()
+            .filter_map(|id| labels_of.get(id).copied())
+            .collect();
+        for label in mine {
+            pairs.push((r.leaf_index, label));
+            added
+                .entry(label)
+                .or_default()
+                .push((r.leaf_index, r.row_hash));
+        }
+    }
+    (pairs, added)
+}
+
+/// An update's time by phase.
+struct Phases {
+    at: Instant,
+    spent: [f64; 4],
+}
+
+impl Phases {
+    fn start() -> Phases {
+        Phases {
+            at: Instant::now(),
+            spent: [0.0; 4],
+        }
+    }
+
+    /// The time since the last lap goes to phase `i`.
+    fn lap(&mut self, i: usize) {
+        self.spent[i] += self.at.elapsed().as_secs_f64();
+        self.at = Instant::now();
+    }
 }
 
 /// The stored nodes at depths 8 and 16 as of one version.
@@ -154,29 +204,17 @@ impl Updater {
             return Ok(None);
         }
         let to = store::end_after(ap.tx(), from, self.max_rows, head).await?;
+        let mut clock = Phases::start();
         let rows = store::rows_between(ap.tx(), from, to).await?;
+        clock.lap(0);
         let ids: BTreeSet<&str> = rows
             .iter()
             .flat_map(|r| r.identifiers.iter().map(String::as_str))
             .collect();
         let (labels_of, new_labels) = self.labeler.labels(ap.tx(), &ids).await?;
         self.metrics.new_labels.inc_by(new_labels.len() as u64);
-        let mut pairs: Vec<(u64, Label)> = Vec::new();
-        let mut added: BTreeMap<Label, Vec<(u64, Hash)>> = BTreeMap::new();
-        for r in &rows {
-            let mine: BTreeSet<Label> = r
-                .identifiers
-                .iter()
-                .filter_map(|id| labels_of.get(id).copied())
-                .collect();
-            for label in mine {
-                pairs.push((r.leaf_index, label));
-                added
-                    .entry(label)
-                    .or_default()
-                    .push((r.leaf_index, r.row_hash));
-            }
-        }
+        clock.lap(1);
+        let (pairs, added) = group(&rows, &labels_of);
         let version = i64::try_from(to).unwrap_or(i64::MAX);
         let ranges: Vec<(Label, Label)> = added.keys().map(|l| (*l, *l)).collect();
         let before: BTreeMap<Label, Value> = store::values_in(ap.tx(), &ranges, i64::MAX)
@@ -210,6 +248,7 @@ impl Updater {
             .nodes_above(ap.tx(), newest_version, &changed, &mut w.nodes)
             .await?;
         w.root = root.hash;
+        clock.lap(2);
         // The index's rows first; then the record, which holds the chain head to the commit.
         store::write_index(ap.tx(), &w).await?;
         let seq = store::next_seq(ap.tx(), STREAM).await?;
@@ -236,6 +275,7 @@ impl Updater {
         .encode();
         store::write_version(ap.tx(), &w).await?;
         ap.commit("commit the account index update").await?;
+        clock.lap(3);
         // The nodes remembered were brought to this version by `nodes_above`.
         if let Some(c) = &mut self.current {
             c.version = version;
@@ -248,6 +288,7 @@ impl Updater {
             touched: changed.len(),
             labels,
             root: root.hash,
+            phases: clock.spent,
         }))
     }
 

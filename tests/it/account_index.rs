@@ -128,7 +128,8 @@ async fn a_persons_history_is_proven_complete_and_a_row_left_out_or_added_is_rej
         "the bundle holds every row naming the person"
     );
     let text = bundle.to_string();
-    expect_text(&text, &k, &["--origin", &origin], &[], 0, "OK");
+    let said = format!("complete: every row about its {} identifier(s)", ids.len());
+    expect_text(&text, &k, &["--origin", &origin], &[], 0, &said);
 
     let rejected = |b: &Value, what: &str| {
         expect_text(&b.to_string(), &k, &[], &[], 1, what);

@@ -297,7 +297,7 @@ fn realistic_mix_keeps_the_invariants() {
 }
 
 /// The typed events as a Rust consumer of the library reads them (the example in
-/// ARCHITECTURE.md, "The typed events").
+/// docs/decoding.md, "The typed events").
 #[test]
 fn a_consumer_reads_a_typed_event() {
     use event_audit::decode::catalogue::Event;

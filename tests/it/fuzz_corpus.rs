@@ -7,6 +7,8 @@
 //! writes them into `fuzz/seeds/`; docs/fuzzing.md). The corpora of long runs live outside git
 //! (`fuzz/corpus.sh`); `EVENT_AUDIT_FUZZ_CORPUS=DIR` replays `DIR/<target>/` too.
 
+#[path = "fuzz_corpus/index_seeds.rs"]
+mod index_seeds;
 #[path = "fuzz_corpus/seeds.rs"]
 mod seeds;
 // The fuzz crate's library, whose items are public for its targets.

@@ -39,10 +39,15 @@ impl Signer {
         match index.lock().await.catch_up(budget, rows).await {
             Ok(done) => {
                 if let Some(last) = done.last() {
+                    let phases = |i: usize| done.iter().map(|u| u.phases[i]).sum::<f64>();
                     tracing::debug!(
                         updates = done.len(),
                         size = last.version,
                         labels = last.labels,
+                        read_secs = phases(0),
+                        label_secs = phases(1),
+                        tree_secs = phases(2),
+                        write_secs = phases(3),
                         "account index updated"
                     );
                 }

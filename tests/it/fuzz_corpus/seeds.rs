@@ -32,7 +32,13 @@ pub(super) struct Seed {
     pub kept: bool,
 }
 
-fn add(out: &mut Vec<Seed>, target: &'static str, name: &str, bytes: impl Into<Vec<u8>>, ok: bool) {
+pub(super) fn add(
+    out: &mut Vec<Seed>,
+    target: &'static str,
+    name: &str,
+    bytes: impl Into<Vec<u8>>,
+    ok: bool,
+) {
     out.push(Seed {
         target,
         name: name.to_owned(),
@@ -68,6 +74,7 @@ pub(super) fn all() -> Vec<Seed> {
     evidence(&mut out);
     files(&mut out);
     archive(&mut out);
+    super::index_seeds::index(&mut out);
     out
 }
 

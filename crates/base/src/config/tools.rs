@@ -31,6 +31,10 @@ section! {
         /// JetStream publishes awaiting their ack at once.
         #[flag("window")]
         pub window: usize = defaults::PUBLISH_WINDOW,
+        /// Draw each message's account numbers from this many accounts (a migration's shape:
+        /// each account's events spread over the load); 0 = a new number every time.
+        #[flag("accounts")]
+        pub accounts: u64 = 0,
     }
 }
 

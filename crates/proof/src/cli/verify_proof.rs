@@ -161,6 +161,12 @@ pub fn run(args: VerifyProofArgs) -> anyhow::Result<ExitCode> {
                     .map(|w| format!(", cosigned by {}", w.join(", ")))
                     .unwrap_or_default()
             );
+            if let Some(c) = &p.complete {
+                eprintln!(
+                    "complete: every row about its {} identifier(s) among the log's first {} leaves is here (account index update {}, recorded at leaf {})",
+                    c.identifiers, c.through, c.update, c.record_leaf
+                );
+            }
             if let Some(t) = &tiles {
                 eprintln!(
                     "inclusion read from the tiles at {} (tree size {}), not from the bundle's proof hashes",
