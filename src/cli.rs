@@ -25,6 +25,7 @@ mod options_doc;
 mod output;
 mod prove;
 mod prove_complete;
+mod prove_consistency;
 mod prove_tlog_proof;
 mod reconcile;
 mod recover;

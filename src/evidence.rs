@@ -5,5 +5,6 @@
 
 pub use event_audit_proof::bundle;
 pub(crate) mod complete;
+pub(crate) mod index_consistency;
 pub(crate) mod prove;
 pub(crate) mod tlog_proof;

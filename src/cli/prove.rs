@@ -28,7 +28,7 @@ pub(crate) struct ProveArgs {
     #[arg(long, requires = "stream")]
     pub(crate) seq: Option<i64>,
     /// Prove every event of this account (optionally within --since/--until, by event time).
-    #[arg(long, required_unless_present = "stream")]
+    #[arg(long, required_unless_present_any = ["stream", "index_consistency"])]
     pub(crate) account: Option<String>,
     /// Prove the account's history complete: every row about the person (every identifier the
     /// log links to the number: the platform's and the supplier's account numbers), with the
@@ -39,6 +39,14 @@ pub(crate) struct ProveArgs {
     /// suppliers use it.
     #[arg(long, requires = "complete")]
     pub(crate) supplier: Option<String>,
+    /// Prove that the account index of update N only grew into that of a later one
+    /// (`--index-to`; by default the newest the checkpoint covers): an
+    /// `event-audit-index-consistency/1`, checked by `verify-proof`.
+    #[arg(long, value_name = "N", conflicts_with_all = ["stream", "account"])]
+    pub(crate) index_consistency: Option<i64>,
+    /// With --index-consistency: the later update.
+    #[arg(long, value_name = "M", requires = "index_consistency")]
+    pub(crate) index_to: Option<i64>,
     /// Events at or after this time (RFC 3339).
     #[arg(long, requires = "account")]
     pub(crate) since: Option<chrono::DateTime<chrono::Utc>>,
@@ -125,6 +133,12 @@ pub(super) fn run(args: ProveArgs) -> anyhow::Result<ExitCode> {
             ),
             other => other?,
         };
+        if let Some(from) = args.index_consistency {
+            let at = (&cp, note.as_str());
+            let to = (args.index_to, args.output.as_deref());
+            return super::prove_consistency::run(&store, from, to, at, (key.as_ref(), policy))
+                .await;
+        }
         let (since, until) = (
             args.since.map(|t| t.to_rfc3339()).unwrap_or_default(),
             args.until.map(|t| t.to_rfc3339()).unwrap_or_default(),

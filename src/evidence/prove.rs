@@ -70,6 +70,8 @@ pub(crate) enum ProveError {
     NoIndex { size: u64 },
     #[error(transparent)]
     Claim(#[from] crate::index::complete::ClaimError),
+    #[error("no account index consistency proof: {0}")]
+    Consistency(String),
     #[error(transparent)]
     Db(#[from] DbError),
 }

@@ -3,14 +3,17 @@
 //! found by their identifiers' keyed hashes, and the reads a proof and `verify` make (a label's
 //! leaves, the stored nodes and labels at a version, the updates' deltas in order).
 
-use futures::stream::BoxStream;
 use sqlx::PgConnection;
 
 use crate::db::{Ctx, DbError};
 
+mod history;
 mod labels;
 use crate::decode::catalogue::IDENTIFIER_PATHS;
 use crate::tlog::index::{Label, Node, Value};
+pub(crate) use history::{
+    changes_between, delta_of, deltas, latest_values, version_by_seq, versions,
+};
 pub(crate) use labels::{
     erasures, forget_labels, labels_by_label, labels_of_subjects, pepper, StoredLabel,
 };
@@ -53,7 +56,7 @@ pub(crate) struct Writes {
     pub(crate) nodes: Vec<(usize, u16, Node)>,
 }
 
-const VERSION_COLS: &str = "version, seq, root, labels, record_leaf";
+pub(super) const VERSION_COLS: &str = "version, seq, root, labels, record_leaf";
 
 pub(super) fn label_of(b: &[u8]) -> Result<Label, DbError> {
     <Label>::try_from(b).map_err(|_| DbError::Corrupt {
@@ -69,7 +72,7 @@ pub(super) fn hash_of(b: &[u8]) -> Result<[u8; 32], DbError> {
     })
 }
 
-fn u64_of(v: i64) -> u64 {
+pub(super) fn u64_of(v: i64) -> u64 {
     u64::try_from(v).unwrap_or(0)
 }
 
@@ -206,63 +209,6 @@ pub(crate) async fn newest_within(
     .fetch_optional(&mut *tx)
     .await
     .ctx("read the account index's version within a checkpoint")
-}
-
-/// Every update, oldest first (their deltas not read).
-pub(crate) async fn versions(tx: &mut PgConnection) -> Result<Vec<VersionRow>, DbError> {
-    sqlx::query_as(&format!(
-        "SELECT {VERSION_COLS} FROM audit.index_versions ORDER BY version"
-    ))
-    .fetch_all(&mut *tx)
-    .await
-    .ctx("read the account index's versions")
-}
-
-/// The update numbered `seq`, with its delta.
-pub(crate) async fn delta_of(
-    tx: &mut PgConnection,
-    seq: i64,
-) -> Result<Option<(VersionRow, Vec<u8>)>, DbError> {
-    type Row = (i64, i64, Vec<u8>, i64, i64, Vec<u8>);
-    let row: Option<Row> = sqlx::query_as(&format!(
-        "SELECT {VERSION_COLS}, delta FROM audit.index_versions WHERE seq = $1"
-    ))
-    .bind(seq)
-    .fetch_optional(&mut *tx)
-    .await
-    .ctx("read an account index update")?;
-    Ok(row.map(|(version, seq, root, labels, record_leaf, delta)| {
-        (
-            VersionRow {
-                version,
-                seq,
-                root,
-                labels,
-                record_leaf,
-            },
-            delta,
-        )
-    }))
-}
-
-/// Every update's delta, oldest first, streamed (`verify` rebuilds the index from them).
-pub(crate) fn deltas(pool: &sqlx::PgPool) -> BoxStream<'_, Result<(i64, Vec<u8>), sqlx::Error>> {
-    sqlx::query_as("SELECT seq, delta FROM audit.index_versions ORDER BY version").fetch(pool)
-}
-
-/// A label's stored value: label, count, fold.
-pub(crate) type StoredValue = (Vec<u8>, i64, Vec<u8>);
-
-/// Every label's newest value, by label, streamed (`verify` holds them against the rebuilt
-/// index).
-pub(crate) fn latest_values(
-    pool: &sqlx::PgPool,
-) -> BoxStream<'_, Result<StoredValue, sqlx::Error>> {
-    sqlx::query_as(
-        "SELECT DISTINCT ON (label) label, count, acc FROM audit.index_entries \
-         ORDER BY label, version DESC",
-    )
-    .fetch(pool)
 }
 
 /// A read-only transaction over one snapshot (repeatable read): what a completeness proof

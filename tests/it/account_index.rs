@@ -16,6 +16,7 @@ use crate::support::sim::Sim;
 use crate::support::witness::{signing, write_keys, Witness};
 use crate::support::{run_until_idle, verify, TestDb, TestStream};
 use event_audit::config::SimRates;
+use event_audit::test_support::dev::sample::native;
 use event_audit::tlog::index::delta::Delta;
 
 /// `prove --account NUMBER --complete` against the checkpoints in `dir`, with `extra`.
@@ -296,6 +297,17 @@ async fn verify_rebuilds_the_index_a_mirror_copies_it_and_an_erased_person_stays
         before - 2,
         "both numbers' labels forgotten"
     );
+    // More rows: another event of person 2 (a label gaining a leaf) and strangers (new labels).
+    let plat2 = platform_of(&db, &sim.manifest.accounts[1]).await;
+    let payload = serde_json::json!({ "account_number": plat2 });
+    let msg = native(
+        "account.occupied-v1",
+        "later-1",
+        "2026-12-01T00:00:00Z",
+        &payload,
+    );
+    ts.publish(&ts.subject("load"), &[], &msg).await;
+    ts.publish_load(30, 48).await;
     run_until_idle(signed()).await;
     let v = verify(&db.url).await;
     assert_eq!(v.code, Some(0), "{v:?}");
@@ -314,6 +326,56 @@ async fn verify_rebuilds_the_index_a_mirror_copies_it_and_an_erased_person_stays
     );
     assert!(!run.stdout.contains("@"), "no e-mail address in the bundle");
     expect_text(&b.to_string(), &key.public().encode(), &[], &[], 0, "OK");
+
+    // The index only grew from its first update to its newest: proven, and refused changed.
+    let grown = event_audit(
+        &[
+            "prove",
+            "--database-url",
+            &db.url,
+            "--index-consistency",
+            "1",
+            "--public-key",
+            p,
+            "--checkpoint-dir",
+            d,
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(grown.code, Some(0), "{grown:?}");
+    let proof = grown.json();
+    assert!(
+        proof["changes"].as_array().map_or(0, Vec::len) >= 2,
+        "{proof}"
+    );
+    let consistent = |text: &str, code: i32, what: &str| {
+        let f = tmp.path().join("consistency.json");
+        std::fs::write(&f, text).expect("write the proof");
+        let out = std::process::Command::new(crate::support::BIN)
+            .args([
+                "verify-proof",
+                f.to_str().expect("utf-8"),
+                "--public-key",
+                p,
+            ])
+            .output()
+            .expect("run verify-proof");
+        let said = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(code), "{said}");
+        assert!(said.contains(what), "{said}");
+    };
+    consistent(&proof.to_string(), 0, "only grew into");
+    let mut fewer = proof.clone();
+    fewer["changes"].as_array_mut().expect("changes").remove(0);
+    consistent(
+        &fewer.to_string(),
+        1,
+        "another root than the second update's",
+    );
+    let mut other = proof.clone();
+    other["changes"][0]["added"][0][1] = "00".repeat(32).into();
+    consistent(&other.to_string(), 1, "REJECTED: index consistency");
 
     // A pair dropped from the first update's delta: the index it makes is not the recorded one.
     let mut tx = db.pool.begin().await.expect("begin");

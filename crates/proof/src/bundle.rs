@@ -9,6 +9,7 @@
 //! fetched by the caller). Each failure names what failed. Pure: no I/O.
 
 pub mod complete;
+pub mod consistency;
 pub mod fields;
 pub mod json;
 pub mod leaf;
@@ -84,6 +85,8 @@ pub enum BundleError {
     TilesRoot { size: u64 },
     #[error("completeness: {0}")]
     Complete(complete::CompleteFault),
+    #[error("index consistency: {0}")]
+    Consistency(String),
     #[error("entry {index} (stream {stream} seq {seq}): {fault}")]
     Entry {
         index: usize,

@@ -16,6 +16,7 @@
 //! sharing the path's bits, or an empty subtree) and the siblings from the root down to it;
 //! [`verify`] folds them back to the root.
 
+pub mod consistency;
 pub mod delta;
 pub mod memory;
 pub mod path;

@@ -3,7 +3,7 @@
 //! is, whose raw message is the record's JSON: the index's root, the log size it covers, the
 //! index key), and for each identifier of the person its VRF proof under that key, the leaves
 //! the index holds for its label and the index proof of that label's value. Read strictly
-//! ([`read`]) and checked ([`check`]): every label proven from its identifier, every claim
+//! (`read`) and checked ([`check`]): every label proven from its identifier, every claim
 //! against the record's root, the bundle's rows exactly the union of the claimed leaves (a row
 //! left out or one added is rejected), and no row of the bundle linking the person to an
 //! identifier the bundle does not cover. Pure.

@@ -136,7 +136,7 @@ fn entry(i: usize, format: &str, v: &Json) -> Result<Entry, BundleError> {
     entry_at(&format!("entries[{i}]"), format, v)
 }
 
-fn entry_at(place: &str, format: &str, v: &Json) -> Result<Entry, BundleError> {
+pub(super) fn entry_at(place: &str, format: &str, v: &Json) -> Result<Entry, BundleError> {
     let at = format!("{place}.");
     let Json::Obj(e) = v else {
         return Err(bad(format!("{place}: not an object")));

@@ -133,6 +133,9 @@ pub fn run(args: VerifyProofArgs) -> anyhow::Result<ExitCode> {
         origin: args.origin.clone(),
         policy,
     };
+    if bundle::consistency::is_consistency(&text) {
+        return consistency(&text, &key, &expect);
+    }
     let tiles = match &args.tiles {
         Some(at) => match tiles_for(at, &key, &text, args.timeout.into()) {
             Ok(t) => t,
@@ -205,4 +208,37 @@ fn tiles_for(
         at, key, &cp.origin, cp.size, &leaves, timeout,
     ))?;
     Ok(Some(tiles))
+}
+
+/// An account index consistency proof: exit 0 proven, 1 rejected, 2 unusable.
+fn consistency(text: &str, key: &PublicKey, expect: &Expect) -> anyhow::Result<ExitCode> {
+    match bundle::consistency::check(text, Some(key), expect) {
+        Ok(g) => {
+            println!("{}", serde_json::to_string(&g)?);
+            eprintln!(
+                "OK: the account index of update {} (leaves below {}) only grew into that of update {} (leaves below {}): {} labels gained leaves, {} of them new; against {} at tree size {}{}",
+                g.from_update,
+                g.from_size,
+                g.to_update,
+                g.to_size,
+                g.changed,
+                g.new_labels,
+                g.origin,
+                g.tree_size,
+                g.cosigned_by
+                    .as_ref()
+                    .map(|w| format!(", cosigned by {}", w.join(", ")))
+                    .unwrap_or_default()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) if e.exit_code() == 2 => {
+            eprintln!("UNUSABLE: {e}");
+            Ok(ExitCode::from(2))
+        }
+        Err(e) => {
+            eprintln!("REJECTED: {e}");
+            Ok(ExitCode::from(1))
+        }
+    }
 }

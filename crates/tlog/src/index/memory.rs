@@ -34,6 +34,11 @@ impl Index {
         self.root.hash
     }
 
+    /// The root node (its hash and how many labels).
+    pub fn root_node(&self) -> Node {
+        self.root
+    }
+
     /// How many labels.
     pub fn len(&self) -> usize {
         self.labels.len()
