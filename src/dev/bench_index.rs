@@ -34,6 +34,17 @@ fn median(mut v: Vec<f64>) -> f64 {
     v.get(v.len() / 2).copied().unwrap_or(0.0)
 }
 
+/// The database at `url` as the daemon opens it (created and migrated when new).
+async fn open(url: &str) -> anyhow::Result<Db> {
+    Ok(Db::open_writer(&DatabaseSettings {
+        url: url.to_owned(),
+        connections: 2,
+        connect_timeout: Dur::secs(10),
+        ..DatabaseSettings::default()
+    })
+    .await?)
+}
+
 /// The values of `labels` accounts, one of them `target` with leaves `0, 7, 14, …` (`events`
 /// of them), each with its leaves.
 fn build(labels: u64, target: Label, events: u64) -> Vec<(Label, Value, Vec<i64>)> {
@@ -60,13 +71,7 @@ fn build(labels: u64, target: Label, events: u64) -> Vec<(Label, Value, Vec<i64>
 
 /// Runs the benchmark into the (new) database at `url`; returns `(labels, seconds to build)`.
 pub(crate) async fn index_proof(url: &str, labels: u64, events: u64) -> anyhow::Result<(u64, f64)> {
-    let db = Db::open_writer(&DatabaseSettings {
-        url: url.to_owned(),
-        connections: 2,
-        connect_timeout: Dur::secs(10),
-        ..DatabaseSettings::default()
-    })
-    .await?;
+    let db = open(url).await?;
     let key = VrfKey::from_seed(&[7; 32]);
     let id = "A-BENCH-TARGET";
     let (vrf_proof, beta) = key.prove(&alpha(id));
@@ -156,13 +161,7 @@ pub(crate) async fn index_proof(url: &str, labels: u64, events: u64) -> anyhow::
 /// rows); returns `(rows indexed, seconds)`. What the index does per row, without ingest beside
 /// it.
 pub(crate) async fn catch_up(url: &str, key_file: &std::path::Path) -> anyhow::Result<(u64, f64)> {
-    let db = Db::open_writer(&DatabaseSettings {
-        url: url.to_owned(),
-        connections: 2,
-        connect_timeout: Dur::secs(10),
-        ..DatabaseSettings::default()
-    })
-    .await?;
+    let db = open(url).await?;
     let key = crate::witnessed::signer::load_key(key_file)?;
     let labeler = crate::index::label::Labeler::new(crate::tlog::index::vrf_key(&key));
     let registry = crate::telemetry::metrics::Registry::new();

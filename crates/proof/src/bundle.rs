@@ -252,23 +252,7 @@ fn check_against(
     tiles: Option<&TileReader<'_>>,
 ) -> Result<Proven, BundleError> {
     let b = shape::read(text)?;
-    let cp = match key {
-        Some(k) => note::open(&b.checkpoint, k),
-        None => note::claimed(&b.checkpoint),
-    }
-    .map_err(BundleError::Checkpoint)?;
-    if let Some(want) = &expect.origin {
-        if &cp.origin != want {
-            return Err(BundleError::Origin {
-                got: cp.origin,
-                want: want.clone(),
-            });
-        }
-    }
-    let cosigned_by = match &expect.policy {
-        Some(p) => Some(p.check(&b.checkpoint).map_err(BundleError::Policy)?),
-        None => None,
-    };
+    let (cp, cosigned_by) = signed(&b.checkpoint, key, expect)?;
     if let Some(t) = tiles {
         let root = t
             .root(cp.size)
@@ -297,6 +281,33 @@ fn check_against(
         cosigned_by,
         complete,
     })
+}
+
+/// The checkpoint a proof is made against: its note opened with `key` (without one, as it
+/// claims), of `expect`'s origin, and the policy's witnesses that cosigned it (with a policy).
+fn signed(
+    note_text: &str,
+    key: Option<&PublicKey>,
+    expect: &Expect,
+) -> Result<(crate::tlog::note::Checkpoint, Option<Vec<String>>), BundleError> {
+    let cp = match key {
+        Some(k) => note::open(note_text, k),
+        None => note::claimed(note_text),
+    }
+    .map_err(BundleError::Checkpoint)?;
+    if let Some(want) = &expect.origin {
+        if &cp.origin != want {
+            return Err(BundleError::Origin {
+                got: cp.origin,
+                want: want.clone(),
+            });
+        }
+    }
+    let cosigned_by = match &expect.policy {
+        Some(p) => Some(p.check(note_text).map_err(BundleError::Policy)?),
+        None => None,
+    };
+    Ok((cp, cosigned_by))
 }
 
 /// The completeness part: its record entry checked as an entry is, read as an index record,

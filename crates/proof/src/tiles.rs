@@ -229,20 +229,7 @@ impl Tiles {
     /// Writes a tile or bundle. A full one is created: the same bytes already there are kept,
     /// other bytes refused ([`TilesError::Rewrite`]); a partial one is replaced.
     pub async fn write(&self, id: &TileId, bytes: &[u8]) -> Result<Wrote, TilesError> {
-        let (mode, lock_for) = match id.is_full() {
-            true => (Mode::Create, self.lock_for),
-            false => (Mode::Replace, None),
-        };
-        let put = Put {
-            mode,
-            cache_control: Some(TILE_CACHE),
-            content_type: Some("application/octet-stream"),
-            lock_until: lock_for.and_then(|d| {
-                chrono::Duration::from_std(d)
-                    .ok()
-                    .map(|d| chrono::Utc::now() + d)
-            }),
-        };
+        let put = self.immutable(id.is_full());
         let wrote = self
             .store
             .put(&self.key(&id.path()), Bytes::copy_from_slice(bytes), &put)
@@ -283,19 +270,29 @@ impl Tiles {
         Ok(())
     }
 
-    /// Writes account index update `seq`'s delta ([`crate::tlog::index::delta`]): created as
-    /// a full tile is (the same bytes kept, other bytes refused; under Object Lock when asked).
-    pub async fn write_delta(&self, seq: u64, bytes: &[u8]) -> Result<Wrote, TilesError> {
-        let put = Put {
-            mode: Mode::Create,
+    /// How a tile is put: a full one (`full`) created, under Object Lock when asked; a partial
+    /// one replaced.
+    fn immutable(&self, full: bool) -> Put<'_> {
+        let (mode, lock_for) = match full {
+            true => (Mode::Create, self.lock_for),
+            false => (Mode::Replace, None),
+        };
+        Put {
+            mode,
             cache_control: Some(TILE_CACHE),
             content_type: Some("application/octet-stream"),
-            lock_until: self.lock_for.and_then(|d| {
+            lock_until: lock_for.and_then(|d| {
                 chrono::Duration::from_std(d)
                     .ok()
                     .map(|d| chrono::Utc::now() + d)
             }),
-        };
+        }
+    }
+
+    /// Writes account index update `seq`'s delta ([`crate::tlog::index::delta`]): created as
+    /// a full tile is (the same bytes kept, other bytes refused; under Object Lock when asked).
+    pub async fn write_delta(&self, seq: u64, bytes: &[u8]) -> Result<Wrote, TilesError> {
+        let put = self.immutable(true);
         let key = self.key(&crate::tlog::index::delta::path(seq));
         let wrote = self
             .store

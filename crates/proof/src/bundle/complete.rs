@@ -96,7 +96,8 @@ fn bad(why: String) -> BundleError {
     BundleError::Unusable(why)
 }
 
-fn unhex(s: &str) -> Option<Hash> {
+/// 64 lowercase hex digits as 32 bytes.
+pub(super) fn unhex(s: &str) -> Option<Hash> {
     let b = s.as_bytes();
     if b.len() != 64
         || !b

@@ -11,12 +11,13 @@ use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use serde::Serialize;
 
+use super::complete::unhex;
 use super::json::{self, Json, Keys};
 use super::{complete, shape, BundleError, Expect};
 use crate::tlog::index::consistency::{self, Pruned, Side};
 use crate::tlog::index::Label;
 use crate::tlog::merkle::Hash;
-use crate::tlog::note::{self, PublicKey};
+use crate::tlog::note::PublicKey;
 
 /// The format's name.
 pub const FORMAT: &str = "event-audit-index-consistency/1";
@@ -53,22 +54,6 @@ pub fn is_consistency(text: &str) -> bool {
 
 fn bad(why: String) -> BundleError {
     BundleError::Unusable(why)
-}
-
-fn unhex(s: &str) -> Option<Hash> {
-    let b = s.as_bytes();
-    if b.len() != 64
-        || !b
-            .iter()
-            .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(c))
-    {
-        return None;
-    }
-    let mut out = [0u8; 32];
-    for (i, pair) in b.chunks(2).enumerate() {
-        out[i] = u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok()?;
-    }
-    Some(out)
 }
 
 type Changes = Vec<(Label, Vec<(u64, Hash)>)>;
@@ -153,23 +138,7 @@ pub fn check(text: &str, key: Option<&PublicKey>, expect: &Expect) -> Result<Gro
         .map_err(|_| bad("tree: not base64".into()))?;
     let tree = Pruned::parse(&tree).map_err(|e| bad(format!("tree: {e}")))?;
     let note_text = text_of("checkpoint")?;
-    let cp = match key {
-        Some(k) => note::open(note_text, k),
-        None => note::claimed(note_text),
-    }
-    .map_err(BundleError::Checkpoint)?;
-    if let Some(want) = &expect.origin {
-        if &cp.origin != want {
-            return Err(BundleError::Origin {
-                got: cp.origin,
-                want: want.clone(),
-            });
-        }
-    }
-    let cosigned_by = match &expect.policy {
-        Some(p) => Some(p.check(note_text).map_err(BundleError::Policy)?),
-        None => None,
-    };
+    let (cp, cosigned_by) = super::signed(note_text, key, expect)?;
     let fault = |why: String| BundleError::Consistency(why);
     let mut sides = Vec::new();
     for (name, e) in [("from", &from), ("to", &to)] {

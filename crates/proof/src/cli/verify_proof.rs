@@ -178,14 +178,7 @@ pub fn run(args: VerifyProofArgs) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Err(e) if e.exit_code() == 2 => {
-            eprintln!("UNUSABLE: {e}");
-            Ok(ExitCode::from(2))
-        }
-        Err(e) => {
-            eprintln!("REJECTED: {e}");
-            Ok(ExitCode::from(1))
-        }
+        Err(e) => Ok(refused(&e)),
     }
 }
 
@@ -210,6 +203,15 @@ fn tiles_for(
     Ok(Some(tiles))
 }
 
+/// A proof that does not hold: said in one line, exit 2 (unusable) or 1 (rejected).
+fn refused(e: &bundle::BundleError) -> ExitCode {
+    match e.exit_code() {
+        2 => eprintln!("UNUSABLE: {e}"),
+        _ => eprintln!("REJECTED: {e}"),
+    }
+    ExitCode::from(e.exit_code())
+}
+
 /// An account index consistency proof: exit 0 proven, 1 rejected, 2 unusable.
 fn consistency(text: &str, key: &PublicKey, expect: &Expect) -> anyhow::Result<ExitCode> {
     match bundle::consistency::check(text, Some(key), expect) {
@@ -232,13 +234,6 @@ fn consistency(text: &str, key: &PublicKey, expect: &Expect) -> anyhow::Result<E
             );
             Ok(ExitCode::SUCCESS)
         }
-        Err(e) if e.exit_code() == 2 => {
-            eprintln!("UNUSABLE: {e}");
-            Ok(ExitCode::from(2))
-        }
-        Err(e) => {
-            eprintln!("REJECTED: {e}");
-            Ok(ExitCode::from(1))
-        }
+        Err(e) => Ok(refused(&e)),
     }
 }
