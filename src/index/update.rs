@@ -35,6 +35,12 @@ use crate::tlog::merkle::Hash;
 /// behind the index is caught up over several updates.
 pub(crate) const MAX_ROWS: u64 = 100_000;
 
+/// The fewest rows an update is sized to (a link's end may add more).
+const MIN_ROWS: u64 = 1_000;
+/// The rate a new updater assumes, rows a second (this project's machine indexes 11,000 to
+/// 35,000 rows a second alone: BENCHMARKS.md).
+const FIRST_RATE: f64 = 10_000.0;
+
 /// What one update did.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Updated {
@@ -117,6 +123,11 @@ pub(crate) struct Updater {
     current: Option<Current>,
     metrics: Arc<IndexMetrics>,
     max_rows: u64,
+    /// Rows a second the last updates indexed: how large the next one may be to end within
+    /// its round's budget.
+    rate: f64,
+    /// The log's size the last round saw.
+    last_head: Option<u64>,
 }
 
 impl Updater {
@@ -133,24 +144,45 @@ impl Updater {
             current: None,
             metrics,
             max_rows: MAX_ROWS,
+            rate: FIRST_RATE,
+            last_head: None,
         }
     }
 
-    /// Updates of at most `rows` rows each until the index covers the head or `budget` is
-    /// spent; each update counted.
+    /// Rows a second the last updates indexed.
+    pub(crate) fn rate(&self) -> f64 {
+        self.rate
+    }
+
+    /// How many rows the log gained since the last call (0 at the first).
+    pub(crate) async fn growth(&mut self) -> Result<u64, IndexError> {
+        let mut conn = self.db.acquire().await?;
+        let head = store::tree_size(&mut conn).await?;
+        let grown = self.last_head.map_or(0, |h| head.saturating_sub(h));
+        self.last_head = Some(head);
+        Ok(grown)
+    }
+
+    /// Updates of at most `rows` rows each (fewer when the rate the last ones ran at says a
+    /// larger one would overrun `budget`) until the index covers the head or `budget` is spent;
+    /// each update counted.
     pub(crate) async fn catch_up(
         &mut self,
         budget: Duration,
         rows: u64,
     ) -> Result<Vec<Updated>, IndexError> {
-        self.max_rows = rows.max(1);
         let started = Instant::now();
         let mut done = Vec::new();
         loop {
+            let left = budget.saturating_sub(started.elapsed()).as_secs_f64();
+            let fits = (self.rate * left) as u64;
+            self.max_rows = fits.clamp(MIN_ROWS.min(rows), rows.max(1));
             let t = Instant::now();
             let result = self.update().await;
             match result {
                 Ok(Some(u)) => {
+                    let secs = t.elapsed().as_secs_f64().max(1e-3);
+                    self.rate = (self.rate + u.rows as f64 / secs) / 2.0;
                     self.metrics.updates.inc();
                     self.metrics.rows.inc_by(u.rows as u64);
                     self.metrics
