@@ -291,7 +291,7 @@ mod tests {
         for (text, what) in [
             ("[]", "not a JSON object"),
             (
-                r#"{"format":"event-audit-bundle/4","checkpoint":"x","entries":[{}]}"#,
+                r#"{"format":"event-audit-bundle/5","checkpoint":"x","entries":[{}]}"#,
                 "format",
             ),
             (
