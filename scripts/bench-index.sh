@@ -11,14 +11,20 @@
 # labels; and the index's tables on disk per row of the log.
 # Then the completeness proof on an index of LABELS accounts (`bench index-proof`: one account
 # with EVENTS events, its proof read from the stored index, its size, its check).
+# ROUNDS=k repeats (A) and (B) k times in the order A B, B A, A B, ... (each run on a database
+# of its own), so that neither always runs second on a machine the other has just warmed or
+# loaded (PostgreSQL's checkpoints and autovacuum after a million rows), and prints each pair's
+# ratio, their median, and the ratio of the sums.
 # Usage: scripts/bench-index.sh [N]   (default N=1000000; env ACCOUNTS, LABELS=1000000,
-#        EVENTS=50, BIN=another build, PROOF=0 skips the proof, INGEST=0 skips the ingest runs)
+#        EVENTS=50, ROUNDS=1, BIN=another build, PROOF=0 skips the proof, INGEST=0 skips the
+#        ingest runs)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-${N:-1000000}}
 ACCOUNTS=${ACCOUNTS:-$((N / 20))}
 LABELS=${LABELS:-1000000}
 EVENTS=${EVENTS:-50}
+ROUNDS=${ROUNDS:-1}
 SEED=${SEED:-$RANDOM$RANDOM}
 PG=${PG_BASE_URL:-postgres://postgres@127.0.0.1:5432}
 export NATS_URL=${NATS_URL:-nats://127.0.0.1:4222}
@@ -33,11 +39,14 @@ OUT=$(mktemp -d)
 [ "$BIN" = target/release/event-audit ] && cargo build --release --quiet --features dev
 cleanup() {
     "$BIN" bench delete-stream --stream "$STREAM" >/dev/null 2>&1 || true
-    "$BIN" bench delete-stream --stream "${STREAM}_CPA" >/dev/null 2>&1 || true
-    "$BIN" bench delete-stream --stream "${STREAM}_CPB" >/dev/null 2>&1 || true
-    for d in "$DB_A" "$DB_B" "$DB_P"; do
-        psql -q "$PG/postgres" -c "DROP DATABASE IF EXISTS $d" >/dev/null 2>&1 || true
+    for r in $(seq 1 "$ROUNDS"); do
+        "$BIN" bench delete-stream --stream "${STREAM}_CPA$r" >/dev/null 2>&1 || true
+        "$BIN" bench delete-stream --stream "${STREAM}_CPB$r" >/dev/null 2>&1 || true
+        for d in "${DB_A}_$r" "${DB_B}_$r"; do
+            psql -q "$PG/postgres" -c "DROP DATABASE IF EXISTS $d" >/dev/null 2>&1 || true
+        done
     done
+    psql -q "$PG/postgres" -c "DROP DATABASE IF EXISTS $DB_P" >/dev/null 2>&1 || true
     rm -rf "$OUT"
 }
 trap cleanup EXIT
@@ -67,10 +76,27 @@ for line in open(sys.argv[1]):
         print(f["messages"], round(f["busy_secs"], 3), int(f["per_busy_sec"]))
 PY
 }
-echo "(A) event-audit run, checkpoints every 10 s, --no-account-index ..."
-read -r na sa ra < <(run_daemon "$DB_A" noindex "${STREAM}_CPA" --no-account-index)
-echo "(B) event-audit run, checkpoints every 10 s, with the account index ..."
-read -r nb sb rb < <(run_daemon "$DB_B" index "${STREAM}_CPB")
+run_a() {
+    echo "(A) round $1: event-audit run, checkpoints every 10 s, --no-account-index ..." >&2
+    run_daemon "${DB_A}_$1" "noindex$1" "${STREAM}_CPA$1" --no-account-index
+}
+run_b() {
+    echo "(B) round $1: event-audit run, checkpoints every 10 s, with the account index ..." >&2
+    run_daemon "${DB_B}_$1" "index$1" "${STREAM}_CPB$1"
+}
+ras=() rbs=()
+for r in $(seq 1 "$ROUNDS"); do
+    if [ $((r % 2)) = 1 ]; then
+        read -r na sa ra < <(run_a "$r"); read -r nb sb rb < <(run_b "$r")
+    else
+        read -r nb sb rb < <(run_b "$r"); read -r na sa ra < <(run_a "$r")
+    fi
+    echo "  round $r: (A) $ra events/s, (B) $rb events/s, (B)/(A) $(python3 -c "print(f'{$rb/max($ra,1):.2f}')")"
+    ras+=("$ra") rbs+=("$rb")
+    if [ "$r" = 1 ]; then na1=$na sa1=$sa ra1=$ra nb1=$nb sb1=$sb rb1=$rb; fi
+done
+na=$na1 sa=$sa1 ra=$ra1 nb=$nb1 sb=$sb1 rb=$rb1
+DB_B="${DB_B}_1"
 q() { psql -tA "$PG/$DB_B" -c "$1"; }
 head=$(q "select tree_size from audit.chain_head")
 covered=$(q "select coalesce(max(version), 0) from audit.index_versions")
@@ -86,16 +112,27 @@ rows=$(q "select count(*) from audit.events")
 verify=$("$BIN" verify --database-url "$PG/$DB_B" --skip-completeness 2>&1 | grep -E "account index|chain" | tr '\n' ' ')
 
 printf '\n%-52s %10s %9s %12s\n' "measurement" "messages" "seconds" "events/s"
-printf '%-52s %10s %9s %12s\n' "(A) run, checkpoints at 10 s, no index" "$na" "$sa" "$ra"
-printf '%-52s %10s %9s %12s\n' "(B) run, checkpoints at 10 s, with the account index" "$nb" "$sb" "$rb"
+printf '%-52s %10s %9s %12s\n' "(A) run, checkpoints at 10 s, no index (round 1)" "$na" "$sa" "$ra"
+printf '%-52s %10s %9s %12s\n' "(B) run, checkpoints at 10 s, with the index (round 1)" "$nb" "$sb" "$rb"
 echo "ratio (B) / (A) = $(python3 -c "print(f'{$rb/max($ra,1):.2f}')") (accounts: $ACCOUNTS)"
+if [ "$ROUNDS" -gt 1 ]; then
+    python3 - "${ras[*]}" "${rbs[*]}" <<'PY'
+import statistics, sys
+a = [float(x) for x in sys.argv[1].split()]
+b = [float(x) for x in sys.argv[2].split()]
+pairs = [y / max(x, 1) for x, y in zip(a, b)]
+print(f"{len(a)} rounds (A B, B A, ...): (B)/(A) per round "
+      + ", ".join(f"{p:.2f}" for p in pairs)
+      + f"; median {statistics.median(pairs):.2f}; ratio of the sums {sum(b) / max(sum(a), 1):.2f}")
+PY
+fi
 echo "when (B) ended: $updates index updates covered $covered of $head leaves (lag $((head - covered)))"
 echo "the rest indexed afterwards: $nc rows in $sc s = $rc rows/s (the index alone)"
 echo "  $phases"
 echo "index: $labels labels; its tables $((index_bytes / 1024 / 1024)) MB, $(python3 -c "print(round($index_bytes/max($rows,1)))") B a row of the log (audit.events: $(python3 -c "print(round($log_bytes/max($rows,1)))") B a row)"
 echo "verify: $verify"
 echo "(B)'s account index lines:"
-grep -E 'account index' "$OUT/log_index" | python3 -c '
+grep -E 'account index' "$OUT/log_index1" | python3 -c '
 import json, sys
 for line in sys.stdin:
     try:

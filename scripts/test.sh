@@ -9,8 +9,6 @@ cd "$(dirname "$0")/.."
 scripts/test-deps.sh
 scripts/services.sh
 export DATABASE_URL=${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}
-# Four tests at a time on two cores: most of them wait on daemons, PostgreSQL and NATS rather than
-# compute (the `it` binary: 474 s with two, 328 s with four, 337 s with eight, the CPU then
-# saturated; BENCHMARKS.md, "The test suite").
-export RUST_TEST_THREADS=${RUST_TEST_THREADS:-4}
-exec cargo test --workspace --locked --features dev "$@"
+# The integration tests run four at a time, the rest one a core (scripts/test-runner.sh says why).
+exec cargo test --workspace --locked --features dev \
+    --config "target.'cfg(all())'.runner = '$PWD/scripts/test-runner.sh'" "$@"
