@@ -192,7 +192,7 @@ async fn prunes(db: &TestDb) -> Vec<String> {
     .expect("list the prunes")
 }
 
-/// Polls until a prune is recorded (and today's `live` rows are ingested); panics with the
+/// Polls until a prune is recorded and logged (and today's `live` rows are ingested); panics with the
 /// daemon's log after `LIMIT`.
 async fn wait_pruned(db: &TestDb, app: &TestApp, stream: &str, live: usize) -> Vec<String> {
     let started = Instant::now();
@@ -204,12 +204,17 @@ async fn wait_pruned(db: &TestDb, app: &TestApp, stream: &str, live: usize) -> V
                 .fetch_one(&db.pool)
                 .await
                 .expect("count today's rows");
-        if !found.is_empty() && ingested == live as i64 {
+        // The prune commits before its line is written: wait for both, or stopping in between
+        // loses the line.
+        let logged = app
+            .log()
+            .contains("retention: archived a partition past the period and pruned it");
+        if !found.is_empty() && ingested == live as i64 && logged {
             return found;
         }
         assert!(
             started.elapsed() < LIMIT,
-            "no prune ({found:?}) or not every live row ({ingested} of {live}) after {LIMIT:?}; the log:\n{}",
+            "no prune ({found:?}), not every live row ({ingested} of {live}) or no line of the prune after {LIMIT:?}; the log:\n{}",
             app.log()
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
