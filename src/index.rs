@@ -11,6 +11,7 @@ pub(crate) mod complete;
 pub(crate) mod label;
 pub(crate) mod metrics;
 pub(crate) mod prove;
+pub(crate) mod replay;
 pub(crate) mod update;
 
 use crate::db::DbError;

@@ -245,6 +245,44 @@ pub(crate) async fn restore(
     })
 }
 
+/// After a restore to a tree of `size` leaves: the account index's updates the database lost,
+/// replayed from the first copy that publishes any ([`crate::index::replay`]). `Ok` says what
+/// was replayed (or that no copy publishes more), `Err` why a copy's deltas were refused (the
+/// updates before the refused one are kept).
+pub(crate) async fn replay_index(
+    log: &Log,
+    copies: &Copies,
+    size: u64,
+) -> Result<(String, u64), String> {
+    let mut refused = Vec::new();
+    for copy in &copies.copies {
+        let shown = shown(copy);
+        let Ok((src, _)) = copies.open(copy).await else {
+            continue;
+        };
+        match crate::index::replay::replay(log.db(), &src, size).await {
+            Ok(r) if r.count() > 0 => {
+                return Ok((
+                    format!(
+                        "account index updates {}..{} replayed from {shown} (the index covers leaves below {} again; the lost rows' labels as the deltas name them)",
+                        r.first, r.last, r.through
+                    ),
+                    r.count(),
+                ))
+            }
+            Ok(_) => {}
+            Err(e) => refused.push(format!("{shown}: {e}")),
+        }
+    }
+    match refused.is_empty() {
+        true => Ok(("no copy publishes an account index update the database lacks".into(), 0)),
+        false => Err(format!(
+            "the account index's lost updates were not all replayed ({}); it goes on from its newest update, and `tiles fsck` of a copy names the first update that no longer matches",
+            refused.join("; ")
+        )),
+    }
+}
+
 /// A copy as a line shows it: a directory as it is, a URL without its credentials.
 pub(crate) fn shown(copy: &str) -> String {
     if copy.contains("://") {

@@ -2,10 +2,13 @@
 //! restored from a backup that is behind the last checkpoint the log's key signed, the leaves it
 //! lost are brought back from a copy of the log's tiles given by hand (a directory or a URL: a
 //! copied tiles directory, another daemon's `/log/`, an auditor's mirror), checked against the
-//! signed checkpoint, and the restore recorded in the log (see `restore`). The checkpoint to
+//! signed checkpoint, and the restore recorded in the log (see `restore`); then the account
+//! index's updates the database lost are replayed from the deltas the copy publishes beside its
+//! tiles (`index::replay`). The checkpoint to
 //! reach is what the signer's memory file says (`--signer-state`, or beside `--signing-key-file`)
 //! or else the newest a copy holds that opens with the key. Exit 0 restored (or nothing to
-//! restore), 2 when no copy holds the leaves or it could not restore. Never creates the
+//! restore), 2 when no copy holds the leaves, it could not restore, or a copy's index deltas
+//! were refused (the leaves are restored then). Never creates the
 //! database, never migrates.
 
 use std::path::PathBuf;
@@ -16,7 +19,7 @@ use crate::db::Db;
 use crate::log::signed::Memory;
 use crate::log::Log;
 use crate::restore::start::COPY_TIMEOUT;
-use crate::restore::{restore, Copies, Target};
+use crate::restore::{replay_index, restore, Copies, Outcome, Target};
 use crate::witnessed::signer::{load_key, load_public_key};
 
 /// Options of `event-audit restore-leaves`.
@@ -90,8 +93,23 @@ pub(super) fn run(args: RestoreArgs) -> anyhow::Result<ExitCode> {
         };
         let db = Db::open_existing(&settings.database, 2).await?;
         let log = Log::new(db, &settings.ingest.instance_name());
-        anyhow::Ok(restore(&log, &copies, &target, &args.reason, args.dry_run).await?)
+        let out = restore(&log, &copies, &target, &args.reason, args.dry_run).await?;
+        let index = match &out {
+            Outcome::Restored { record, .. } => {
+                Some(replay_index(&log, &copies, record.size).await)
+            }
+            _ => None,
+        };
+        anyhow::Ok((out, index))
     })?;
-    println!("{}", out.line());
+    println!("{}", out.0.line());
+    match out.1 {
+        Some(Ok((line, _))) => println!("{line}"),
+        Some(Err(line)) => {
+            eprintln!("{line}");
+            return Ok(ExitCode::from(2));
+        }
+        None => {}
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -80,9 +80,11 @@ fn i64_of(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
 }
 
-/// The rows of leaves `[from, to)` (`from` and `to` link ends), in log order, with their leaf
+/// The rows of leaves `[from, to)`, in log order, with their leaf
 /// indexes and the identifiers the catalogue marks in them (the account number column, and
-/// each identifying field of their event's version that holds a string or a number).
+/// each identifying field of their event's version that holds a string or a number). The
+/// bounds are link ends but for an update replayed over restored leaves, whose links were cut
+/// elsewhere: the links overlapping the range are read and the rows outside it dropped.
 pub(crate) async fn rows_between(
     tx: &mut PgConnection,
     from: u64,
@@ -105,7 +107,7 @@ pub(crate) async fn rows_between(
                e.published_at, e.row_hash, {held} AS held, e.account_number, e.event_type, \
                e.event_version, e.payload \
            FROM audit.chain_links l JOIN audit.events e ON e.batch_id = l.batch_id \
-           WHERE l.tree_size > $1 AND l.tree_size <= $2), \
+           WHERE l.tree_size > $1 AND l.tree_size - l.row_count < $2), \
          ids AS ( \
            SELECT r.link_seq, r.stream, r.stream_seq, r.published_at, \
                array_agg(DISTINCT v #>> '{{}}') AS xs \
@@ -134,6 +136,11 @@ pub(crate) async fn rows_between(
         if link_seq != link {
             (link, rank) = (link_seq, 0);
         }
+        let leaf_index = u64_of(start) + rank;
+        rank += 1;
+        if leaf_index < from || leaf_index >= to {
+            continue;
+        }
         let mut identifiers: Vec<String> = account
             .into_iter()
             .chain(found.into_iter().flatten())
@@ -142,12 +149,11 @@ pub(crate) async fn rows_between(
         identifiers.sort_unstable();
         identifiers.dedup();
         out.push(IndexedRow {
-            leaf_index: u64_of(start) + rank,
+            leaf_index,
             row_hash: hash_of(&row_hash)?,
             held,
             identifiers,
         });
-        rank += 1;
     }
     if out.len() as u64 != to.saturating_sub(from) {
         return Err(DbError::Corrupt {

@@ -1,6 +1,7 @@
 //! `verify`'s check of the account index: the index rebuilt from the updates' deltas and the
 //! rows, held against every root the log recorded. For each update, in order: its number is the
-//! next one, its record is the row at its record leaf (the delta's leaf data makes that row's
+//! next one, its record is the row at its record leaf (or a leaf a restore brought back; the
+//! delta's leaf data makes that row's
 //! hash; its opening holds the record's JSON, whose size, root, label count and index key are the
 //! update's, the key the same in every record), its pairs are leaves of the range it indexed,
 //! the index they grow has the recorded root; and each row of the range that still holds its
@@ -196,7 +197,9 @@ async fn record(
     let Some((place, hash)) = rows.first() else {
         return Ok(Err(format!("leaf {leaf} is not in the tree")));
     };
-    if place.stream != complete::RECORD_STREAM {
+    // A record lost with a database and restored from a copy is a restored leaf: its row hash
+    // still binds the record the delta carries.
+    if place.stream != complete::RECORD_STREAM && place.stream != crate::row::restore::LEAVES {
         return Ok(Err(format!(
             "leaf {leaf} is a row of stream {}",
             place.stream

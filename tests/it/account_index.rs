@@ -7,6 +7,7 @@
 //! (with the log's key, which makes its label). `verify` rebuilds the index and finds a changed
 //! update; a mirror copies the index's deltas and `tiles fsck` rebuilds every root from them;
 //! an erased person's labels stop linking to their numbers while their rows stay proven complete.
+//! A database restored from a backup gets the index updates it lost back from the tiles' deltas.
 
 use serde_json::Value;
 
@@ -398,4 +399,103 @@ async fn verify_rebuilds_the_index_a_mirror_copies_it_and_an_erased_person_stays
     let v = verify(&db.url).await;
     assert_eq!(v.code, Some(1), "{v:?}");
     assert!(v.stderr.contains("account index BROKEN"), "{v:?}");
+}
+
+/// Each stored update: its number, the leaves it covers, its root, its record's leaf.
+async fn updates(db: &TestDb) -> Vec<(i64, i64, Vec<u8>, i64)> {
+    sqlx::query_as("SELECT seq, version, root, record_leaf FROM audit.index_versions ORDER BY seq")
+        .fetch_all(&db.pool)
+        .await
+        .expect("read the index's updates")
+}
+
+/// A database restored from a backup behind the signed log: at start-up the daemon brings the
+/// lost leaves back from its tiles, then the index updates the backup lacks from the deltas
+/// beside them, each held against its (restored) record; the index is again the one whose roots
+/// the checkpoints signed, the rows recorded again are indexed by an update numbered after
+/// them, `verify` rebuilds it all, and `tiles fsck` finds the tiles' deltas and the log agreeing.
+#[tokio::test]
+async fn a_restored_database_gets_the_index_updates_it_lost_back_from_the_tiles() {
+    let db = TestDb::create().await;
+    let ts = TestStream::create("account_index_dr").await;
+    let cps = format!("{}_CP", ts.name);
+    let _w = Witness(cps.clone());
+    let tmp = tempfile::tempdir().expect("tmp");
+    let origin = format!("event-audit/{}", db.name);
+    let (private, public, _) = write_keys(tmp.path(), &origin, 14);
+    let (dir, tiles) = (tmp.path().join("checkpoints"), tmp.path().join("tiles"));
+    let signed = |db: &TestDb| {
+        let mut s = signing(db, &ts, &private, &cps, &dir);
+        s.witness.tiles_dir = Some(tiles.clone());
+        s.witness.signer_state = Some(tmp.path().join("signer.state"));
+        s.witness.no_account_index = false;
+        s
+    };
+    let _sim = Sim::start(&ts, "ACME", 4, 49, SimRates::default()).await;
+    run_until_idle(signed(&db)).await;
+    let nightly = db.backup();
+    // Two more runs after the backup, an update each (their rows name accounts).
+    ts.publish_load(20, 50).await;
+    run_until_idle(signed(&db)).await;
+    ts.publish_load(20, 51).await;
+    run_until_idle(signed(&db)).await;
+    let before = updates(&db).await;
+
+    let restored = TestDb::restored(&nightly).await;
+    let kept = updates(&restored).await.len();
+    assert!(
+        kept >= 1 && before.len() >= kept + 2,
+        "the backup lacks two updates: {kept} of {}",
+        before.len()
+    );
+    let lost: Vec<Vec<u8>> =
+        sqlx::query_scalar("SELECT delta FROM audit.index_versions WHERE seq > $1 ORDER BY seq")
+            .bind(kept as i64)
+            .fetch_all(&db.pool)
+            .await
+            .expect("the lost updates' deltas");
+    assert!(
+        lost.iter()
+            .all(|d| !Delta::parse(d).expect("a delta").pairs.is_empty()),
+        "the lost updates indexed rows"
+    );
+    let run = run_until_idle(signed(&restored)).await;
+    assert!(
+        run.log.contains(&format!(
+            "account index updates {}..{} replayed from",
+            kept + 1,
+            before.len()
+        )),
+        "{}",
+        run.log
+    );
+    let after = updates(&restored).await;
+    assert!(after.len() > before.len(), "{after:?}");
+    assert_eq!(
+        &after[..before.len()],
+        &before[..],
+        "the updates the checkpoints signed, replayed as they were"
+    );
+    assert_eq!(
+        after[before.len()].0,
+        before.len() as i64 + 1,
+        "the rows recorded again are indexed by the next update"
+    );
+    assert!(after[before.len()].1 > before[before.len() - 1].1);
+
+    let v = verify(&restored.url).await;
+    assert_eq!(v.code, Some(0), "{v:?}");
+    assert_eq!(v.report["index"]["ok"], true, "{v:?}");
+    assert_eq!(
+        v.report["index"]["updates"].as_u64(),
+        Some(after.len() as u64),
+        "{v:?}"
+    );
+    let (t, p) = (
+        tiles.to_str().expect("utf-8"),
+        public.to_str().expect("utf-8"),
+    );
+    let fsck = event_audit(&["tiles", "fsck", t, "--public-key", p], &[]).await;
+    assert_eq!(fsck.code, Some(0), "{fsck:?}");
+    assert!(fsck.stdout.contains("account index's"), "{fsck:?}");
 }
