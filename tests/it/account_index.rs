@@ -414,6 +414,7 @@ async fn updates(db: &TestDb) -> Vec<(i64, i64, Vec<u8>, i64)> {
 /// beside them, each held against its (restored) record; the index is again the one whose roots
 /// the checkpoints signed, the rows recorded again are indexed by an update numbered after
 /// them, `verify` rebuilds it all, and `tiles fsck` finds the tiles' deltas and the log agreeing.
+/// `restore-leaves`, by hand, brings back the same updates.
 #[tokio::test]
 async fn a_restored_database_gets_the_index_updates_it_lost_back_from_the_tiles() {
     let db = TestDb::create().await;
@@ -459,6 +460,41 @@ async fn a_restored_database_gets_the_index_updates_it_lost_back_from_the_tiles(
             .all(|d| !Delta::parse(d).expect("a delta").pairs.is_empty()),
         "the lost updates indexed rows"
     );
+    let (t, p) = (
+        tiles.to_str().expect("utf-8"),
+        public.to_str().expect("utf-8"),
+    );
+
+    // By hand, into another copy of the backup: `restore-leaves` brings back the same updates.
+    let by_hand = TestDb::restored(&nightly).await;
+    let state = tmp.path().join("signer.state");
+    let r = event_audit(
+        &[
+            "restore-leaves",
+            "--database-url",
+            &by_hand.url,
+            "--from",
+            t,
+            "--signing-key-file",
+            private.to_str().expect("utf-8"),
+            "--signer-state",
+            state.to_str().expect("utf-8"),
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert!(
+        r.stdout.contains(&format!(
+            "account index updates {}..{} replayed from",
+            kept + 1,
+            before.len()
+        )),
+        "{r:?}"
+    );
+    assert_eq!(updates(&by_hand).await, before);
+
+    // At start-up, the daemon.
     let run = run_until_idle(signed(&restored)).await;
     assert!(
         run.log.contains(&format!(
@@ -490,10 +526,6 @@ async fn a_restored_database_gets_the_index_updates_it_lost_back_from_the_tiles(
         v.report["index"]["updates"].as_u64(),
         Some(after.len() as u64),
         "{v:?}"
-    );
-    let (t, p) = (
-        tiles.to_str().expect("utf-8"),
-        public.to_str().expect("utf-8"),
     );
     let fsck = event_audit(&["tiles", "fsck", t, "--public-key", p], &[]).await;
     assert_eq!(fsck.code, Some(0), "{fsck:?}");
