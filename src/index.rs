@@ -8,6 +8,7 @@
 //! part of a bundle. The format (hashes, proofs, deltas) is `tlog::index`'s.
 
 pub(crate) mod complete;
+pub(crate) mod grow;
 pub(crate) mod label;
 pub(crate) mod metrics;
 pub(crate) mod prove;

@@ -16,9 +16,9 @@ use std::process::ExitCode;
 
 use super::args::{ConfigArg, StatementDatabaseArgs};
 use crate::db::Db;
+use crate::index::replay::COPY_TIMEOUT;
 use crate::log::signed::Memory;
 use crate::log::Log;
-use crate::restore::start::COPY_TIMEOUT;
 use crate::restore::{replay_index, restore, Copies, Outcome, Target};
 use crate::witnessed::signer::{load_key, load_public_key};
 

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 
 use sqlx::Connection;
 
-use super::update::{grow, Current};
+use super::grow::{grow, Current};
 use crate::db::{Ctx, Db, DbError};
 use crate::log::index::{self as store, Writes};
 use crate::mirror::index::check_record;
@@ -21,6 +21,37 @@ use crate::mirror::source::{FetchError, Source};
 use crate::tlog::index::delta::{self, Delta};
 use crate::tlog::index::Label;
 use crate::tlog::merkle::Hash;
+
+/// The copies of the log's tiles a replay (and a restore) reads: the daemon's own tiles (a
+/// directory or a bucket), then `witness.restore_from`.
+pub(crate) fn copies_of(s: &crate::config::Settings) -> Vec<String> {
+    let mut out: Vec<String> = s
+        .witness
+        .tiles_dir
+        .iter()
+        .map(|d| d.display().to_string())
+        .collect();
+    out.extend(s.witness.tiles_url.iter().cloned());
+    out.extend(s.witness.restore_from.iter().cloned());
+    out
+}
+
+/// Where a copy publishes the log's deltas: at its root, or under a mirror's folder of the
+/// log's origin; `None` when it publishes none, an error when it did not answer.
+pub(crate) async fn deltas_at(src: &Source, origin: &str) -> Result<Option<Source>, FetchError> {
+    for s in [
+        src.clone(),
+        src.child(&crate::mirror::source::origin_dir(origin)),
+    ] {
+        if s.file(delta::LATEST, 64, "index latest").await?.is_some() {
+            return Ok(Some(s));
+        }
+    }
+    Ok(None)
+}
+
+/// How long one read of a copy may take.
+pub(crate) const COPY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// The most updates one replay takes (a log with more is replayed again at the next start).
 pub(crate) const MAX_UPDATES: u64 = 100_000;

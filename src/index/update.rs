@@ -1,13 +1,12 @@
 //! The account index's updates. One update, in one transaction under the index's advisory
 //! lock: the rows from the last update's size to a link end at most [`MAX_ROWS`] rows on (or
 //! the head) are read with their identifiers; each identifier's label ([`super::label`]) gets
-//! the row's leaf (its value folded on); the stored nodes above the labels changed are
-//! recomputed (their buckets' labels from the stored values, the depth-16 and depth-8 nodes
-//! from the current ones this updater remembers, read again whenever another process updated
-//! the index); the new root is recorded as a row of the log, and the update's delta stored
-//! beside it. The index's writes come before the record, so the chain head is held only for
-//! the record and its version row. Nothing is written when the log gained no row but the
-//! previous record.
+//! the row's leaf (its value folded on) and the stored nodes above are recomputed
+//! ([`super::grow`]); the new root is recorded as a row of the log, and the update's delta
+//! stored beside it. The index's writes come before the record, so the chain head is held only
+//! for the record and its version row. Nothing is written when the log gained no row but the
+//! previous record. Leaves a restore brought back are indexed only after the updates that had
+//! indexed them were replayed from a copy of the tiles ([`super::replay`]), when one has them.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -16,19 +15,17 @@ use std::time::{Duration, Instant};
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use chrono::Utc;
-use sqlx::PgConnection;
 
+use super::grow::{grow, Current};
 use super::label::Labeler;
 use super::metrics::IndexMetrics;
 use super::IndexError;
-use crate::db::{Db, DbError};
+use crate::db::Db;
 use crate::log::append::Appender;
 use crate::log::index::{self as store, Writes};
 use crate::row::index_record::{IndexRecord, STREAM};
 use crate::tlog::index::delta::Delta;
-use crate::tlog::index::memory::bucket;
-use crate::tlog::index::path::range;
-use crate::tlog::index::{band, subtree, Label, Node, Value, FORMAT};
+use crate::tlog::index::{Label, FORMAT};
 use crate::tlog::merkle::Hash;
 
 /// The most rows one update indexes (rounded up to the end of a link); a log larger than this
@@ -107,14 +104,6 @@ impl Phases {
     }
 }
 
-/// The stored nodes at depths 8 and 16 as of one version.
-#[derive(Debug, Default)]
-pub(super) struct Current {
-    version: i64,
-    top: BTreeMap<u8, Node>,
-    mid: BTreeMap<u16, Node>,
-}
-
 /// The index's updater (one per daemon; the advisory lock makes one update at a time).
 pub(crate) struct Updater {
     db: Db,
@@ -128,6 +117,10 @@ pub(crate) struct Updater {
     rate: f64,
     /// The log's size the last round saw.
     last_head: Option<u64>,
+    /// Copies of the log's tiles whose deltas bring back the updates a restored database lost
+    /// (`replay`), and the log's origin (a mirror keeps a log under a folder named by it).
+    copies: Vec<crate::mirror::source::Source>,
+    origin: String,
 }
 
 impl Updater {
@@ -146,7 +139,81 @@ impl Updater {
             max_rows: MAX_ROWS,
             rate: FIRST_RATE,
             last_head: None,
+            copies: Vec::new(),
+            origin: String::new(),
         }
+    }
+
+    /// The updater that, before it indexes leaves a restore brought back, replays the updates
+    /// they were indexed by from the first of `copies` that publishes them.
+    pub(crate) fn with_copies(
+        mut self,
+        origin: String,
+        copies: Vec<crate::mirror::source::Source>,
+    ) -> Updater {
+        self.origin = origin;
+        self.copies = copies;
+        self
+    }
+
+    /// When the index has not yet covered leaves a restore brought back: the updates that had
+    /// indexed them, replayed from the first copy that publishes them (`replay`; under the
+    /// index's lock, so a daemon that restored and another starting beside it replay once).
+    /// `false` when a copy did not answer and none replayed: this round indexes nothing, so
+    /// that those leaves are not indexed without the labels a copy still holds.
+    async fn replay_restored(&mut self) -> Result<bool, IndexError> {
+        if self.copies.is_empty() {
+            return Ok(true);
+        }
+        let head = {
+            let mut conn = self.db.acquire().await?;
+            let from = store::newest(&mut conn)
+                .await?
+                .map_or(0, |v| u64::try_from(v.version).unwrap_or(0));
+            if !store::restored_from(&mut conn, from).await? {
+                return Ok(true);
+            }
+            store::tree_size(&mut conn).await?
+        };
+        let mut silent = Vec::new();
+        for src in &self.copies {
+            let at = match super::replay::deltas_at(src, &self.origin).await {
+                Ok(Some(at)) => at,
+                Ok(None) => continue,
+                Err(e) => {
+                    silent.push(e.to_string());
+                    continue;
+                }
+            };
+            match super::replay::replay(&self.db, &at, head).await {
+                Ok(r) if r.count() > 0 => {
+                    self.current = None;
+                    tracing::warn!(
+                        first = r.first,
+                        last = r.last,
+                        through = r.through,
+                        copy = %at.shown(""),
+                        "account index updates lost with a restored database replayed from a copy of the tiles"
+                    );
+                    return Ok(true);
+                }
+                Ok(_) => return Ok(true),
+                Err(super::replay::ReplayError::Fetch(e)) => silent.push(e.to_string()),
+                Err(e) => {
+                    self.current = None;
+                    tracing::error!(error = %e, "the account index's lost updates were not all replayed");
+                    return Ok(true);
+                }
+            }
+        }
+        if silent.is_empty() {
+            return Ok(true);
+        }
+        tracing::warn!(
+            copies = %silent.join("; "),
+            "the account index waits: the log holds restored leaves it has not covered, and no copy of the tiles answered for the updates that indexed them (retried next round)"
+        );
+        Ok(false)
     }
 
     /// Rows a second the last updates indexed.
@@ -173,6 +240,9 @@ impl Updater {
     ) -> Result<Vec<Updated>, IndexError> {
         let started = Instant::now();
         let mut done = Vec::new();
+        if !self.replay_restored().await? {
+            return Ok(done);
+        }
         loop {
             let left = budget.saturating_sub(started.elapsed()).as_secs_f64();
             let fits = (self.rate * left) as u64;
@@ -304,120 +374,4 @@ impl Updater {
             phases: clock.spent,
         }))
     }
-}
-
-/// The current stored nodes at depths 8 and 16: remembered, or read again when the
-/// newest version is not the one remembered (another process updated the index).
-async fn current<'c>(
-    slot: &'c mut Option<Current>,
-    tx: &mut PgConnection,
-    newest: i64,
-) -> Result<&'c mut Current, DbError> {
-    if slot.as_ref().is_none_or(|c| c.version != newest) {
-        let top = store::nodes(tx, 8, (0, 255), i64::MAX)
-            .await?
-            .into_iter()
-            .map(|(p, n)| (u8::try_from(p).unwrap_or(0), n))
-            .collect();
-        let mid = store::nodes(tx, 16, (0, u16::MAX), i64::MAX)
-            .await?
-            .into_iter()
-            .collect();
-        *slot = Some(Current {
-            version: newest,
-            top,
-            mid,
-        });
-    }
-    Ok(slot.get_or_insert_with(Current::default))
-}
-
-/// The stored nodes above the labels `changed` (their new values), recomputed, pushed to
-/// `out` as `(depth, prefix, node)`; returns the new root.
-async fn nodes_above(
-    slot: &mut Option<Current>,
-    tx: &mut PgConnection,
-    newest: i64,
-    changed: &BTreeMap<Label, Value>,
-    out: &mut Vec<(usize, u16, Node)>,
-) -> Result<Node, DbError> {
-    let buckets: BTreeSet<u16> = changed.keys().map(bucket).collect();
-    let bucket_range = |b: u16| {
-        let mut l = [0u8; 32];
-        l[..2].copy_from_slice(&b.to_be_bytes());
-        range(&l, 16)
-    };
-    let ranges: Vec<(Label, Label)> = buckets.iter().map(|b| bucket_range(*b)).collect();
-    let mut all: BTreeMap<Label, Value> = store::values_in(tx, &ranges, i64::MAX)
-        .await?
-        .into_iter()
-        .collect();
-    all.extend(changed.iter().map(|(l, v)| (*l, *v)));
-    let cur = current(slot, tx, newest).await?;
-    let mut firsts = BTreeSet::new();
-    for b in &buckets {
-        let (lo, hi) = bucket_range(*b);
-        let labels: Vec<(Label, Value)> = all.range(lo..=hi).map(|(l, v)| (*l, *v)).collect();
-        let n = subtree(&labels, 16);
-        cur.mid.insert(*b, n);
-        out.push((16, *b, n));
-        firsts.insert(b.to_be_bytes()[0]);
-    }
-    for f in firsts {
-        let lo = u16::from(f) << 8;
-        let children: Vec<(u8, Node)> = cur
-            .mid
-            .range(lo..=lo | 0xff)
-            .filter(|(_, n)| n.count > 0)
-            .map(|(b, n)| (b.to_be_bytes()[1], *n))
-            .collect();
-        let n = band(&children, 0);
-        cur.top.insert(f, n);
-        out.push((8, u16::from(f), n));
-    }
-    let children: Vec<(u8, Node)> = cur
-        .top
-        .iter()
-        .filter(|(_, n)| n.count > 0)
-        .map(|(b, n)| (*b, *n))
-        .collect();
-    let root = band(&children, 0);
-    out.push((0, 0, root));
-    Ok(root)
-}
-
-/// The values of the labels `added` gives leaves (with their row hashes) folded onto their
-/// stored ones as of `newest_version`, and the stored nodes above them recomputed: pushed to
-/// `w` (its entries and nodes). Returns the new root and how many of the labels are new to the
-/// index. What an update and a replayed update share.
-pub(super) async fn grow(
-    tx: &mut PgConnection,
-    slot: &mut Option<Current>,
-    newest_version: i64,
-    added: &BTreeMap<Label, Vec<(u64, Hash)>>,
-    w: &mut Writes,
-) -> Result<(Node, u64), DbError> {
-    let ranges: Vec<(Label, Label)> = added.keys().map(|l| (*l, *l)).collect();
-    let before: BTreeMap<Label, Value> = store::values_in(tx, &ranges, i64::MAX)
-        .await?
-        .into_iter()
-        .collect();
-    let fresh = added.keys().filter(|l| !before.contains_key(*l)).count() as u64;
-    let mut changed: BTreeMap<Label, Value> = BTreeMap::new();
-    for (label, leaves) in added {
-        let v0 = before.get(label).copied().unwrap_or(Value::NONE);
-        let v = leaves.iter().fold(v0, |v, (i, h)| v.push(*i, h));
-        changed.insert(*label, v);
-        let gained = leaves
-            .iter()
-            .map(|(i, _)| i64::try_from(*i).unwrap_or(i64::MAX))
-            .collect();
-        w.entries.push((*label, v, gained));
-    }
-    let root = nodes_above(slot, tx, newest_version, &changed, &mut w.nodes).await?;
-    // The nodes remembered are now those of this version.
-    if let Some(c) = slot {
-        c.version = w.version;
-    }
-    Ok((root, fresh))
 }

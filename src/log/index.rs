@@ -428,6 +428,19 @@ pub(crate) async fn next_seq(tx: &mut PgConnection, stream: &str) -> Result<i64,
     .ctx("number the index record")
 }
 
+/// Whether the log holds leaves a restore brought back at or after leaf `from` (their rows are
+/// numbered by their leaf index in their stream).
+pub(crate) async fn restored_from(tx: &mut PgConnection, from: u64) -> Result<bool, DbError> {
+    sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM audit.events WHERE stream = $1 AND stream_seq >= $2)",
+    )
+    .bind(crate::row::restore::LEAVES)
+    .bind(i64_of(from))
+    .fetch_one(&mut *tx)
+    .await
+    .ctx("look for restored leaves the index has not covered")
+}
+
 /// The committed tree size (the head's).
 pub(crate) async fn tree_size(tx: &mut PgConnection) -> Result<u64, DbError> {
     let size: i64 = sqlx::query_scalar("SELECT tree_size FROM audit.chain_head")

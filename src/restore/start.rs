@@ -8,8 +8,6 @@
 //! off). Each finding is one line and a metric; nothing here stops the daemon (the signer
 //! refuses to sign a tree that contradicts what the key signed, whatever happened here).
 
-use std::time::Duration;
-
 use super::metrics::RestoreMetrics;
 use super::{replay_index, restore, Copies, Outcome, RestoreError, Target};
 use crate::config::Settings;
@@ -18,25 +16,8 @@ use crate::log::signed::Memory;
 use crate::log::Log;
 use crate::witnessed::signer::load_key;
 
-/// How long one read of a copy may take.
-pub(crate) const COPY_TIMEOUT: Duration = Duration::from_secs(30);
-
 /// The reason a restore at start-up records.
 const REASON: &str = "at start-up, the database's tree was behind the checkpoint the log's key signed (a database restored from a backup)";
-
-/// The copies the daemon restores from: its own tiles (a directory or a bucket), then the
-/// configured ones.
-pub(crate) fn copies_of(s: &Settings) -> Vec<String> {
-    let mut out: Vec<String> = s
-        .witness
-        .tiles_dir
-        .iter()
-        .map(|d| d.display().to_string())
-        .collect();
-    out.extend(s.witness.tiles_url.iter().cloned());
-    out.extend(s.witness.restore_from.iter().cloned());
-    out
-}
 
 /// See the module.
 /// The rows it appends (the restored leaves and the restore's record) are counted in `rows`
@@ -57,8 +38,8 @@ pub(crate) async fn at_start(
     let copies = Copies {
         key: key.public(),
         origin: key.name.clone(),
-        copies: copies_of(s),
-        timeout: COPY_TIMEOUT,
+        copies: crate::index::replay::copies_of(s),
+        timeout: crate::index::replay::COPY_TIMEOUT,
         object_store: s.object_store.clone(),
         tls: crate::mirror::source::Source::tls_of(&s.witness),
     };

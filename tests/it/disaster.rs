@@ -4,7 +4,8 @@
 //! from an auditor's mirror), records the restore, then the events the bus still holds; every sequence is recorded once,
 //! the witness cosigns the next checkpoint, the auditor's state from before verifies with the
 //! restore named, and the mirror from before takes the new checkpoint. Two daemons starting
-//! together restore once. A copy that is not the signed log is refused; rows removed with no
+//! together restore once. The account index gets the updates it lost back from the deltas
+//! beside the tiles. A copy that is not the signed log is refused; rows removed with no
 //! record are still a break.
 
 use std::path::{Path, PathBuf};
@@ -16,9 +17,10 @@ use crate::support::app::{run_until_idle, settings};
 use crate::support::cli::{event_audit, Run};
 use crate::support::db::as_superuser;
 use crate::support::s3::{Server, TestBucket};
+use crate::support::sim::Sim;
 use crate::support::witness::{verify_witness, witness_with_policy, write_keys, Witness};
 use crate::support::{seq_stats, TestDb, TestStream};
-use event_audit::config::{Dur, Settings};
+use event_audit::config::{Dur, Settings, SimRates};
 
 /// The daemon's settings: signing into `cps`, the witness `policy`, tiles in `dir/tiles`.
 fn signing(db: &TestDb, ts: &TestStream, dir: &Path, cps: &str, policy: &Path) -> Settings {
@@ -320,4 +322,136 @@ async fn a_copy_of_another_log_is_refused_and_an_unrecorded_removal_is_a_break()
     assert_eq!(as_superuser(&b.db.pool, &removed).await, 1);
     let v = crate::support::verify(&b.db.url).await;
     assert_eq!(v.code, Some(1), "{v:?}");
+}
+
+/// Each stored update: its number, the leaves it covers, its root, its record's leaf.
+async fn updates(db: &TestDb) -> Vec<(i64, i64, Vec<u8>, i64)> {
+    sqlx::query_as("SELECT seq, version, root, record_leaf FROM audit.index_versions ORDER BY seq")
+        .fetch_all(&db.pool)
+        .await
+        .expect("read the index's updates")
+}
+
+/// A database restored from a backup behind the signed log: at start-up the daemon brings the
+/// lost leaves back from its tiles (two daemons starting together: once), then the index
+/// updates the backup lacks from the deltas beside them, each held against its (restored)
+/// record; the index is again the one whose roots the checkpoints signed, the rows recorded
+/// again are indexed by an update numbered after them, `verify` rebuilds it all, and `tiles
+/// fsck` finds the tiles' deltas and the log agreeing. `restore-leaves`, by hand, brings back
+/// the same updates.
+#[tokio::test]
+async fn a_restored_database_gets_the_index_updates_it_lost_back_from_the_tiles() {
+    let db = TestDb::create().await;
+    let ts = TestStream::create("account_index_dr").await;
+    let cps = format!("{}_CP", ts.name);
+    let _w = Witness(cps.clone());
+    let tmp = tempfile::tempdir().expect("tmp");
+    let origin = format!("event-audit/{}", db.name);
+    let (private, public, _) = write_keys(tmp.path(), &origin, 14);
+    let (dir, tiles) = (tmp.path().join("checkpoints"), tmp.path().join("tiles"));
+    let signed = |db: &TestDb| {
+        let mut s = crate::support::witness::signing(db, &ts, &private, &cps, &dir);
+        s.witness.tiles_dir = Some(tiles.clone());
+        s.witness.signer_state = Some(tmp.path().join("signer.state"));
+        s.witness.no_account_index = false;
+        s
+    };
+    let _sim = Sim::start(&ts, "ACME", 4, 49, SimRates::default()).await;
+    run_until_idle(signed(&db)).await;
+    let nightly = db.backup();
+    // Two more runs after the backup, an update each (their rows name accounts).
+    ts.publish_load(20, 50).await;
+    run_until_idle(signed(&db)).await;
+    ts.publish_load(20, 51).await;
+    run_until_idle(signed(&db)).await;
+    let before = updates(&db).await;
+
+    let restored = TestDb::restored(&nightly).await;
+    let kept = updates(&restored).await.len();
+    assert!(
+        kept >= 1 && before.len() >= kept + 2,
+        "the backup lacks two updates: {kept} of {}",
+        before.len()
+    );
+    let lost: Vec<Vec<u8>> =
+        sqlx::query_scalar("SELECT delta FROM audit.index_versions WHERE seq > $1 ORDER BY seq")
+            .bind(kept as i64)
+            .fetch_all(&db.pool)
+            .await
+            .expect("the lost updates' deltas");
+    assert!(
+        lost.iter()
+            .all(|d| !event_audit::tlog::index::delta::Delta::parse(d)
+                .expect("a delta")
+                .pairs
+                .is_empty()),
+        "the lost updates indexed rows"
+    );
+    let (t, p) = (
+        tiles.to_str().expect("utf-8"),
+        public.to_str().expect("utf-8"),
+    );
+
+    // By hand, into another copy of the backup: `restore-leaves` brings back the same updates.
+    let by_hand = TestDb::restored(&nightly).await;
+    let state = tmp.path().join("signer.state");
+    let r = event_audit(
+        &[
+            "restore-leaves",
+            "--database-url",
+            &by_hand.url,
+            "--from",
+            t,
+            "--signing-key-file",
+            private.to_str().expect("utf-8"),
+            "--signer-state",
+            state.to_str().expect("utf-8"),
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert!(
+        r.stdout.contains(&format!(
+            "account index updates {}..{} replayed from",
+            kept + 1,
+            before.len()
+        )),
+        "{r:?}"
+    );
+    assert_eq!(updates(&by_hand).await, before);
+
+    // At start-up, two daemons together: one restores and replays, the other's index waits
+    // for the replay (the index's lock) and finds it done.
+    let (x, y) = tokio::join!(
+        run_until_idle(signed(&restored)),
+        run_until_idle(signed(&restored))
+    );
+    let log = format!("{}{}", x.log, y.log);
+    assert!(log.contains("replayed from"), "{log}");
+    let after = updates(&restored).await;
+    assert!(after.len() > before.len(), "{after:?}");
+    assert_eq!(
+        &after[..before.len()],
+        &before[..],
+        "the updates the checkpoints signed, replayed as they were"
+    );
+    assert_eq!(
+        after[before.len()].0,
+        before.len() as i64 + 1,
+        "the rows recorded again are indexed by the next update"
+    );
+    assert!(after[before.len()].1 > before[before.len() - 1].1);
+
+    let v = crate::support::verify(&restored.url).await;
+    assert_eq!(v.code, Some(0), "{v:?}");
+    assert_eq!(v.report["index"]["ok"], true, "{v:?}");
+    assert_eq!(
+        v.report["index"]["updates"].as_u64(),
+        Some(after.len() as u64),
+        "{v:?}"
+    );
+    let fsck = event_audit(&["tiles", "fsck", t, "--public-key", p], &[]).await;
+    assert_eq!(fsck.code, Some(0), "{fsck:?}");
+    assert!(fsck.stdout.contains("account index's"), "{fsck:?}");
 }
