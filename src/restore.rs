@@ -247,39 +247,29 @@ pub(crate) async fn restore(
 
 /// After a restore to a tree of `size` leaves: the account index's updates the database lost,
 /// replayed from the first copy that publishes any ([`crate::index::replay`]). `Ok` says what
-/// was replayed (or that no copy publishes more), `Err` why a copy's deltas were refused (the
-/// updates before the refused one are kept).
-pub(crate) async fn replay_index(
-    log: &Log,
-    copies: &Copies,
-    size: u64,
-) -> Result<(String, u64), String> {
-    let mut refused = Vec::new();
-    for copy in &copies.copies {
-        let shown = shown(copy);
-        let Ok((src, _)) = copies.open(copy).await else {
-            continue;
-        };
-        match crate::index::replay::replay(log.db(), &src, size).await {
-            Ok(r) if r.count() > 0 => {
-                return Ok((
-                    format!(
-                        "account index updates {}..{} replayed from {shown} (the index covers leaves below {} again; the lost rows' labels as the deltas name them)",
-                        r.first, r.last, r.through
-                    ),
-                    r.count(),
-                ))
-            }
-            Ok(_) => {}
-            Err(e) => refused.push(format!("{shown}: {e}")),
-        }
-    }
-    match refused.is_empty() {
-        true => Ok(("no copy publishes an account index update the database lacks".into(), 0)),
-        false => Err(format!(
-            "the account index's lost updates were not all replayed ({}); it goes on from its newest update, and `tiles fsck` of a copy names the first update that no longer matches",
-            refused.join("; ")
+/// was replayed (or that no copy publishes more), `Err` why none was (the updates before a
+/// refused one are kept).
+pub(crate) async fn replay_index(log: &Log, copies: &Copies, size: u64) -> Result<String, String> {
+    use crate::index::replay::{from_copies, open_copies, FromCopies};
+    let sources = open_copies(
+        &copies.copies,
+        copies.timeout,
+        &copies.object_store,
+        &copies.tls,
+    );
+    match from_copies(log.db(), &sources, &copies.origin, size).await {
+        Ok(FromCopies::Replayed(copy, r)) => Ok(format!(
+            "account index updates {}..{} replayed from {copy} (the index covers leaves below {} again; the lost rows' labels as the deltas name them)",
+            r.first, r.last, r.through
         )),
+        Ok(FromCopies::Nothing) => {
+            Ok("no copy publishes an account index update the database lacks".into())
+        }
+        Ok(FromCopies::Failed { refused, silent }) => Err(format!(
+            "the account index's lost updates were not replayed ({}); the daemon's index tries its copies again before it indexes the restored leaves, and `tiles fsck` of a copy names the first update that does not match",
+            refused.into_iter().chain(silent).collect::<Vec<_>>().join("; ")
+        )),
+        Err(e) => Err(format!("the account index's lost updates were not replayed: {e}")),
     }
 }
 

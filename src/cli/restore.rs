@@ -104,7 +104,7 @@ pub(super) fn run(args: RestoreArgs) -> anyhow::Result<ExitCode> {
     })?;
     println!("{}", out.0.line());
     match out.1 {
-        Some(Ok((line, _))) => println!("{line}"),
+        Some(Ok(line)) => println!("{line}"),
         Some(Err(line)) => {
             eprintln!("{line}");
             return Ok(ExitCode::from(2));

@@ -11,6 +11,8 @@ pub(crate) struct IndexMetrics {
     pub(crate) failures: IntCounter,
     /// Rows indexed.
     pub(crate) rows: IntCounter,
+    /// Updates replayed from a copy of the tiles after a restore.
+    pub(crate) replayed: IntCounter,
     /// Labels new to the log (a VRF proof made for each).
     pub(crate) new_labels: IntCounter,
     /// Labels the index holds after the last update.
@@ -38,6 +40,11 @@ impl IndexMetrics {
                 r,
                 "event_audit_index_rows_total",
                 "Rows of the log indexed by the account index",
+            ),
+            replayed: counter(
+                r,
+                "event_audit_index_replayed_updates_total",
+                "Account index updates a restored database lost, replayed from the deltas a copy of the log's tiles publishes",
             ),
             new_labels: counter(
                 r,

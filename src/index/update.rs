@@ -162,6 +162,7 @@ impl Updater {
     /// `false` when a copy did not answer and none replayed: this round indexes nothing, so
     /// that those leaves are not indexed without the labels a copy still holds.
     async fn replay_restored(&mut self) -> Result<bool, IndexError> {
+        use super::replay::{from_copies, FromCopies};
         if self.copies.is_empty() {
             return Ok(true);
         }
@@ -175,45 +176,33 @@ impl Updater {
             }
             store::tree_size(&mut conn).await?
         };
-        let mut silent = Vec::new();
-        for src in &self.copies {
-            let at = match super::replay::deltas_at(src, &self.origin).await {
-                Ok(Some(at)) => at,
-                Ok(None) => continue,
-                Err(e) => {
-                    silent.push(e.to_string());
-                    continue;
-                }
-            };
-            match super::replay::replay(&self.db, &at, head).await {
-                Ok(r) if r.count() > 0 => {
-                    self.current = None;
-                    tracing::warn!(
-                        first = r.first,
-                        last = r.last,
-                        through = r.through,
-                        copy = %at.shown(""),
-                        "account index updates lost with a restored database replayed from a copy of the tiles"
-                    );
-                    return Ok(true);
-                }
-                Ok(_) => return Ok(true),
-                Err(super::replay::ReplayError::Fetch(e)) => silent.push(e.to_string()),
-                Err(e) => {
-                    self.current = None;
-                    tracing::error!(error = %e, "the account index's lost updates were not all replayed");
-                    return Ok(true);
-                }
+        match from_copies(&self.db, &self.copies, &self.origin, head).await? {
+            FromCopies::Replayed(copy, r) => {
+                self.current = None;
+                self.metrics.replayed.inc_by(r.count());
+                tracing::warn!(
+                    first = r.first,
+                    last = r.last,
+                    through = r.through,
+                    %copy,
+                    "account index updates lost with a restored database replayed from a copy of the tiles"
+                );
+                Ok(true)
+            }
+            FromCopies::Nothing => Ok(true),
+            FromCopies::Failed { refused, .. } if !refused.is_empty() => {
+                self.current = None;
+                tracing::error!(copies = %refused.join("; "), "the account index's lost updates were not all replayed: it goes on from its newest update");
+                Ok(true)
+            }
+            FromCopies::Failed { silent, .. } => {
+                tracing::warn!(
+                    copies = %silent.join("; "),
+                    "the account index waits: the log holds restored leaves it has not covered, and no copy of the tiles answered for the updates that indexed them (retried next round)"
+                );
+                Ok(false)
             }
         }
-        if silent.is_empty() {
-            return Ok(true);
-        }
-        tracing::warn!(
-            copies = %silent.join("; "),
-            "the account index waits: the log holds restored leaves it has not covered, and no copy of the tiles answered for the updates that indexed them (retried next round)"
-        );
-        Ok(false)
     }
 
     /// Rows a second the last updates indexed.

@@ -1,4 +1,4 @@
-//! The metrics of a restore: restores made, leaves and account index updates restored, and whether the database's tree
+//! The metrics of a restore: restores made, leaves restored, and whether the database's tree
 //! is behind the checkpoint the log's key signed with no copy to restore it from, or the
 //! signer's memory file was missing at start-up (and when: the alert outlives the few seconds
 //! until the signer writes it again).
@@ -10,7 +10,6 @@ use crate::telemetry::metrics::{counter, gauge, Registry};
 pub(crate) struct RestoreMetrics {
     pub(crate) restores: IntCounter,
     pub(crate) leaves: IntCounter,
-    pub(crate) index_updates: IntCounter,
     pub(crate) behind: IntGauge,
     pub(crate) memory_missing: IntGauge,
     pub(crate) memory_lost_at: IntGauge,
@@ -28,11 +27,6 @@ impl RestoreMetrics {
                 r,
                 "event_audit_log_restored_leaves_total",
                 "Leaves brought back from a copy of the log's tiles by a restore",
-            ),
-            index_updates: counter(
-                r,
-                "event_audit_log_restored_index_updates_total",
-                "Account index updates a restore replayed from the deltas a copy of the log's tiles publishes",
             ),
             behind: gauge(
                 r,

@@ -4,12 +4,12 @@
 //! `event_audit_signer_memory_missing`, unless the key signed nothing the database or a copy
 //! holds: a new key, whose first round writes the file), and when the database's
 //! tree is behind it, restores the lost leaves from its own tiles (a directory or a bucket) or a
-//! copy named in its settings, then the account index's updates it lost (unless the index is
-//! off). Each finding is one line and a metric; nothing here stops the daemon (the signer
+//! copy named in its settings (the account index's updates it lost are replayed by the index's
+//! updater before it indexes the restored leaves). Each finding is one line and a metric; nothing here stops the daemon (the signer
 //! refuses to sign a tree that contradicts what the key signed, whatever happened here).
 
 use super::metrics::RestoreMetrics;
-use super::{replay_index, restore, Copies, Outcome, RestoreError, Target};
+use super::{restore, Copies, Outcome, RestoreError, Target};
 use crate::config::Settings;
 use crate::log::restored::AppendError;
 use crate::log::signed::Memory;
@@ -103,15 +103,6 @@ pub(crate) async fn at_start(
                 m.restores.inc();
                 m.leaves.inc_by(record.size - record.database_size);
                 rows.inc_by(record.size - record.database_size + 1);
-                if !s.witness.no_account_index {
-                    match replay_index(log, &copies, record.size).await {
-                        Ok((line, n)) => {
-                            m.index_updates.inc_by(n);
-                            tracing::warn!("restore: {line}");
-                        }
-                        Err(line) => tracing::error!("restore: {line}"),
-                    }
-                }
             }
         }
         Err(e) => {

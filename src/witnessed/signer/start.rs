@@ -83,18 +83,12 @@ pub(crate) fn from_checked(
     };
     let updater = (!w.no_account_index).then(|| {
         let labeler = crate::index::label::Labeler::new(crate::tlog::index::vrf_key(&key));
-        let copies = crate::index::replay::copies_of(s)
-            .iter()
-            .filter_map(|c| {
-                crate::mirror::source::Source::open(
-                    c,
-                    crate::index::replay::COPY_TIMEOUT,
-                    &s.object_store,
-                    &crate::mirror::source::Source::tls_of(w),
-                )
-                .ok()
-            })
-            .collect();
+        let copies = crate::index::replay::open_copies(
+            &crate::index::replay::copies_of(s),
+            crate::index::replay::COPY_TIMEOUT,
+            &s.object_store,
+            &crate::mirror::source::Source::tls_of(w),
+        );
         crate::index::update::Updater::new(
             db.clone(),
             s.ingest.instance_name(),
